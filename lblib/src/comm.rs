@@ -1,0 +1,135 @@
+//! The only door to inter-process communication (DESIGN.md, "Backends").
+//!
+//! Every collective is called by all ranks of the communicator in the same order,
+//! as in MPI. Buffers are caller-owned; no collective allocates on the caller's
+//! behalf except [`Comm::split`].
+
+use std::time::Instant;
+
+/// Reduction operator of [`Comm::all_reduce`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    /// Applies the operator to two values.
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            ReduceOp::Sum => a + b,
+            ReduceOp::Max => a.max(b),
+            ReduceOp::Min => a.min(b),
+        }
+    }
+}
+
+/// A group of processes that communicate collectively.
+///
+/// Backends: [`SelfComm`] (one process), `ThreadComm` (N ranks as threads of one
+/// process, with optional per-rank slowdown), `MpiComm` (rsmpi, feature `mpi`).
+pub trait Comm {
+    /// This process's rank in `0..size()`.
+    fn rank(&self) -> usize;
+    /// Number of processes.
+    fn size(&self) -> usize;
+    /// Wall-clock seconds since an arbitrary fixed origin.
+    fn wtime(&self) -> f64;
+    /// Blocks until every rank has entered.
+    fn barrier(&self);
+    /// Element-wise reduction of `buf` over all ranks, result on every rank.
+    fn all_reduce(&self, buf: &mut [f64], op: ReduceOp);
+    /// Element-wise reduction of integer counters (`Sum`, `Max`, `Min`).
+    fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp);
+    /// Gathers `send` (same length on every rank) into `recv`, rank-major:
+    /// `recv[r * send.len()..][..send.len()]` is rank r's data.
+    fn all_gather(&self, send: &[f64], recv: &mut [f64]);
+    /// Like [`Comm::all_gather`] for integers.
+    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]);
+    /// Gathers variable-length pieces: rank r contributes `counts[r]` values,
+    /// stored consecutively in rank order in `recv`.
+    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]);
+    /// Copies `buf` of rank `root` into `buf` of every rank.
+    fn broadcast(&self, buf: &mut [f64], root: usize);
+    /// Like [`Comm::broadcast`] for integers.
+    fn broadcast_u64(&self, buf: &mut [u64], root: usize);
+    /// Personalized all-to-all with variable counts: `send` holds, consecutively in
+    /// rank order, `send_counts[r]` values for rank r; `recv` receives
+    /// `recv_counts[r]` values from rank r, consecutively in rank order.
+    fn all_to_all_v(
+        &self,
+        send: &[f64],
+        send_counts: &[usize],
+        recv: &mut [f64],
+        recv_counts: &[usize],
+    );
+    /// Splits into sub-communicators: ranks with equal `color` form one, ordered
+    /// by `(key, rank)`. Collective over all ranks.
+    fn split(&self, color: usize, key: usize) -> Self
+    where
+        Self: Sized;
+}
+
+/// The one-process communicator: every collective is a copy.
+#[derive(Debug, Clone)]
+pub struct SelfComm {
+    origin: Instant,
+}
+
+impl SelfComm {
+    pub fn new() -> Self {
+        Self { origin: Instant::now() }
+    }
+}
+
+impl Default for SelfComm {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Comm for SelfComm {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn wtime(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64()
+    }
+    fn barrier(&self) {}
+    fn all_reduce(&self, _buf: &mut [f64], _op: ReduceOp) {}
+    fn all_reduce_u64(&self, _buf: &mut [u64], _op: ReduceOp) {}
+    fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
+        recv[..send.len()].copy_from_slice(send);
+    }
+    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
+        recv[..send.len()].copy_from_slice(send);
+    }
+    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
+        assert_eq!(counts, &[send.len()], "all_gather_v: counts must be [send.len()]");
+        recv[..send.len()].copy_from_slice(send);
+    }
+    fn broadcast(&self, _buf: &mut [f64], root: usize) {
+        assert_eq!(root, 0, "broadcast: root out of range");
+    }
+    fn broadcast_u64(&self, _buf: &mut [u64], root: usize) {
+        assert_eq!(root, 0, "broadcast: root out of range");
+    }
+    fn all_to_all_v(
+        &self,
+        send: &[f64],
+        send_counts: &[usize],
+        recv: &mut [f64],
+        recv_counts: &[usize],
+    ) {
+        assert_eq!(send_counts, recv_counts, "all_to_all_v: counts differ on one rank");
+        let n = send_counts[0];
+        recv[..n].copy_from_slice(&send[..n]);
+    }
+    fn split(&self, _color: usize, _key: usize) -> Self {
+        self.clone()
+    }
+}

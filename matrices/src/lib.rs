@@ -1,0 +1,6 @@
+//! Sparse matrix data layer of jdmg: the [`CsrMatrix`] type, MatrixMarket I/O,
+//! generators and row partitioning (see `../shared/DESIGN.md`).
+
+pub mod csr;
+
+pub use csr::{CsrError, CsrMatrix};

@@ -1,0 +1,9 @@
+//! precond: linear operators on blocks of vectors, sparse matrix-vector products,
+//! preconditioners and step-wise Krylov inner solvers (BiCGSTAB first).
+//!
+//! Block convention used everywhere: a block of `k` vectors of local length `n`
+//! is a column-major slice of length `n * k` (vector `j` is `x[j*n..(j+1)*n]`).
+
+pub mod operator;
+
+pub use operator::{IdentityPreconditioner, Operator, Preconditioner};

@@ -1,0 +1,61 @@
+//! The operator and preconditioner traits (DESIGN.md, "Style").
+
+/// A linear operator applied to blocks of vectors into caller-owned outputs.
+///
+/// Implementations size their scratch once at construction; `apply_block` does
+/// not allocate. Distributed operators hold their communicator and halo buffers.
+pub trait Operator {
+    /// Local length of input and output vectors.
+    fn nrows(&self) -> usize;
+    /// `y = A x` for `k` column-major vectors (`x.len() == y.len() == nrows()*k`).
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize);
+    /// `y = A x` for one vector.
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        self.apply_block(x, y, 1)
+    }
+}
+
+/// A preconditioner `z = M^{-1} r` applied to blocks of vectors.
+pub trait Preconditioner {
+    /// Local length of vectors.
+    fn nrows(&self) -> usize;
+    /// `z = M^{-1} r` for `k` column-major vectors.
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize);
+    /// `z = M^{-1} r` for one vector.
+    fn apply(&self, r: &[f64], z: &mut [f64]) {
+        self.apply_block(r, z, 1)
+    }
+}
+
+/// `M = I`: no preconditioning.
+#[derive(Debug, Clone, Copy)]
+pub struct IdentityPreconditioner {
+    pub n: usize,
+}
+
+impl Preconditioner for IdentityPreconditioner {
+    fn nrows(&self) -> usize {
+        self.n
+    }
+    fn apply_block(&self, r: &[f64], z: &mut [f64], _k: usize) {
+        z.copy_from_slice(r);
+    }
+}
+
+impl<T: Operator + ?Sized> Operator for &T {
+    fn nrows(&self) -> usize {
+        (**self).nrows()
+    }
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        (**self).apply_block(x, y, k)
+    }
+}
+
+impl<T: Preconditioner + ?Sized> Preconditioner for &T {
+    fn nrows(&self) -> usize {
+        (**self).nrows()
+    }
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+        (**self).apply_block(r, z, k)
+    }
+}
