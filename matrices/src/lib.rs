@@ -2,5 +2,6 @@
 //! generators and row partitioning (see `../shared/DESIGN.md`).
 
 pub mod csr;
+pub mod partition;
 
 pub use csr::{CsrError, CsrMatrix};

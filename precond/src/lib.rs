@@ -4,6 +4,10 @@
 //! Block convention used everywhere: a block of `k` vectors of local length `n`
 //! is a column-major slice of length `n * k` (vector `j` is `x[j*n..(j+1)*n]`).
 
+pub mod dist;
+pub mod krylov;
 pub mod operator;
+pub mod preconditioners;
+pub mod spmv;
 
 pub use operator::{IdentityPreconditioner, Operator, Preconditioner};

@@ -1,0 +1,1 @@
+//! Row partitioning and halo (ghost) plans for distributed SpMV and solve groups.

@@ -1,0 +1,1 @@
+//! Distributed SpMV over `lblib::Comm` using halo plans from `matrices::partition`.

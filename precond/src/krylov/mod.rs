@@ -1,0 +1,1 @@
+//! Step-wise Krylov inner solvers: BiCGSTAB, CG, GMRES(m).

@@ -1,0 +1,1 @@
+//! Shared-memory CSR SpMV and block SpMV (rayon, explicit thread count).
