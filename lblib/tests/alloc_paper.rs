@@ -490,3 +490,97 @@ fn two_level_clusters_paper_example() {
         Err(AllocError::TooSmall { .. })
     ));
 }
+
+#[test]
+fn best_arrangement_finds_rank1_and_beats_all_2x2() {
+    let prm = Grid2dParams::default();
+    // {1,2,3,6} on a 2x2 grid: the rank-1 arrangement, perfect balance 0.5.
+    let a = best_grid_arrangement(&[6.0, 1.0, 3.0, 2.0], 2, 2, &prm).unwrap();
+    assert!((a.shares.t_ave - 0.5).abs() < 1e-12);
+    let t: Vec<Vec<f64>> = a
+        .grid
+        .iter()
+        .map(|r| r.iter().map(|&k| [6.0, 1.0, 3.0, 2.0][k]).collect())
+        .collect();
+    // Rank 1: t00 t11 == t01 t10.
+    assert_eq!(t[0][0] * t[1][1], t[0][1] * t[1][0]);
+    // {1,2,3,5}: the best over all 24 placements, by brute force.
+    let times = [1.0, 2.0, 3.0, 5.0];
+    let best = best_grid_arrangement(&times, 2, 2, &prm).unwrap();
+    let mut perm = [0usize, 1, 2, 3];
+    let mut brute = f64::INFINITY;
+    for _ in 0..24 {
+        let g = vec![
+            vec![times[perm[0]], times[perm[1]]],
+            vec![times[perm[2]], times[perm[3]]],
+        ];
+        brute = brute.min(grid_2d_rational(&g, &prm).unwrap().t_ave);
+        // next permutation
+        let mut i = 3;
+        while i > 0 && perm[i - 1] >= perm[i] {
+            i -= 1;
+        }
+        if i == 0 {
+            break;
+        }
+        let mut j = 3;
+        while perm[j] <= perm[i - 1] {
+            j -= 1;
+        }
+        perm.swap(i - 1, j);
+        perm[i..].reverse();
+    }
+    assert!((best.shares.t_ave - brute).abs() < 1e-12);
+    assert!(best.shares.t_ave >= 30.0 / 61.0 - 1e-12);
+    assert!(matches!(
+        best_grid_arrangement(&times, 3, 2, &prm),
+        Err(AllocError::LengthMismatch { .. })
+    ));
+    // 3x3 (10,080 arrangements x 126 trees) is over a small limit.
+    assert!(matches!(
+        best_grid_arrangement(
+            &[1.0; 9],
+            3,
+            3,
+            &Grid2dParams {
+                max_candidates: 1000
+            }
+        ),
+        Err(AllocError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn speedup_bound_of_section_3_text() {
+    // 000 §3: "t_optimal / t_cyclic(6) ≈ 16.8 / 10.5" (the ratio is printed
+    // upside down): with the Figure 7 speeds, t_q/p = 101/6 = 16.83 and
+    // 1/sum(1/t_i) = 10.55; both match the printed digits when truncated.
+    let p = predicted_times(&[101.0, 94.0, 90.0, 92.0, 50.0, 31.0], 9).unwrap();
+    assert_eq!((p.t_cyclic * 10.0).floor() / 10.0, 16.8);
+    assert_eq!((p.t_optimal * 10.0).floor() / 10.0, 10.5);
+}
+
+#[test]
+fn single_processor_and_tiny_inputs() {
+    let a = optimal_chunks(&[2.0], 5).unwrap();
+    assert_eq!((a.counts, a.cost), (vec![5], 10.0));
+    let dp = incremental_dp(&[2.0], 3).unwrap();
+    assert_eq!(dp.owners, vec![0, 0, 0]);
+    assert_eq!(dp.costs, vec![2.0, 2.0, 2.0]);
+    let g = grid_2d_rational(&[vec![4.0]], &Grid2dParams::default()).unwrap();
+    assert_eq!(
+        (g.r.clone(), g.c.clone(), g.t_ave),
+        (vec![1.0], vec![1.0], 4.0)
+    );
+    assert_eq!(
+        cluster_dynamic_allocation(&[3.0, 5.0], 2).unwrap(),
+        vec![0, 0]
+    );
+    assert!(matches!(
+        optimized_dp(&[3.0], 1),
+        Err(AllocError::TooSmall { got: 1, min: 2, .. })
+    ));
+    let one = two_level_allocation(&[vec![1.0]], 2, &TwoLevelParams::default()).unwrap();
+    assert_eq!(one.panel_times, vec![5.0, 5.0]);
+    assert_eq!(one.block_owner, vec![(0, 0); 10]);
+}

@@ -435,3 +435,119 @@ pub fn panel_column_order(
     order.reverse();
     Ok(order)
 }
+
+/// A processor arrangement on a `p x q` grid with its optimal rational shares
+/// (`001` §4.4, "The 2D load-balancing problem").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GridArrangement {
+    /// `grid[i][j]`: index (into the `times` given) of the processor placed
+    /// at grid position `(i, j)`.
+    pub grid: Vec<Vec<usize>>,
+    /// Optimal shares of this arrangement ([`grid_2d_rational`]).
+    pub shares: Grid2dRational,
+}
+
+/// Solves the 2D load-balancing problem of `001` §4.4 exactly for small
+/// grids: arranges the `n = p q` processors of cycle-times `times` on a
+/// `p x q` grid so that the optimal `T_ave` of [`grid_2d_rational`] is
+/// smallest. Arrangements equal up to a permutation of grid rows or of grid
+/// columns are the same problem, so only `n! / (p! q!)` canonical ones are
+/// tried (processor 0 at `(0,0)`, first row and first column increasing);
+/// each costs a spanning-tree search, so the whole is exponential, as the
+/// paper warns. Ties keep the first arrangement in lexicographic order.
+/// Processors `{1,2,3,6}` on `2 x 2` give the rank-1 grid `[[1,2],[3,6]]`.
+///
+/// # Errors
+/// [`AllocError::Empty`] / [`AllocError::BadTime`] for bad `times`;
+/// [`AllocError::TooSmall`] if `p` or `q` is 0; [`AllocError::LengthMismatch`]
+/// if `times.len() != p q`; [`AllocError::TooLarge`] if
+/// `n!/(p! q!) * C(pq, p+q-1)` exceeds `params.max_candidates`.
+pub fn best_grid_arrangement(
+    times: &[f64],
+    p: usize,
+    q: usize,
+    params: &Grid2dParams,
+) -> Result<GridArrangement, AllocError> {
+    validate_times(times, "times")?;
+    at_least("grid rows p", p, 1)?;
+    at_least("grid columns q", q, 1)?;
+    let n = p * q;
+    if times.len() != n {
+        return Err(AllocError::LengthMismatch {
+            what: "processors for a p x q grid",
+            got: times.len(),
+            expected: n,
+        });
+    }
+    let factorial = |k: usize| (1..=k as u128).try_fold(1u128, |a, x| a.checked_mul(x));
+    let arrangements = match (factorial(n), factorial(p), factorial(q)) {
+        (Some(a), Some(b), Some(c)) => a / b / c,
+        _ => u128::MAX,
+    };
+    let count = arrangements.saturating_mul(binomial(n as u128, (p + q - 1) as u128));
+    if count > params.max_candidates as u128 {
+        return Err(AllocError::TooLarge {
+            what: "arrangement search of the 2D grid",
+            count,
+            limit: params.max_candidates as u128,
+        });
+    }
+    let unlimited = Grid2dParams {
+        max_candidates: u64::MAX,
+    };
+    let mut best: Option<GridArrangement> = None;
+    let mut cells = vec![usize::MAX; n];
+    let mut used = vec![false; n];
+    cells[0] = 0;
+    used[0] = true;
+    let mut search = |cells: &[usize]| -> Result<(), AllocError> {
+        let grid: Vec<Vec<usize>> = cells.chunks(q).map(<[usize]>::to_vec).collect();
+        let t: Vec<Vec<f64>> = grid
+            .iter()
+            .map(|row| row.iter().map(|&k| times[k]).collect())
+            .collect();
+        let shares = grid_2d_rational(&t, &unlimited)?;
+        let better = match &best {
+            None => true,
+            Some(b) => strictly_less(shares.t_ave, b.shares.t_ave),
+        };
+        if better {
+            best = Some(GridArrangement { grid, shares });
+        }
+        Ok(())
+    };
+    fill_canonical(&mut cells, &mut used, 1, q, &mut search)?;
+    best.ok_or(AllocError::Empty {
+        what: "grid arrangements",
+    })
+}
+
+/// Fills `cells[pos..]` (row-major, `q` columns) with the unused processors,
+/// keeping the first row and the first column increasing, and calls `f` on
+/// every complete canonical arrangement.
+fn fill_canonical<F>(
+    cells: &mut [usize],
+    used: &mut [bool],
+    pos: usize,
+    q: usize,
+    f: &mut F,
+) -> Result<(), AllocError>
+where
+    F: FnMut(&[usize]) -> Result<(), AllocError>,
+{
+    if pos == cells.len() {
+        return f(cells);
+    }
+    let (i, j) = (pos / q, pos % q);
+    for k in 0..cells.len() {
+        if used[k] || (i == 0 && k < cells[pos - 1]) || (j == 0 && k < cells[pos - q]) {
+            continue;
+        }
+        used[k] = true;
+        cells[pos] = k;
+        fill_canonical(cells, used, pos + 1, q, f)?;
+        used[k] = false;
+    }
+    cells[pos] = usize::MAX;
+    Ok(())
+}

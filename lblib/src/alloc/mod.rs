@@ -12,7 +12,7 @@
 //! | `000` §4.4 optimized distribution | [`optimized_dp`], [`optimized_lu_schedule`] |
 //! | `000` §3 Tables 4, 5 | [`predicted_times`], [`PredictedTimes`], [`simulate_lu`] |
 //! | `000` §2.1, §4.5 semi-static strategy | [`reallocate_remaining`] |
-//! | `001` §4.3–4.4 2D grids | [`grid_2d_rational`], [`grid_2d_panel`], [`kalinov_lastovetsky`], [`panel_column_order`] |
+//! | `001` §4.3–4.4 2D grids | [`grid_2d_rational`], [`best_grid_arrangement`], [`grid_2d_panel`], [`kalinov_lastovetsky`], [`panel_column_order`] |
 //! | `001` §4.5 collections of clusters | [`two_level_allocation`], [`cluster_dynamic_allocation`] |
 //!
 //! Conventions: processors are 0-based indices into the `times` slice (the
@@ -36,8 +36,9 @@ pub use dp::{
     IncrementalDp, OptimizedLuSchedule,
 };
 pub use grid2d::{
-    grid_2d_panel, grid_2d_rational, kalinov_lastovetsky, panel_column_order, Grid2dPanel,
-    Grid2dParams, Grid2dRational, KalinovLastovetsky,
+    best_grid_arrangement, grid_2d_panel, grid_2d_rational, kalinov_lastovetsky,
+    panel_column_order, Grid2dPanel, Grid2dParams, Grid2dRational, GridArrangement,
+    KalinovLastovetsky,
 };
 pub use predict::{predicted_times, pure_cyclic_layout, simulate_lu, PredictedTimes};
 pub use semistatic::{reallocate_remaining, BlockMove, Reallocation};
