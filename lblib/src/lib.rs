@@ -3,12 +3,34 @@
 //!
 //! | paper | item |
 //! |---|---|
-//! | DESIGN.md "Backends" | [`Comm`], [`SelfComm`], [`ThreadComm`], `MpiComm` (feature `mpi`) |
+//! | DESIGN.md "Backends" | [`Comm`], [`SelfComm`], [`ThreadComm`], `MpiComm` (feature `mpi`), [`Slowed`] |
+//! | `003` §5 LBLIB (`lb_new_lbstruct`, `lb_section_start/end`, `lb_decide`, `lb_continue`, `lb_get_rates/index`) | [`Lbs`], [`Method`], [`RateKind`], [`LbsConfig`] |
+//! | `003` §5.1 scope/context rules | [`LbError`] |
+//! | `003` §7 group leaders | [`lbs::group_continue`] |
+//! | `003` §4 %imbalance | [`Traced`], [`ImbalanceReport`] |
+//! | `003` §4–5 and ref. \[24\] memory balancing | [`memory`] |
+//! | `003` §2 a non-eigensolver flexible phase | [`demo`] (simulated annealing) |
+//! | `000`, `001` allocation from rates | [`alloc`] |
 
 pub mod alloc;
 pub mod comm;
 pub mod cputime;
+pub mod demo;
+pub mod error;
+pub mod lbs;
+pub mod memory;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod slowed;
 pub mod thread;
+pub mod tracer;
 
 pub use comm::{Comm, ReduceOp, SelfComm};
+pub use error::LbError;
+pub use lbs::{Lbs, LbsConfig, Method, RateKind};
+pub use memory::{Advice, MemoryBalancer, MemoryParams, ProcReadings, Reading, SystemReadings};
+#[cfg(feature = "mpi")]
+pub use mpi::MpiComm;
+pub use slowed::Slowed;
 pub use thread::{ClockMode, ThreadComm, ThreadConfig};
+pub use tracer::{ImbalanceReport, Traced};
