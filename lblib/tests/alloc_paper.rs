@@ -584,3 +584,28 @@ fn single_processor_and_tiny_inputs() {
     assert_eq!(one.panel_times, vec![5.0, 5.0]);
     assert_eq!(one.block_owner, vec![(0, 0); 10]);
 }
+
+#[test]
+fn figure2_step33_with_the_matrix_product_allocation() {
+    // 000 §2.2 Figure 2: the (40, 24, 14) allocation of Table 1 laid out
+    // contiguously is badly balanced at step 33.
+    let counts = optimal_chunks(&T358, 78).unwrap().counts;
+    let owners: Vec<usize> = counts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &c)| std::iter::repeat_n(i, c))
+        .collect();
+    assert_eq!(owners.len(), 78);
+    let loads = update_loads(&T358, &owners, 32).unwrap();
+    assert_eq!(loads, vec![21.0, 120.0, 112.0]);
+    // The reversed-DP slice layout (single slice, B = M = 78) stays balanced:
+    // the remaining 45 blocks are the optimal allocation for 45 chunks.
+    let slice = cyclic_slice_layout(&T358, 78, 78).unwrap();
+    let l = update_loads(&T358, &slice, 32).unwrap();
+    let worst = l.iter().copied().fold(0.0, f64::max);
+    assert_eq!(worst, optimal_chunks(&T358, 45).unwrap().cost);
+    assert!(matches!(
+        update_loads(&T358, &owners, 78),
+        Err(AllocError::BlockOutOfRange { index: 78, n: 78 })
+    ));
+}

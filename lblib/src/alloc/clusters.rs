@@ -89,6 +89,11 @@ pub fn two_level_allocation(
     let b = params.panel_size;
     at_least("panel size B", b, 1)?;
     at_least("number of panels", n_panels, 1)?;
+    let n_blocks = n_panels.checked_mul(b).ok_or(AllocError::TooLarge {
+        what: "number of column blocks (panels x panel size)",
+        count: n_panels as u128 * b as u128,
+        limit: usize::MAX as u128,
+    })?;
     let mut cluster_times = Vec::with_capacity(clusters.len());
     for cl in clusters {
         let dp = incremental_dp(cl, b)?;
@@ -100,7 +105,7 @@ pub fn two_level_allocation(
         ClusterTimeRule::OnTheFly => {
             let dps = clusters
                 .iter()
-                .map(|cl| incremental_dp(cl, n_panels * b))
+                .map(|cl| incremental_dp(cl, n_blocks))
                 .collect::<Result<Vec<_>, _>>()?;
             let cum = |x: usize, n: usize| {
                 if n == 0 {
@@ -145,7 +150,7 @@ pub fn two_level_allocation(
         })
         .collect::<Result<Vec<_>, AllocError>>()?;
     let mut seen = vec![0usize; clusters.len()];
-    let mut blocks_rl = Vec::with_capacity(n_panels * b);
+    let mut blocks_rl = Vec::with_capacity(n_blocks);
     let mut times_rl = Vec::with_capacity(n_panels);
     for &x in &from_right {
         let Some(dp) = &inner[x] else { continue };

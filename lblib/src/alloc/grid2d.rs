@@ -291,7 +291,7 @@ pub fn grid_2d_panel(
         c,
         loads,
         exec_time,
-        time_per_block: exec_time / (bp * bq) as f64,
+        time_per_block: exec_time / (bp as f64 * bq as f64),
     })
 }
 
@@ -471,7 +471,7 @@ pub fn best_grid_arrangement(
     validate_times(times, "times")?;
     at_least("grid rows p", p, 1)?;
     at_least("grid columns q", q, 1)?;
-    let n = p * q;
+    let n = p.saturating_mul(q);
     if times.len() != n {
         return Err(AllocError::LengthMismatch {
             what: "processors for a p x q grid",

@@ -10,7 +10,7 @@
 //! | `000` §2.2 dynamic programming, Table 2/3 | [`incremental_dp`], [`IncrementalDp`] |
 //! | `000` §2.2 "reverse" slice layout for LU/QR | [`IncrementalDp::slice_layout`], [`cyclic_slice_layout`] |
 //! | `000` §4.4 optimized distribution | [`optimized_dp`], [`optimized_lu_schedule`] |
-//! | `000` §3 Tables 4, 5 | [`predicted_times`], [`PredictedTimes`], [`simulate_lu`] |
+//! | `000` §3 Tables 4, 5; §2.2 Figure 2 | [`predicted_times`], [`PredictedTimes`], [`simulate_lu`], [`update_loads`] |
 //! | `000` §2.1, §4.5 semi-static strategy | [`reallocate_remaining`] |
 //! | `001` §4.3–4.4 2D grids | [`grid_2d_rational`], [`best_grid_arrangement`], [`grid_2d_panel`], [`kalinov_lastovetsky`], [`panel_column_order`] |
 //! | `001` §4.5 collections of clusters | [`two_level_allocation`], [`cluster_dynamic_allocation`] |
@@ -40,7 +40,7 @@ pub use grid2d::{
     panel_column_order, Grid2dPanel, Grid2dParams, Grid2dRational, GridArrangement,
     KalinovLastovetsky,
 };
-pub use predict::{predicted_times, pure_cyclic_layout, simulate_lu, PredictedTimes};
+pub use predict::{predicted_times, pure_cyclic_layout, simulate_lu, update_loads, PredictedTimes};
 pub use semistatic::{reallocate_remaining, BlockMove, Reallocation};
 
 /// Errors of the allocation algorithms: every bad input is reported with what

@@ -128,3 +128,32 @@ pub fn simulate_lu(times: &[f64], owners: &[usize]) -> Result<f64, AllocError> {
     }
     Ok(total)
 }
+
+/// Update work of every processor at LU/QR step `k` (0-based) of a static
+/// column-block layout: `load_i = t_i * #{j > k : owners[j] = i}` (`000`
+/// §2.2, Figure 2). With the matrix-product allocation `(40, 24, 14)` of
+/// `t = (3, 5, 8)` laid out contiguously over 78 blocks, step 33 (1-based)
+/// gives `(21, 120, 112)`: "processor 1 has 7 updates and works for
+/// 7 x 3 = 21 units of time, while processor 2 works 24 x 5 = 120".
+///
+/// # Errors
+/// Bad `times` as in [`predicted_times`]; [`AllocError::BadOwner`] for an
+/// invalid owner; [`AllocError::BlockOutOfRange`] if `k >= owners.len()`.
+pub fn update_loads(times: &[f64], owners: &[usize], k: usize) -> Result<Vec<f64>, AllocError> {
+    validate_times(times, "times")?;
+    let p = times.len();
+    if let Some((block, &owner)) = owners.iter().enumerate().find(|(_, &o)| o >= p) {
+        return Err(AllocError::BadOwner { block, owner, p });
+    }
+    if k >= owners.len() {
+        return Err(AllocError::BlockOutOfRange {
+            index: k,
+            n: owners.len(),
+        });
+    }
+    let mut loads = vec![0.0; p];
+    for &o in &owners[k + 1..] {
+        loads[o] += times[o];
+    }
+    Ok(loads)
+}
