@@ -10,4 +10,9 @@ pub mod operator;
 pub mod preconditioners;
 pub mod spmv;
 
+pub use krylov::{
+    Bicgstab, Breakdown, BreakdownKind, Cg, Gmres, KrylovResult, KrylovStats, Stepwise,
+    StopCriteria,
+};
 pub use operator::{IdentityPreconditioner, Operator, Preconditioner};
+pub use preconditioners::{build, build_with_info, PrecondError, PrecondInfo, PrecondKind};

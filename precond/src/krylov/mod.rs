@@ -1,1 +1,474 @@
-//! Step-wise Krylov inner solvers: BiCGSTAB, CG, GMRES(m).
+//! Step-wise Krylov inner solvers: [`Bicgstab`], [`Cg`] and restarted (flexible)
+//! [`Gmres`].
+//!
+//! All three share one interface ([`Stepwise`]): `start` sets up `A x = b`, each `step`
+//! does one iteration and returns the new residual norm, and the caller decides when to
+//! stop (a step count, a tolerance, or a time budget from `lblib`). Vectors are the local
+//! rows; every global dot product goes through `comm.all_reduce(…, Sum)`, with dot
+//! products fused into one reduction wherever the algorithm allows, so the same code
+//! runs serially, on threads and on MPI. Scratch vectors are allocated once in `new`;
+//! `start` and `step` do not allocate.
+//!
+//! Residual norms returned by `start`/`step` are the solvers' **recurrence** norms
+//! (cheap, but they may drift from the true `‖b − A x‖` at high accuracy);
+//! `true_residual_norm` computes the true one (one extra matvec and global sum), and
+//! [`solve`](Bicgstab::solve) checks it before declaring convergence, restarting from the
+//! best iterate when the two disagree.
+
+mod bicgstab;
+mod cg;
+mod gmres;
+
+pub use bicgstab::Bicgstab;
+pub use cg::Cg;
+pub use gmres::Gmres;
+
+use lblib::comm::{Comm, ReduceOp};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::operator::{Operator, Preconditioner};
+
+/// Work counters of a Krylov solver since the last `start`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KrylovStats {
+    /// Completed iterations (`step` calls that returned).
+    pub steps: usize,
+    /// Operator applications (single vectors).
+    pub matvecs: usize,
+    /// Preconditioner applications (single vectors).
+    pub precond_applies: usize,
+    /// Global reductions (`Comm::all_reduce` calls).
+    pub global_sums: usize,
+}
+
+/// What broke down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BreakdownKind {
+    /// BiCGSTAB: `ρ = (r̂, r)` or `(r̂, v)` vanished (lost bi-orthogonality).
+    /// CG: `(r, M^{-1} r) ≤ 0`, the preconditioner is not positive definite.
+    Rho,
+    /// BiCGSTAB: `ω = (t, s)/(t, t)` vanished (stabilizing step made no progress).
+    Omega,
+    /// CG: `(p, A p) ≤ 0`, the operator is not positive definite.
+    Curvature,
+    /// A NaN or infinity appeared.
+    NonFinite,
+}
+
+/// A breakdown, with the residual norm of the best iterate so far (which stays
+/// available through `solution()`).
+#[derive(Debug, Clone, Copy, PartialEq, Error, Serialize, Deserialize)]
+#[error("{kind:?} breakdown (best residual norm {residual_norm:e})")]
+pub struct Breakdown {
+    /// What vanished.
+    pub kind: BreakdownKind,
+    /// Recurrence residual norm of the best iterate.
+    pub residual_norm: f64,
+}
+
+/// When [`solve`](Bicgstab::solve) stops: after `max_steps` iterations in total, or when
+/// the true residual satisfies `‖b − A x‖ ≤ max(rtol · ‖b‖, atol)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StopCriteria {
+    /// Iteration cap over all restarts. Default 1000.
+    pub max_steps: usize,
+    /// Tolerance relative to `‖b‖`. Default `1e-10`.
+    pub rtol: f64,
+    /// Absolute tolerance. Default 0.
+    pub atol: f64,
+}
+
+impl Default for StopCriteria {
+    fn default() -> Self {
+        Self {
+            max_steps: 1000,
+            rtol: 1e-10,
+            atol: 0.0,
+        }
+    }
+}
+
+/// Outcome of [`solve`](Bicgstab::solve). The solution is the solver's `solution()`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KrylovResult {
+    /// The true residual met the tolerance.
+    pub converged: bool,
+    /// Iterations over all restarts.
+    pub steps: usize,
+    /// Restarts done by `solve` from the best iterate (after a breakdown, or when the
+    /// recurrence residual had converged but the true residual had not).
+    pub restarts: usize,
+    /// True residual norm `‖b − A x‖` of the returned solution.
+    pub true_residual_norm: f64,
+    /// `‖b‖`.
+    pub b_norm: f64,
+    /// The last breakdown, if the run ended on one (not converged).
+    pub breakdown: Option<Breakdown>,
+    /// Work counters over the whole solve (restarts and residual checks included).
+    pub stats: KrylovStats,
+}
+
+/// Maximum number of restarts [`solve`](Bicgstab::solve) performs.
+pub const MAX_SOLVE_RESTARTS: usize = 10;
+
+/// The shared step-wise interface of [`Bicgstab`], [`Cg`] and [`Gmres`] (each also has
+/// the same methods inherently, so the trait need not be imported).
+pub trait Stepwise {
+    /// Local vector length the solver was sized for.
+    fn len(&self) -> usize;
+    /// True when sized for empty vectors.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Starts solving `A x = b` from `x0` (`None`: zero); returns the initial residual
+    /// norm. Resets the statistics. One global sum (`‖r0‖` and `‖b‖` fused).
+    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        b: &[f64],
+        x0: Option<&[f64]>,
+    ) -> f64;
+    /// One iteration; `Ok(new recurrence residual norm)` or a [`Breakdown`].
+    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+    ) -> Result<f64, Breakdown>;
+    /// Restarts from the best iterate with the same `b` (fresh Krylov space); returns the
+    /// true residual norm of that iterate. One matvec, one global sum.
+    fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64;
+    /// Recurrence residual norm of the current iterate.
+    fn residual_norm(&self) -> f64;
+    /// `‖b‖` (computed by `start`).
+    fn b_norm(&self) -> f64;
+    /// The best iterate so far.
+    fn solution(&self) -> &[f64];
+    /// True residual norm `‖b − A x‖` of [`Stepwise::solution`] (one matvec, one global sum).
+    fn true_residual_norm<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+    ) -> f64;
+    /// Work counters since `start`.
+    fn stats(&self) -> KrylovStats;
+
+    /// Runs `start` and then `step` until [`StopCriteria`] is met (see [`KrylovResult`]).
+    ///
+    /// Convergence is declared on the **true** residual: when the recurrence norm reaches
+    /// the target, the true residual is computed; if it misses, or on a breakdown, the
+    /// solver restarts from its best iterate (at most [`MAX_SOLVE_RESTARTS`] times).
+    fn solve<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+        b: &[f64],
+        x0: Option<&[f64]>,
+        stop: &StopCriteria,
+    ) -> KrylovResult
+    where
+        Self: Sized,
+    {
+        let mut res = self.start(a, comm, b, x0);
+        let target = (stop.rtol * self.b_norm()).max(stop.atol);
+        let mut steps = 0;
+        let mut restarts = 0;
+        let mut breakdown = None;
+        let mut true_res;
+        loop {
+            if res <= target {
+                true_res = self.true_residual_norm(a, comm);
+                if true_res <= target {
+                    return finish(self, true, steps, restarts, true_res, None);
+                }
+                if restarts >= MAX_SOLVE_RESTARTS || steps >= stop.max_steps {
+                    break;
+                }
+                restarts += 1;
+                res = self.restart(a, comm);
+                continue;
+            }
+            if steps >= stop.max_steps {
+                true_res = self.true_residual_norm(a, comm);
+                break;
+            }
+            match self.step(a, m, comm) {
+                Ok(r) => {
+                    steps += 1;
+                    breakdown = None;
+                    res = r;
+                }
+                Err(e) => {
+                    steps += 1;
+                    breakdown = Some(e);
+                    if restarts >= MAX_SOLVE_RESTARTS
+                        || steps >= stop.max_steps
+                        || e.kind == BreakdownKind::NonFinite
+                    {
+                        true_res = self.true_residual_norm(a, comm);
+                        break;
+                    }
+                    restarts += 1;
+                    res = self.restart(a, comm);
+                }
+            }
+        }
+        let converged = true_res <= target;
+        finish(
+            self,
+            converged,
+            steps,
+            restarts,
+            true_res,
+            if converged { None } else { breakdown },
+        )
+    }
+}
+
+fn finish<S: Stepwise>(
+    s: &S,
+    converged: bool,
+    steps: usize,
+    restarts: usize,
+    true_residual_norm: f64,
+    breakdown: Option<Breakdown>,
+) -> KrylovResult {
+    KrylovResult {
+        converged,
+        steps,
+        restarts,
+        true_residual_norm,
+        b_norm: s.b_norm(),
+        breakdown,
+        stats: s.stats(),
+    }
+}
+
+/// Local dot product (4 accumulators for vectorization).
+#[inline]
+pub(crate) fn dot(x: &[f64], y: &[f64]) -> f64 {
+    debug_assert_eq!(x.len(), y.len());
+    let mut acc = [0.0f64; 4];
+    let (xc, xr) = x.split_at(x.len() - x.len() % 4);
+    let (yc, yr) = y.split_at(xc.len());
+    for (a, b) in xc.chunks_exact(4).zip(yc.chunks_exact(4)) {
+        acc[0] += a[0] * b[0];
+        acc[1] += a[1] * b[1];
+        acc[2] += a[2] * b[2];
+        acc[3] += a[3] * b[3];
+    }
+    let tail: f64 = xr.iter().zip(yr).map(|(a, b)| a * b).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// `y += alpha x`.
+#[inline]
+pub(crate) fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    for (yi, &xi) in y.iter_mut().zip(x) {
+        *yi += alpha * xi;
+    }
+}
+
+/// Sums `buf` over the communicator and counts the reduction.
+#[inline]
+pub(crate) fn global_sum<C: Comm + ?Sized>(comm: &C, buf: &mut [f64], stats: &mut KrylovStats) {
+    comm.all_reduce(buf, ReduceOp::Sum);
+    stats.global_sums += 1;
+}
+
+/// Two iterate buffers: the current one and the best one (smallest residual norm) share
+/// storage while they coincide, so tracking the best iterate costs no copies.
+#[derive(Debug, Clone)]
+pub(crate) struct IterPair {
+    xs: [Vec<f64>; 2],
+    cur: usize,
+    best: usize,
+    pub best_norm: f64,
+}
+
+impl IterPair {
+    pub fn new(n: usize) -> Self {
+        Self {
+            xs: [vec![0.0; n], vec![0.0; n]],
+            cur: 0,
+            best: 0,
+            best_norm: f64::INFINITY,
+        }
+    }
+    /// Sets current = best = `x0` (or zero).
+    pub fn reset(&mut self, x0: Option<&[f64]>, norm: f64) {
+        match x0 {
+            Some(x) => self.xs[0].copy_from_slice(x),
+            None => self.xs[0].fill(0.0),
+        }
+        self.cur = 0;
+        self.best = 0;
+        self.best_norm = norm;
+    }
+    /// Makes the best iterate the current one.
+    pub fn rewind(&mut self) {
+        self.cur = self.best;
+    }
+    pub fn current(&self) -> &[f64] {
+        &self.xs[self.cur]
+    }
+    pub fn best(&self) -> &[f64] {
+        &self.xs[self.best]
+    }
+    /// Gives `(old current, new current)` buffers: when the current iterate is also the
+    /// best, the new iterate goes to the other buffer so the best one is preserved;
+    /// otherwise both are the same buffer and `f` must update in place (signalled by
+    /// `None` for the old one).
+    pub fn advance<F: FnOnce(Option<&[f64]>, &mut [f64])>(&mut self, f: F) {
+        if self.cur == self.best {
+            let (a, b) = self.xs.split_at_mut(1);
+            let (old, new) = if self.cur == 0 {
+                (&a[0], &mut b[0])
+            } else {
+                (&b[0], &mut a[0])
+            };
+            f(Some(old), new);
+            self.cur = 1 - self.cur;
+        } else {
+            f(None, &mut self.xs[self.cur]);
+        }
+    }
+    /// Records the residual norm of the current iterate, promoting it to best if smaller.
+    pub fn record(&mut self, norm: f64) {
+        if norm < self.best_norm {
+            self.best_norm = norm;
+            self.best = self.cur;
+        }
+    }
+}
+
+/// Generates inherent methods delegating to [`Stepwise`], so callers need not import the
+/// trait (`Bicgstab::new(n).start(…)` works directly).
+macro_rules! inherent_stepwise {
+    ($t:ty) => {
+        impl $t {
+            /// Starts solving `A x = b` from `x0` (`None` means zero) and returns the
+            /// initial residual norm `‖b − A x0‖`. Resets the statistics. One global sum.
+            ///
+            /// # Panics
+            /// If `b` or `x0` do not have the length the solver was sized for.
+            pub fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
+                &mut self,
+                a: &A,
+                comm: &C,
+                b: &[f64],
+                x0: Option<&[f64]>,
+            ) -> f64 {
+                <Self as Stepwise>::start(self, a, comm, b, x0)
+            }
+            /// One iteration: `Ok(new recurrence residual norm)` or a [`Breakdown`]
+            /// (the best iterate stays in [`Self::solution`]).
+            ///
+            /// # Panics
+            /// If called before [`Self::start`] or with operators of the wrong size.
+            pub fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+                &mut self,
+                a: &A,
+                m: &M,
+                comm: &C,
+            ) -> Result<f64, Breakdown> {
+                <Self as Stepwise>::step(self, a, m, comm)
+            }
+            /// Restarts from the best iterate (fresh Krylov space, same `b`); returns its
+            /// true residual norm. One matvec, one global sum.
+            pub fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(
+                &mut self,
+                a: &A,
+                comm: &C,
+            ) -> f64 {
+                <Self as Stepwise>::restart(self, a, comm)
+            }
+            /// Recurrence residual norm of the current iterate.
+            pub fn residual_norm(&self) -> f64 {
+                <Self as Stepwise>::residual_norm(self)
+            }
+            /// `‖b‖`, computed by [`Self::start`].
+            pub fn b_norm(&self) -> f64 {
+                <Self as Stepwise>::b_norm(self)
+            }
+            /// Best iterate so far (smallest residual norm seen); valid after a breakdown.
+            pub fn solution(&self) -> &[f64] {
+                <Self as Stepwise>::solution(self)
+            }
+            /// True residual norm `‖b − A x‖` of [`Self::solution`] (one matvec, one global sum).
+            pub fn true_residual_norm<A: Operator + ?Sized, C: Comm + ?Sized>(
+                &mut self,
+                a: &A,
+                comm: &C,
+            ) -> f64 {
+                <Self as Stepwise>::true_residual_norm(self, a, comm)
+            }
+            /// Work counters since [`Self::start`]: steps, matvecs, preconditioner
+            /// applications, global sums.
+            pub fn stats(&self) -> KrylovStats {
+                <Self as Stepwise>::stats(self)
+            }
+            /// `start` then `step` until `stop` is met, checking the true residual and
+            /// restarting from the best iterate on a breakdown or a false convergence (see
+            /// [`Stepwise::solve`]).
+            pub fn solve<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+                &mut self,
+                a: &A,
+                m: &M,
+                comm: &C,
+                b: &[f64],
+                x0: Option<&[f64]>,
+                stop: &StopCriteria,
+            ) -> KrylovResult {
+                <Self as Stepwise>::solve(self, a, m, comm, b, x0, stop)
+            }
+        }
+    };
+}
+pub(crate) use inherent_stepwise;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_and_axpy() {
+        let x: Vec<f64> = (0..11).map(|i| i as f64).collect();
+        assert_eq!(dot(&x, &x), 385.0);
+        let mut y = vec![1.0; 11];
+        axpy(2.0, &x, &mut y);
+        assert_eq!(y[10], 21.0);
+    }
+
+    #[test]
+    fn iter_pair_keeps_best() {
+        let mut p = IterPair::new(2);
+        p.reset(Some(&[1.0, 1.0]), 10.0);
+        p.advance(|old, new| {
+            let o = old.unwrap();
+            new[0] = o[0] + 1.0;
+            new[1] = o[1];
+        });
+        p.record(20.0); // worse
+        assert_eq!(p.best(), &[1.0, 1.0]);
+        assert_eq!(p.current(), &[2.0, 1.0]);
+        p.advance(|old, new| {
+            assert!(old.is_none());
+            new[0] += 1.0;
+        });
+        p.record(5.0); // better
+        assert_eq!(p.best(), &[3.0, 1.0]);
+        p.advance(|old, new| {
+            new.copy_from_slice(old.unwrap());
+            new[1] = 7.0;
+        });
+        assert_eq!(p.best(), &[3.0, 1.0]);
+        assert_eq!(p.current(), &[3.0, 7.0]);
+        p.rewind();
+        assert_eq!(p.current(), &[3.0, 1.0]);
+    }
+}

@@ -1,0 +1,294 @@
+//! Right-preconditioned BiCGSTAB (van der Vorst 1992; Saad, Algorithm 7.7 with right
+//! preconditioning), step-wise.
+
+use lblib::comm::Comm;
+
+use super::{
+    axpy, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, IterPair, KrylovResult,
+    KrylovStats, Stepwise, StopCriteria,
+};
+use crate::operator::{Operator, Preconditioner};
+
+/// Step-wise right-preconditioned BiCGSTAB for `A x = b` (`A M^{-1} u = b`, `x = M^{-1} u`).
+///
+/// One step costs 2 operator and 2 preconditioner applications and **3 global sums**:
+/// `(r̂, v)`; `(t, s), (t, t), (s, s)` fused; `(r̂, r), (r, r)` fused (the last also gives
+/// the next `ρ`). The returned norms are the **recurrence** residual `‖r_k‖` (which for
+/// right preconditioning is the unpreconditioned residual `b − A x_k` in exact arithmetic);
+/// use [`Bicgstab::true_residual_norm`] for the true one.
+///
+/// Breakdowns: `|ρ| ≤ ε·‖r̂‖·‖r‖` or `(r̂, v) = 0` gives [`BreakdownKind::Rho`];
+/// `(t, t) = 0` or `ω = 0` gives [`BreakdownKind::Omega`] (after taking the half step
+/// `x += α p̂`, which is kept); NaN/∞ gives [`BreakdownKind::NonFinite`]. In all cases
+/// [`Bicgstab::solution`] holds the iterate with the smallest residual norm seen, and
+/// [`Bicgstab::restart`] continues from it.
+#[derive(Debug, Clone)]
+pub struct Bicgstab {
+    n: usize,
+    b: Vec<f64>,
+    r: Vec<f64>,
+    rhat: Vec<f64>,
+    p: Vec<f64>,
+    v: Vec<f64>,
+    phat: Vec<f64>,
+    shat: Vec<f64>,
+    t: Vec<f64>,
+    x: IterPair,
+    rho: f64,
+    rho_prev: f64,
+    alpha: f64,
+    omega: f64,
+    rhat_norm: f64,
+    res: f64,
+    b_norm: f64,
+    fresh: bool,
+    started: bool,
+    stats: KrylovStats,
+}
+
+impl Bicgstab {
+    /// Allocates all scratch for vectors of local length `n` (9 vectors plus `b`).
+    pub fn new(n: usize) -> Self {
+        let z = || vec![0.0; n];
+        Self {
+            n,
+            b: z(),
+            r: z(),
+            rhat: z(),
+            p: z(),
+            v: z(),
+            phat: z(),
+            shat: z(),
+            t: z(),
+            x: IterPair::new(n),
+            rho: 0.0,
+            rho_prev: 1.0,
+            alpha: 1.0,
+            omega: 1.0,
+            rhat_norm: 0.0,
+            res: 0.0,
+            b_norm: 0.0,
+            fresh: true,
+            started: false,
+            stats: KrylovStats::default(),
+        }
+    }
+
+    /// `r = b − A x_current`, `r̂ = r`, `ρ = (r, r)`; `with_b` also fuses `‖b‖²`.
+    fn init_residual<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        zero_x: bool,
+        with_b: bool,
+    ) -> f64 {
+        if zero_x {
+            self.r.copy_from_slice(&self.b);
+        } else {
+            a.apply(self.x.current(), &mut self.r);
+            self.stats.matvecs += 1;
+            for (ri, bi) in self.r.iter_mut().zip(&self.b) {
+                *ri = bi - *ri;
+            }
+        }
+        let mut sums = [
+            dot(&self.r, &self.r),
+            if with_b { dot(&self.b, &self.b) } else { 0.0 },
+        ];
+        global_sum(
+            comm,
+            &mut sums[..if with_b { 2 } else { 1 }],
+            &mut self.stats,
+        );
+        if with_b {
+            self.b_norm = sums[1].sqrt();
+        }
+        self.rhat.copy_from_slice(&self.r);
+        self.rho = sums[0];
+        self.res = sums[0].sqrt();
+        self.rhat_norm = self.res;
+        self.alpha = 1.0;
+        self.omega = 1.0;
+        self.fresh = true;
+        self.res
+    }
+}
+
+impl Stepwise for Bicgstab {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        b: &[f64],
+        x0: Option<&[f64]>,
+    ) -> f64 {
+        assert_eq!(b.len(), self.n, "Bicgstab::start: b has wrong length");
+        if let Some(x) = x0 {
+            assert_eq!(x.len(), self.n, "Bicgstab::start: x0 has wrong length");
+        }
+        self.stats = KrylovStats::default();
+        self.b.copy_from_slice(b);
+        self.x.reset(x0, f64::INFINITY);
+        self.started = true;
+        let res = self.init_residual(a, comm, x0.is_none(), true);
+        self.x.best_norm = res;
+        res
+    }
+
+    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+    ) -> Result<f64, Breakdown> {
+        assert!(self.started, "Bicgstab::step called before start");
+        if self.res == 0.0 {
+            // Already exact: nothing to do (and ρ = 0 would look like a breakdown).
+            return Ok(0.0);
+        }
+        let breakdown = |s: &Self, kind| Breakdown {
+            kind,
+            residual_norm: s.x.best_norm,
+        };
+        self.stats.steps += 1;
+        let rho = self.rho;
+        if !rho.is_finite() || !self.res.is_finite() {
+            return Err(breakdown(self, BreakdownKind::NonFinite));
+        }
+        if rho.abs() <= f64::EPSILON * self.rhat_norm * self.res {
+            return Err(breakdown(self, BreakdownKind::Rho));
+        }
+        if self.fresh {
+            self.p.copy_from_slice(&self.r);
+            self.fresh = false;
+        } else {
+            // p = r + β (p − ω v), β = (ρ / ρ_prev)(α / ω).
+            let beta = (rho / self.rho_prev) * (self.alpha / self.omega);
+            let om = self.omega;
+            for ((pi, &ri), &vi) in self.p.iter_mut().zip(&self.r).zip(&self.v) {
+                *pi = ri + beta * (*pi - om * vi);
+            }
+        }
+        m.apply(&self.p, &mut self.phat);
+        a.apply(&self.phat, &mut self.v);
+        self.stats.precond_applies += 1;
+        self.stats.matvecs += 1;
+        let mut s1 = [dot(&self.rhat, &self.v)];
+        global_sum(comm, &mut s1, &mut self.stats);
+        let rv = s1[0];
+        if !rv.is_finite() {
+            return Err(breakdown(self, BreakdownKind::NonFinite));
+        }
+        if rv == 0.0 {
+            return Err(breakdown(self, BreakdownKind::Rho));
+        }
+        let alpha = rho / rv;
+        // s = r − α v, stored in r.
+        axpy(-alpha, &self.v, &mut self.r);
+        m.apply(&self.r, &mut self.shat);
+        a.apply(&self.shat, &mut self.t);
+        self.stats.precond_applies += 1;
+        self.stats.matvecs += 1;
+        let mut s2 = [
+            dot(&self.t, &self.r),
+            dot(&self.t, &self.t),
+            dot(&self.r, &self.r),
+        ];
+        global_sum(comm, &mut s2, &mut self.stats);
+        let [ts, tt, ss] = s2;
+        if !(ts.is_finite() && tt.is_finite() && ss.is_finite()) {
+            return Err(breakdown(self, BreakdownKind::NonFinite));
+        }
+        let omega = if tt > 0.0 { ts / tt } else { 0.0 };
+        if omega == 0.0 {
+            // Half step only: x += α p̂, residual s.
+            let phat = &self.phat;
+            self.x.advance(|old, new| {
+                if let Some(o) = old {
+                    new.copy_from_slice(o);
+                }
+                axpy(alpha, phat, new);
+            });
+            self.res = ss.sqrt();
+            self.x.record(self.res);
+            if ss == 0.0 {
+                // Exact solution after the half step.
+                return Ok(0.0);
+            }
+            // The Krylov recurrence cannot continue from here: a restart is needed.
+            self.rho = 0.0;
+            return Err(breakdown(self, BreakdownKind::Omega));
+        }
+        let (phat, shat) = (&self.phat, &self.shat);
+        self.x.advance(|old, new| match old {
+            Some(o) => {
+                for (((ni, &oi), &pi), &si) in new.iter_mut().zip(o).zip(phat).zip(shat) {
+                    *ni = oi + alpha * pi + omega * si;
+                }
+            }
+            None => {
+                for ((ni, &pi), &si) in new.iter_mut().zip(phat).zip(shat) {
+                    *ni += alpha * pi + omega * si;
+                }
+            }
+        });
+        axpy(-omega, &self.t, &mut self.r);
+        let mut s3 = [dot(&self.rhat, &self.r), dot(&self.r, &self.r)];
+        global_sum(comm, &mut s3, &mut self.stats);
+        self.rho_prev = rho;
+        self.rho = s3[0];
+        self.alpha = alpha;
+        self.omega = omega;
+        self.res = s3[1].sqrt();
+        if !self.res.is_finite() {
+            return Err(breakdown(self, BreakdownKind::NonFinite));
+        }
+        self.x.record(self.res);
+        Ok(self.res)
+    }
+
+    fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64 {
+        assert!(self.started, "Bicgstab::restart called before start");
+        self.x.rewind();
+        let res = self.init_residual(a, comm, false, false);
+        self.x.best_norm = res;
+        res
+    }
+
+    fn residual_norm(&self) -> f64 {
+        self.res
+    }
+
+    fn b_norm(&self) -> f64 {
+        self.b_norm
+    }
+
+    fn solution(&self) -> &[f64] {
+        self.x.best()
+    }
+
+    fn true_residual_norm<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+    ) -> f64 {
+        a.apply(self.x.best(), &mut self.t);
+        self.stats.matvecs += 1;
+        for (ti, bi) in self.t.iter_mut().zip(&self.b) {
+            *ti = bi - *ti;
+        }
+        let mut s = [dot(&self.t, &self.t)];
+        global_sum(comm, &mut s, &mut self.stats);
+        s[0].sqrt()
+    }
+
+    fn stats(&self) -> KrylovStats {
+        self.stats
+    }
+}
+
+inherent_stepwise!(Bicgstab);

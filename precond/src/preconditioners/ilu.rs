@@ -1,0 +1,605 @@
+//! Incomplete LU factorizations: ILU(0) and ILUT(p, τ) (Saad, *Iterative Methods for
+//! Sparse Linear Systems*, 2nd ed., §10.3 and §10.4).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use matrices::CsrMatrix;
+
+use super::{
+    check_pivot_tol, guard_pivot, shifted_with_diagonal, IlutParams, PivotParams, PrecondError,
+};
+use crate::operator::Preconditioner;
+
+/// Incomplete factors `L U ≈ A − σI` in one CSR array.
+///
+/// Row `i` stores, in increasing column order, the strictly lower entries of `L`
+/// (unit diagonal implied), then `1 / u_ii` at position `diag[i]`, then the strictly
+/// upper entries of `U`. Applying `M^{-1} = U^{-1} L^{-1}` is a forward then a backward
+/// substitution done in place in the output vector: no scratch, no allocation.
+#[derive(Debug, Clone, Default)]
+pub struct LuFactors {
+    n: usize,
+    indptr: Vec<usize>,
+    indices: Vec<u32>,
+    data: Vec<f64>,
+    diag: Vec<usize>,
+}
+
+impl LuFactors {
+    /// Order of the factors.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Stored entries of `L` and `U` together (diagonal included).
+    pub fn nnz(&self) -> usize {
+        self.data.len()
+    }
+
+    /// `u_ii` (the pivot actually used, after any tiny-pivot replacement).
+    pub fn pivot(&self, i: usize) -> f64 {
+        1.0 / self.data[self.diag[i]]
+    }
+
+    /// Solves `L U z = r` for one vector (`r.len() == z.len() == n`).
+    ///
+    /// # Panics
+    /// If the lengths differ from `n` (contract violation).
+    pub fn solve(&self, r: &[f64], z: &mut [f64]) {
+        assert_eq!(r.len(), self.n, "LuFactors::solve: r has wrong length");
+        assert_eq!(z.len(), self.n, "LuFactors::solve: z has wrong length");
+        for i in 0..self.n {
+            let (lo, d) = (self.indptr[i], self.diag[i]);
+            let mut s = r[i];
+            for (&c, &v) in self.indices[lo..d].iter().zip(&self.data[lo..d]) {
+                s -= v * z[c as usize];
+            }
+            z[i] = s;
+        }
+        for i in (0..self.n).rev() {
+            let (d, hi) = (self.diag[i], self.indptr[i + 1]);
+            let mut s = z[i];
+            for (&c, &v) in self.indices[d + 1..hi].iter().zip(&self.data[d + 1..hi]) {
+                s -= v * z[c as usize];
+            }
+            z[i] = s * self.data[d];
+        }
+    }
+
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+        let n = self.n;
+        assert_eq!(r.len(), n * k, "ILU: r has wrong length");
+        assert_eq!(z.len(), n * k, "ILU: z has wrong length");
+        if n == 0 {
+            return;
+        }
+        for (rc, zc) in r.chunks_exact(n).zip(z.chunks_exact_mut(n)) {
+            self.solve(rc, zc);
+        }
+    }
+}
+
+/// ∞-norms of the rows of `s`.
+fn row_inf_norms(s: &CsrMatrix) -> Vec<f64> {
+    (0..s.nrows())
+        .map(|i| s.row(i).1.iter().fold(0.0f64, |m, v| m.max(v.abs())))
+        .collect()
+}
+
+/// In-place ILU(0) (IKJ variant, Saad Algorithm 10.4) on a CSR pattern that contains
+/// every diagonal (`diag[i]` its position). `pos` is an all-`usize::MAX` work array of
+/// length n, restored on return. Returns the number of perturbed pivots.
+fn ilu0_in_place(
+    indptr: &[usize],
+    indices: &[u32],
+    data: &mut [f64],
+    diag: &[usize],
+    row_norm: &[f64],
+    pivot_tol: f64,
+    pos: &mut [usize],
+) -> Result<usize, PrecondError> {
+    let n = diag.len();
+    let mut perturbed = 0;
+    for i in 0..n {
+        let (lo, hi) = (indptr[i], indptr[i + 1]);
+        for p in lo..hi {
+            pos[indices[p] as usize] = p;
+        }
+        for p in lo..diag[i] {
+            let k = indices[p] as usize;
+            let lik = data[p] * data[diag[k]];
+            data[p] = lik;
+            for q in diag[k] + 1..indptr[k + 1] {
+                let j = indices[q] as usize;
+                let pj = pos[j];
+                if pj != usize::MAX {
+                    data[pj] -= lik * data[q];
+                }
+            }
+        }
+        for p in lo..hi {
+            pos[indices[p] as usize] = usize::MAX;
+        }
+        let result = guard_pivot(data[diag[i]], row_norm[i], pivot_tol, i);
+        let (u, replaced) = result?;
+        perturbed += usize::from(replaced);
+        data[diag[i]] = 1.0 / u;
+        if data[lo..hi].iter().any(|v| !v.is_finite()) {
+            return Err(PrecondError::FactorOverflow { row: i });
+        }
+    }
+    Ok(perturbed)
+}
+
+/// ILU(0): incomplete LU of `A − σI` restricted to the pattern of `A` (plus the diagonal).
+///
+/// For a symmetric `A` with positive pivots the factors satisfy `U = D Lᵀ`, so `M` is
+/// symmetric (usable in CG). The pattern is analysed once; [`Ilu0::refactor`] redoes only
+/// the numeric factorization (for a new shift or new values on the same pattern) without
+/// allocating.
+#[derive(Debug, Clone)]
+pub struct Ilu0 {
+    lu: LuFactors,
+    spare: Vec<f64>,
+    pos: Vec<usize>,
+    row_norm: Vec<f64>,
+    pivot_tol: f64,
+    shift: f64,
+    perturbed: usize,
+}
+
+impl Ilu0 {
+    /// Factors `A − shift·I`.
+    ///
+    /// # Errors
+    /// [`PrecondError::NotSquare`], [`PrecondError::NonFinite`],
+    /// [`PrecondError::NonFiniteShift`], [`PrecondError::InvalidParameter`],
+    /// [`PrecondError::ZeroPivot`] (zero row, or zero pivot with `pivot_tol = 0`),
+    /// [`PrecondError::FactorOverflow`].
+    pub fn new(a: &CsrMatrix, shift: f64, params: &PivotParams) -> Result<Self, PrecondError> {
+        check_pivot_tol(params.pivot_tol)?;
+        let s = shifted_with_diagonal(a, shift)?;
+        let n = s.nrows();
+        let row_norm = row_inf_norms(&s);
+        let (_, _, indptr, indices, mut data) = s.into_parts();
+        let diag: Vec<usize> = (0..n)
+            .map(|i| {
+                indptr[i] + indices[indptr[i]..indptr[i + 1]].partition_point(|&c| (c as usize) < i)
+            })
+            .collect();
+        let mut pos = vec![usize::MAX; n];
+        let perturbed = ilu0_in_place(
+            &indptr,
+            &indices,
+            &mut data,
+            &diag,
+            &row_norm,
+            params.pivot_tol,
+            &mut pos,
+        )?;
+        let spare = vec![0.0; data.len()];
+        Ok(Self {
+            lu: LuFactors {
+                n,
+                indptr,
+                indices,
+                data,
+                diag,
+            },
+            spare,
+            pos,
+            row_norm,
+            pivot_tol: params.pivot_tol,
+            shift,
+            perturbed,
+        })
+    }
+
+    /// Numeric refactorization for `A − shift·I`, where `A` has the same order and its
+    /// pattern is contained in the stored one (typically the same matrix with a new
+    /// shift). Reuses all storage: no allocation.
+    ///
+    /// # Errors
+    /// [`PrecondError::SizeMismatch`], [`PrecondError::PatternMismatch`],
+    /// [`PrecondError::NonFinite`], [`PrecondError::NonFiniteShift`] and the factorization
+    /// errors of [`Ilu0::new`]. On error `self` keeps its previous factors.
+    pub fn refactor(&mut self, a: &CsrMatrix, shift: f64) -> Result<(), PrecondError> {
+        let n = self.lu.n;
+        if a.nrows() != n || a.ncols() != n {
+            return Err(PrecondError::SizeMismatch {
+                what: "ILU(0) refactor order",
+                expected: n,
+                got: a.nrows(),
+            });
+        }
+        if !shift.is_finite() {
+            return Err(PrecondError::NonFiniteShift { shift });
+        }
+        let (indptr, indices) = (&self.lu.indptr, &self.lu.indices);
+        let data = &mut self.spare;
+        for i in 0..n {
+            let (lo, hi) = (indptr[i], indptr[i + 1]);
+            data[lo..hi].fill(0.0);
+            let (cols, vals) = a.row(i);
+            let mut p = lo;
+            let mut norm = 0.0f64;
+            for (&c, &v) in cols.iter().zip(vals) {
+                if !v.is_finite() {
+                    return Err(PrecondError::NonFinite {
+                        row: i,
+                        col: c as usize,
+                    });
+                }
+                while p < hi && indices[p] < c {
+                    p += 1;
+                }
+                if p == hi || indices[p] != c {
+                    return Err(PrecondError::PatternMismatch {
+                        row: i,
+                        col: c as usize,
+                    });
+                }
+                data[p] = v;
+            }
+            data[self.lu.diag[i]] -= shift;
+            for v in &data[lo..hi] {
+                norm = norm.max(v.abs());
+            }
+            self.row_norm[i] = norm;
+        }
+        let perturbed = ilu0_in_place(
+            indptr,
+            indices,
+            &mut self.spare,
+            &self.lu.diag,
+            &self.row_norm,
+            self.pivot_tol,
+            &mut self.pos,
+        );
+        let perturbed = match perturbed {
+            Ok(p) => p,
+            Err(e) => {
+                self.pos.fill(usize::MAX);
+                return Err(e);
+            }
+        };
+        std::mem::swap(&mut self.lu.data, &mut self.spare);
+        self.shift = shift;
+        self.perturbed = perturbed;
+        Ok(())
+    }
+
+    /// The factors.
+    pub fn factors(&self) -> &LuFactors {
+        &self.lu
+    }
+
+    /// The current shift σ.
+    pub fn shift(&self) -> f64 {
+        self.shift
+    }
+
+    /// Pivots replaced by the tiny-pivot rule in the last factorization.
+    pub fn perturbed_pivots(&self) -> usize {
+        self.perturbed
+    }
+}
+
+impl Preconditioner for Ilu0 {
+    fn nrows(&self) -> usize {
+        self.lu.n
+    }
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+        self.lu.apply_block(r, z, k)
+    }
+}
+
+/// ILUT(p, τ): Saad's dual-threshold incomplete LU of `A − σI` (Algorithm 10.6, row-wise
+/// IKJ elimination with a sparse work row).
+///
+/// Dropping, with `τ_i = drop_tol · ‖row_i(A − σI)‖₂`: a multiplier `l_ik` with
+/// `|l_ik| < τ_i` is dropped before it is used; after elimination, entries below `τ_i`
+/// are dropped and only the `fill` largest of the `L` part and of the `U` part are kept
+/// (the diagonal is always kept). With `drop_tol = 0` only the count rule applies, as in
+/// the paper's ILUT(20, 0). Because the pattern depends on the values, a new shift means a
+/// full refactorization ([`Ilut::new`]).
+#[derive(Debug, Clone)]
+pub struct Ilut {
+    lu: LuFactors,
+    shift: f64,
+    perturbed: usize,
+}
+
+impl Ilut {
+    /// Factors `A − shift·I`.
+    ///
+    /// # Errors
+    /// [`PrecondError::NotSquare`], [`PrecondError::NonFinite`],
+    /// [`PrecondError::NonFiniteShift`], [`PrecondError::InvalidParameter`] (negative or
+    /// non-finite `drop_tol` or `pivot_tol`), [`PrecondError::ZeroPivot`],
+    /// [`PrecondError::FactorOverflow`].
+    pub fn new(a: &CsrMatrix, shift: f64, params: &IlutParams) -> Result<Self, PrecondError> {
+        check_pivot_tol(params.pivot_tol)?;
+        if !(params.drop_tol.is_finite() && params.drop_tol >= 0.0) {
+            return Err(PrecondError::InvalidParameter {
+                name: "drop_tol",
+                value: params.drop_tol,
+            });
+        }
+        let s = shifted_with_diagonal(a, shift)?;
+        let n = s.nrows();
+        let p = params.fill;
+        let est = s.nnz().min(n * (2 * p + 1)).max(n);
+        let mut indptr = Vec::with_capacity(n + 1);
+        let mut indices: Vec<u32> = Vec::with_capacity(est);
+        let mut data: Vec<f64> = Vec::with_capacity(est);
+        let mut diag: Vec<usize> = Vec::with_capacity(n);
+        indptr.push(0);
+
+        let mut w = vec![0.0f64; n];
+        let mut mark = vec![false; n];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+        let mut lower: Vec<(u32, f64)> = Vec::new();
+        let mut upper: Vec<(u32, f64)> = Vec::new();
+        let mut perturbed = 0;
+
+        for i in 0..n {
+            let (cols, vals) = s.row(i);
+            let norm2 = vals.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let norm_inf = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let tau = params.drop_tol * norm2;
+            for (&c, &v) in cols.iter().zip(vals) {
+                let cu = c as usize;
+                w[cu] = v;
+                mark[cu] = true;
+                touched.push(c);
+                if cu < i {
+                    heap.push(Reverse(c));
+                }
+            }
+            lower.clear();
+            while let Some(Reverse(k)) = heap.pop() {
+                let ku = k as usize;
+                let lik = w[ku] * data[diag[ku]];
+                if lik == 0.0 || lik.abs() < tau {
+                    w[ku] = 0.0;
+                    continue;
+                }
+                lower.push((k, lik));
+                for q in diag[ku] + 1..indptr[ku + 1] {
+                    let j = indices[q];
+                    let ju = j as usize;
+                    if mark[ju] {
+                        w[ju] -= lik * data[q];
+                    } else {
+                        mark[ju] = true;
+                        touched.push(j);
+                        w[ju] = -lik * data[q];
+                        if ju < i {
+                            heap.push(Reverse(j));
+                        }
+                    }
+                }
+            }
+            upper.clear();
+            for &c in &touched {
+                let cu = c as usize;
+                if cu > i {
+                    let v = w[cu];
+                    if v != 0.0 && v.abs() >= tau {
+                        upper.push((c, v));
+                    }
+                }
+            }
+            keep_largest(&mut lower, p);
+            keep_largest(&mut upper, p);
+            let (u, replaced) = guard_pivot(w[i], norm_inf, params.pivot_tol, i)?;
+            perturbed += usize::from(replaced);
+            if lower.iter().chain(upper.iter()).any(|e| !e.1.is_finite()) {
+                return Err(PrecondError::FactorOverflow { row: i });
+            }
+            for &(c, v) in &lower {
+                indices.push(c);
+                data.push(v);
+            }
+            diag.push(indices.len());
+            indices.push(i as u32);
+            data.push(1.0 / u);
+            for &(c, v) in &upper {
+                indices.push(c);
+                data.push(v);
+            }
+            indptr.push(indices.len());
+            for &c in &touched {
+                w[c as usize] = 0.0;
+                mark[c as usize] = false;
+            }
+            touched.clear();
+        }
+        Ok(Self {
+            lu: LuFactors {
+                n,
+                indptr,
+                indices,
+                data,
+                diag,
+            },
+            shift,
+            perturbed,
+        })
+    }
+
+    /// The factors.
+    pub fn factors(&self) -> &LuFactors {
+        &self.lu
+    }
+
+    /// The shift σ the factors were computed for.
+    pub fn shift(&self) -> f64 {
+        self.shift
+    }
+
+    /// Pivots replaced by the tiny-pivot rule.
+    pub fn perturbed_pivots(&self) -> usize {
+        self.perturbed
+    }
+}
+
+/// Keeps the `p` entries of largest magnitude, sorted by column.
+fn keep_largest(v: &mut Vec<(u32, f64)>, p: usize) {
+    if v.len() > p {
+        if p == 0 {
+            v.clear();
+            return;
+        }
+        v.select_nth_unstable_by(p - 1, |a, b| b.1.abs().total_cmp(&a.1.abs()));
+        v.truncate(p);
+    }
+    v.sort_unstable_by_key(|e| e.0);
+}
+
+impl Preconditioner for Ilut {
+    fn nrows(&self) -> usize {
+        self.lu.n
+    }
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+        self.lu.apply_block(r, z, k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 1D Laplacian tridiag(-1, 2, -1): ILU(0) is the exact LU.
+    fn lap1d(n: usize) -> CsrMatrix {
+        let mut t = Vec::new();
+        for i in 0..n {
+            t.push((i, i, 2.0));
+            if i > 0 {
+                t.push((i, i - 1, -1.0));
+                t.push((i - 1, i, -1.0));
+            }
+        }
+        CsrMatrix::from_triplets(n, n, &t).unwrap()
+    }
+
+    fn dense_solve_check(m: &dyn Preconditioner, a: &CsrMatrix, tol: f64) {
+        let n = a.nrows();
+        let x: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 * 0.1).collect();
+        let mut b = vec![0.0; n];
+        a.mul_vec(&x, &mut b);
+        let mut z = vec![0.0; n];
+        m.apply(&b, &mut z);
+        for (zi, xi) in z.iter().zip(&x) {
+            assert!((zi - xi).abs() <= tol * xi.abs(), "{zi} vs {xi}");
+        }
+    }
+
+    #[test]
+    fn ilu0_is_exact_on_tridiagonal() {
+        let a = lap1d(50);
+        let m = Ilu0::new(&a, 0.0, &PivotParams::default()).unwrap();
+        dense_solve_check(&m, &a, 1e-12);
+        assert_eq!(m.perturbed_pivots(), 0);
+        assert!((m.factors().pivot(0) - 2.0).abs() < 1e-15);
+        assert!((m.factors().pivot(1) - 1.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn ilu0_refactor_matches_new() {
+        let a = lap1d(30);
+        let mut m = Ilu0::new(&a, 0.0, &PivotParams::default()).unwrap();
+        m.refactor(&a, 0.5).unwrap();
+        let fresh = Ilu0::new(&a, 0.5, &PivotParams::default()).unwrap();
+        assert_eq!(m.factors().data, fresh.factors().data);
+        let bad = CsrMatrix::from_triplets(30, 30, &[(0, 5, 1.0)]).unwrap();
+        assert_eq!(
+            m.refactor(&bad, 0.0),
+            Err(PrecondError::PatternMismatch { row: 0, col: 5 })
+        );
+        // Unchanged after the error.
+        assert_eq!(m.factors().data, fresh.factors().data);
+        assert_eq!(m.shift(), 0.5);
+    }
+
+    #[test]
+    fn ilut_with_large_fill_is_exact() {
+        // 2D 5-point Laplacian on 6x6: ILUT with fill >= bandwidth and tau = 0 is exact LU.
+        let g = 6;
+        let n = g * g;
+        let mut t = Vec::new();
+        for i in 0..g {
+            for j in 0..g {
+                let r = i * g + j;
+                t.push((r, r, 4.0));
+                if i > 0 {
+                    t.push((r, r - g, -1.0));
+                }
+                if i + 1 < g {
+                    t.push((r, r + g, -1.0));
+                }
+                if j > 0 {
+                    t.push((r, r - 1, -1.0));
+                }
+                if j + 1 < g {
+                    t.push((r, r + 1, -1.0));
+                }
+            }
+        }
+        let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+        let m = Ilut::new(
+            &a,
+            0.0,
+            &IlutParams {
+                fill: n,
+                ..IlutParams::default()
+            },
+        )
+        .unwrap();
+        dense_solve_check(&m, &a, 1e-12);
+        // ILUT(p=1) keeps at most 1 entry per L row and U row.
+        let m1 = Ilut::new(
+            &a,
+            0.0,
+            &IlutParams {
+                fill: 1,
+                ..IlutParams::default()
+            },
+        )
+        .unwrap();
+        assert!(m1.factors().nnz() <= 3 * n);
+        // Fill 0 with ILUT is diagonal: the pivots of the diagonal.
+        let m0 = Ilut::new(
+            &a,
+            0.0,
+            &IlutParams {
+                fill: 0,
+                ..IlutParams::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(m0.factors().nnz(), n);
+        assert_eq!(m0.factors().pivot(7), 4.0);
+    }
+
+    #[test]
+    fn zero_pivot_is_perturbed_or_reported() {
+        // [[0, 1], [1, 0]]: first pivot zero.
+        let a = CsrMatrix::from_triplets(2, 2, &[(0, 1, 1.0), (1, 0, 1.0)]).unwrap();
+        let m = Ilu0::new(&a, 0.0, &PivotParams::default()).unwrap();
+        assert!(m.perturbed_pivots() >= 1);
+        assert_eq!(m.factors().pivot(0), super::super::DEFAULT_PIVOT_TOL);
+        assert_eq!(
+            Ilu0::new(&a, 0.0, &PivotParams { pivot_tol: 0.0 }).unwrap_err(),
+            PrecondError::ZeroPivot { row: 0 }
+        );
+        let z = CsrMatrix::from_triplets(2, 2, &[(0, 0, 1.0)]).unwrap();
+        assert_eq!(
+            Ilut::new(&z, 0.0, &IlutParams::default()).unwrap_err(),
+            PrecondError::ZeroPivot { row: 1 }
+        );
+    }
+}
