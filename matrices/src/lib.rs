@@ -5,3 +5,6 @@ pub mod csr;
 pub mod partition;
 
 pub use csr::{CsrError, CsrMatrix};
+pub use partition::{
+    split_ranks, GroupPartition, HaloPlan, PartitionError, Redistribution, RowPartition, Transfer,
+};

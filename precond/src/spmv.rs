@@ -1,1 +1,451 @@
 //! Shared-memory CSR SpMV and block SpMV (rayon, explicit thread count).
+//!
+//! * [`CsrOperator`]: `y = A x` for a borrowed square [`CsrMatrix`], on exactly
+//!   `threads` threads of its own rayon pool (`threads == 1`: a plain loop, no pool).
+//!   Rows are split into `threads` contiguous blocks of (nearly) equal nonzeros.
+//! * [`spmv_block`]: the same kernels, serial, for one-off products.
+//!
+//! Block products (`k` column-major vectors) read the matrix once per group of up to
+//! 8 vectors: `k` is processed in chunks of 8, 4, 2 and 1 with kernels specialized at
+//! compile time, so `k = 4` streams the matrix once instead of four times (the
+//! motivation for block Jacobi-Davidson, `003_*` §3).
+//!
+//! No apply allocates: row bounds and the pool are set up at construction; the
+//! parallel split is a recursive `rayon::join` (stack jobs only).
+
+use std::ops::Range;
+
+use matrices::{CsrMatrix, RowPartition};
+use thiserror::Error;
+
+use crate::operator::Operator;
+
+/// Why an SpMV operator could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SpmvError {
+    /// `threads == 0` was requested.
+    #[error("thread count must be at least 1")]
+    ZeroThreads,
+    /// The matrix is not square (an [`Operator`] maps a space to itself).
+    #[error("operator matrix must be square, got {nrows} x {ncols}")]
+    NotSquare { nrows: usize, ncols: usize },
+    /// The matrix arrays break the [`CsrMatrix`] invariants (possible only through
+    /// `CsrMatrix::from_parts_unchecked`); checked once so the kernels may skip bounds checks.
+    #[error("invalid CSR matrix: {reason}")]
+    InvalidMatrix { reason: String },
+    /// rayon could not start the thread pool.
+    #[error("could not build a rayon pool of {threads} threads: {reason}")]
+    ThreadPool { threads: usize, reason: String },
+}
+
+/// Checks the structural invariants the unchecked kernels rely on: `indptr` has
+/// `nrows + 1` non-decreasing entries from 0 to `nnz`, and every column index is
+/// `< ncols`. O(nnz), done once per operator.
+pub(crate) fn validate(a: &CsrMatrix) -> Result<(), SpmvError> {
+    let ip = a.indptr();
+    let nnz = a.nnz();
+    if ip.len() != a.nrows() + 1 || ip[0] != 0 || ip[a.nrows()] != nnz || a.indices().len() != nnz {
+        return Err(SpmvError::InvalidMatrix {
+            reason: "indptr does not match nrows / nnz".into(),
+        });
+    }
+    if let Some(r) = ip.windows(2).position(|w| w[1] < w[0]) {
+        return Err(SpmvError::InvalidMatrix {
+            reason: format!("indptr decreases at row {r}"),
+        });
+    }
+    let ncols = a.ncols();
+    if let Some(p) = a.indices().iter().position(|&c| c as usize >= ncols) {
+        return Err(SpmvError::InvalidMatrix {
+            reason: format!(
+                "column index {} at position {p} >= ncols {ncols}",
+                a.indices()[p]
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Raw CSR arrays of a matrix whose invariants were checked by [`validate`] (or are
+/// re-checked per access when `CHECKED`).
+#[derive(Clone, Copy)]
+pub(crate) struct Csr<'m> {
+    pub indptr: &'m [usize],
+    pub indices: &'m [u32],
+    pub data: &'m [f64],
+    pub ncols: usize,
+}
+
+impl<'m> Csr<'m> {
+    pub(crate) fn of(a: &'m CsrMatrix) -> Self {
+        Self {
+            indptr: a.indptr(),
+            indices: a.indices(),
+            data: a.data(),
+            ncols: a.ncols(),
+        }
+    }
+}
+
+#[inline(always)]
+fn gather<const CHECKED: bool>(x: &[f64], c: u32) -> f64 {
+    if CHECKED {
+        x[c as usize]
+    } else {
+        // SAFETY: callers of the unchecked kernels guarantee (a) every column index of
+        // the matrix is < ncols, verified once by `validate` on a matrix that stays
+        // immutably borrowed (so its pattern cannot change), and (b) x.len() >= ncols,
+        // asserted at the top of `rows_kernel`.
+        unsafe { *x.get_unchecked(c as usize) }
+    }
+}
+
+/// `y[j][i - rows.start] = Σ_p A[i, p] x[j][p]` for rows `rows` and `K` vectors,
+/// reading each matrix entry once.
+#[inline(always)]
+fn rows_kernel<const K: usize, const CHECKED: bool>(
+    a: Csr<'_>,
+    rows: Range<usize>,
+    x: [&[f64]; K],
+    y: [&mut [f64]; K],
+) {
+    for xj in &x {
+        assert!(xj.len() >= a.ncols, "spmv: x vector shorter than ncols");
+    }
+    let n = rows.len();
+    for yj in &y {
+        assert_eq!(yj.len(), n, "spmv: y slice does not match the row range");
+    }
+    let ip = &a.indptr[rows.start..=rows.end];
+    if K == 1 {
+        let x0 = x[0];
+        let y0: &mut [f64] = y[0];
+        for (r, yi) in y0.iter_mut().enumerate() {
+            let (lo, hi) = (ip[r], ip[r + 1]);
+            let cols = &a.indices[lo..hi];
+            let vals = &a.data[lo..hi];
+            let mut s = [0.0f64; 4];
+            let mut cc = cols.chunks_exact(4);
+            let mut vc = vals.chunks_exact(4);
+            for (c4, v4) in (&mut cc).zip(&mut vc) {
+                s[0] += v4[0] * gather::<CHECKED>(x0, c4[0]);
+                s[1] += v4[1] * gather::<CHECKED>(x0, c4[1]);
+                s[2] += v4[2] * gather::<CHECKED>(x0, c4[2]);
+                s[3] += v4[3] * gather::<CHECKED>(x0, c4[3]);
+            }
+            for (&c, &v) in cc.remainder().iter().zip(vc.remainder()) {
+                s[0] += v * gather::<CHECKED>(x0, c);
+            }
+            *yi = (s[0] + s[1]) + (s[2] + s[3]);
+        }
+    } else {
+        for r in 0..n {
+            let (lo, hi) = (ip[r], ip[r + 1]);
+            let cols = &a.indices[lo..hi];
+            let vals = &a.data[lo..hi];
+            let mut s = [0.0f64; K];
+            for (&c, &v) in cols.iter().zip(vals) {
+                for j in 0..K {
+                    s[j] += v * gather::<CHECKED>(x[j], c);
+                }
+            }
+            for j in 0..K {
+                y[j][r] = s[j];
+            }
+        }
+    }
+}
+
+/// Splits every slice of `y` at `m`.
+#[inline]
+fn split_all<const K: usize>(y: [&mut [f64]; K], m: usize) -> ([&mut [f64]; K], [&mut [f64]; K]) {
+    let mut l: [&mut [f64]; K] = std::array::from_fn(|_| Default::default());
+    let mut r: [&mut [f64]; K] = std::array::from_fn(|_| Default::default());
+    for (j, s) in y.into_iter().enumerate() {
+        let (a, b) = s.split_at_mut(m);
+        l[j] = a;
+        r[j] = b;
+    }
+    (l, r)
+}
+
+/// Runs the kernel over `bounds.len() - 1` row blocks, in parallel by recursive
+/// halving with `rayon::join` (in the current pool).
+fn par_rows<const K: usize, const CHECKED: bool>(
+    a: Csr<'_>,
+    bounds: &[usize],
+    x: [&[f64]; K],
+    y: [&mut [f64]; K],
+) {
+    if bounds.len() <= 2 {
+        rows_kernel::<K, CHECKED>(a, bounds[0]..bounds[bounds.len() - 1], x, y);
+        return;
+    }
+    let mid = bounds.len() / 2;
+    let (yl, yr) = split_all(y, bounds[mid] - bounds[0]);
+    rayon::join(
+        || par_rows::<K, CHECKED>(a, &bounds[..=mid], x, yl),
+        || par_rows::<K, CHECKED>(a, &bounds[mid..], x, yr),
+    );
+}
+
+/// A kernel over groups of `K` vectors (`K` in 1, 2, 4, 8), see [`for_groups`].
+trait GroupKernel {
+    fn run<const K: usize>(&self, x: [&[f64]; K], y: [&mut [f64]; K]);
+}
+
+/// Serial kernel over rows `rows` (bounds-checked gathers when `CHECKED`).
+struct SerialKernel<'m, const CHECKED: bool> {
+    a: Csr<'m>,
+    rows: Range<usize>,
+}
+
+impl<const CHECKED: bool> GroupKernel for SerialKernel<'_, CHECKED> {
+    fn run<const K: usize>(&self, x: [&[f64]; K], y: [&mut [f64]; K]) {
+        rows_kernel::<K, CHECKED>(self.a, self.rows.clone(), x, y);
+    }
+}
+
+/// Parallel kernel over the row blocks `bounds` of a validated matrix.
+struct ParKernel<'m, 'b> {
+    a: Csr<'m>,
+    bounds: &'b [usize],
+}
+
+impl GroupKernel for ParKernel<'_, '_> {
+    fn run<const K: usize>(&self, x: [&[f64]; K], y: [&mut [f64]; K]) {
+        par_rows::<K, false>(self.a, self.bounds, x, y);
+    }
+}
+
+/// Runs `f` on column groups of 8, 4, 2, 1 vectors covering `0..k`; `x` has `k`
+/// columns of length `nx`, `y` `k` columns of length `ny`.
+#[inline]
+fn for_groups(x: &[f64], nx: usize, y: &mut [f64], ny: usize, k: usize, f: &impl GroupKernel) {
+    let mut xs = x;
+    let mut ys = y;
+    let mut left = k;
+    fn take<'x, 'y, const G: usize>(
+        xs: &mut &'x [f64],
+        ys: &mut &'y mut [f64],
+        nx: usize,
+        ny: usize,
+    ) -> ([&'x [f64]; G], [&'y mut [f64]; G]) {
+        let whole: &'x [f64] = xs;
+        let xa: [&'x [f64]; G] = std::array::from_fn(|j| &whole[j * nx..(j + 1) * nx]);
+        *xs = &whole[G * nx..];
+        let mut ya: [&mut [f64]; G] = std::array::from_fn(|_| Default::default());
+        for yj in ya.iter_mut() {
+            let (h, t) = std::mem::take(ys).split_at_mut(ny);
+            *yj = h;
+            *ys = t;
+        }
+        (xa, ya)
+    }
+    while left > 0 {
+        if left >= 8 {
+            let (xa, ya) = take::<8>(&mut xs, &mut ys, nx, ny);
+            f.run(xa, ya);
+            left -= 8;
+        } else if left >= 4 {
+            let (xa, ya) = take::<4>(&mut xs, &mut ys, nx, ny);
+            f.run(xa, ya);
+            left -= 4;
+        } else if left >= 2 {
+            let (xa, ya) = take::<2>(&mut xs, &mut ys, nx, ny);
+            f.run(xa, ya);
+            left -= 2;
+        } else {
+            let (xa, ya) = take::<1>(&mut xs, &mut ys, nx, ny);
+            f.run(xa, ya);
+            left -= 1;
+        }
+    }
+}
+
+/// Serial block SpMV `y = A x` for `k` column-major vectors: `x.len() == ncols * k`,
+/// `y.len() == nrows * k`. Works for rectangular matrices. Bounds-checked gathers (no
+/// set-up cost); use [`CsrOperator`] for repeated or threaded products.
+///
+/// # Panics
+/// If the slice lengths do not match `a` and `k` (a programming error).
+pub fn spmv_block(a: &CsrMatrix, x: &[f64], y: &mut [f64], k: usize) {
+    assert_eq!(x.len(), a.ncols() * k, "spmv_block: x length");
+    assert_eq!(y.len(), a.nrows() * k, "spmv_block: y length");
+    let kern = SerialKernel::<true> {
+        a: Csr::of(a),
+        rows: 0..a.nrows(),
+    };
+    for_groups(x, a.ncols(), y, a.nrows(), k, &kern);
+}
+
+/// The threaded engine shared by [`CsrOperator`] and `dist::DistCsrOperator`: row
+/// blocks balanced by nonzeros and an optional pool of exactly `threads` threads.
+pub(crate) struct Engine {
+    bounds: Vec<usize>,
+    pool: Option<rayon::ThreadPool>,
+    threads: usize,
+}
+
+impl Engine {
+    /// Validates `a` (see [`validate`]) and sets up `threads` row blocks and a pool
+    /// (none for one thread).
+    pub(crate) fn new(a: &CsrMatrix, threads: usize) -> Result<Self, SpmvError> {
+        Self::build(a, threads, false)
+    }
+
+    /// Like [`Engine::new`]; `force_pool` creates a pool even for one thread.
+    pub(crate) fn build(
+        a: &CsrMatrix,
+        threads: usize,
+        force_pool: bool,
+    ) -> Result<Self, SpmvError> {
+        if threads == 0 {
+            return Err(SpmvError::ZeroThreads);
+        }
+        validate(a)?;
+        let bounds = RowPartition::balanced_by_nnz(a, threads)
+            .map_err(|e| SpmvError::InvalidMatrix {
+                reason: e.to_string(),
+            })?
+            .offsets()
+            .to_vec();
+        let pool = if threads > 1 || force_pool {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("jdmg-spmv-{i}"))
+                    .build()
+                    .map_err(|e| SpmvError::ThreadPool {
+                        threads,
+                        reason: e.to_string(),
+                    })?,
+            )
+        } else {
+            None
+        };
+        Ok(Self {
+            bounds,
+            pool,
+            threads,
+        })
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
+    pub(crate) fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool.as_ref()
+    }
+
+    /// `y = A x` for `k` column-major vectors, `x` columns of length `a.ncols()`, `y`
+    /// columns of length `a.nrows()`. `a` must be the matrix given to [`Engine::new`].
+    /// Runs in the engine's pool (if any).
+    pub(crate) fn apply(&self, a: &CsrMatrix, x: &[f64], y: &mut [f64], k: usize) {
+        match &self.pool {
+            Some(pool) => pool.install(|| self.apply_here(a, x, y, k)),
+            None => self.apply_here(a, x, y, k),
+        }
+    }
+
+    /// Like [`Engine::apply`] but in the current rayon context (call from inside the
+    /// engine's pool to avoid a nested `install`).
+    pub(crate) fn apply_here(&self, a: &CsrMatrix, x: &[f64], y: &mut [f64], k: usize) {
+        assert_eq!(
+            self.bounds[self.bounds.len() - 1],
+            a.nrows(),
+            "Engine: wrong matrix"
+        );
+        assert_eq!(x.len(), a.ncols() * k, "spmv: x length");
+        assert_eq!(y.len(), a.nrows() * k, "spmv: y length");
+        let kern = ParKernel {
+            a: Csr::of(a),
+            bounds: &self.bounds,
+        };
+        for_groups(x, a.ncols(), y, a.nrows(), k, &kern);
+    }
+}
+
+/// A square [`CsrMatrix`] as a threaded [`Operator`].
+///
+/// Owns a rayon pool of exactly `threads` threads (none when `threads == 1`); rows are
+/// split into `threads` contiguous blocks of (nearly) equal nonzeros. `apply_block`
+/// reads the matrix once per group of up to 8 vectors and does not allocate.
+pub struct CsrOperator<'a> {
+    a: &'a CsrMatrix,
+    engine: Engine,
+}
+
+impl<'a> CsrOperator<'a> {
+    /// Wraps `a` for products on `threads` threads.
+    ///
+    /// # Errors
+    /// [`SpmvError::ZeroThreads`], [`SpmvError::NotSquare`], [`SpmvError::InvalidMatrix`]
+    /// (arrays built unchecked and inconsistent), [`SpmvError::ThreadPool`].
+    pub fn new(a: &'a CsrMatrix, threads: usize) -> Result<Self, SpmvError> {
+        if a.nrows() != a.ncols() {
+            return Err(SpmvError::NotSquare {
+                nrows: a.nrows(),
+                ncols: a.ncols(),
+            });
+        }
+        let engine = Engine::new(a, threads)?;
+        Ok(Self { a, engine })
+    }
+
+    /// The wrapped matrix.
+    pub fn matrix(&self) -> &'a CsrMatrix {
+        self.a
+    }
+
+    /// Number of threads used by `apply_block`.
+    pub fn threads(&self) -> usize {
+        self.engine.threads()
+    }
+}
+
+impl Operator for CsrOperator<'_> {
+    fn nrows(&self) -> usize {
+        self.a.nrows()
+    }
+
+    /// `y = A x` for `k` column-major vectors.
+    ///
+    /// # Panics
+    /// If `x.len()` or `y.len()` is not `nrows() * k` (a programming error).
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        self.engine.apply(self.a, x, y, k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_rectangular_block() {
+        // [[1 0 2], [0 3 0]] times x = [1,2,3] and [4,5,6] (column-major).
+        let a = CsrMatrix::from_triplets(2, 3, &[(0, 0, 1.0), (0, 2, 2.0), (1, 1, 3.0)]).unwrap();
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let mut y = [0.0; 4];
+        spmv_block(&a, &x, &mut y, 2);
+        assert_eq!(y, [7.0, 6.0, 16.0, 15.0]);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let a = CsrMatrix::from_triplets(2, 3, &[(0, 0, 1.0)]).unwrap();
+        assert_eq!(
+            CsrOperator::new(&a, 1).err(),
+            Some(SpmvError::NotSquare { nrows: 2, ncols: 3 })
+        );
+        let b = CsrMatrix::identity(3);
+        assert_eq!(CsrOperator::new(&b, 0).err(), Some(SpmvError::ZeroThreads));
+        let bad = CsrMatrix::from_parts_unchecked(2, 2, vec![0, 1, 2], vec![0, 5], vec![1.0, 1.0]);
+        assert!(matches!(
+            CsrOperator::new(&bad, 1),
+            Err(SpmvError::InvalidMatrix { .. })
+        ));
+    }
+}

@@ -1,0 +1,81 @@
+//! Shared-memory SpMV kernels against the reference `CsrMatrix::mul_vec`.
+
+use matrices::CsrMatrix;
+use precond::spmv::{spmv_block, CsrOperator, SpmvError};
+use precond::Operator;
+
+mod spmv_common;
+
+use spmv_common::{check, random_block, random_sparse};
+
+#[test]
+fn serial_block_all_k_random() {
+    let a = random_sparse(300, 9, 7);
+    for k in 1..=11 {
+        let x = random_block(300, k, 100 + k as u64);
+        let mut y = vec![f64::NAN; 300 * k];
+        spmv_block(&a, &x, &mut y, k);
+        check(&a, &x, &y, k);
+    }
+}
+
+#[test]
+fn threaded_operator_matches_reference() {
+    let a = random_sparse(517, 12, 3);
+    let l = spmv_common::stencil(9, 8, 7, false);
+    let s = spmv_common::stencil(7, 7, 7, true);
+    for m in [&a, &l, &s] {
+        for threads in [1, 2, 3] {
+            let op = CsrOperator::new(m, threads).unwrap();
+            assert_eq!(op.threads(), threads);
+            assert_eq!(op.nrows(), m.nrows());
+            for k in [1, 2, 3, 4, 5, 8, 13] {
+                let x = random_block(m.nrows(), k, k as u64 * 31 + threads as u64);
+                let mut y = vec![f64::NAN; m.nrows() * k];
+                op.apply_block(&x, &mut y, k);
+                check(m, &x, &y, k);
+            }
+        }
+    }
+}
+
+#[test]
+fn exact_values_on_stencil27() {
+    // 27-point stencil 26 I - neighbours: A * ones = 26 - (#neighbours); interior rows 0,
+    // a corner of the 4^3 grid has 7 neighbours -> 19.
+    let a = spmv_common::stencil(4, 4, 4, true);
+    let op = CsrOperator::new(&a, 2).unwrap();
+    let x = vec![1.0; 64 * 2];
+    let mut y = vec![0.0; 64 * 2];
+    op.apply_block(&x, &mut y, 2);
+    assert_eq!(y[0], 19.0);
+    assert_eq!(y[1 + 4 + 16], 0.0); // interior point (1,1,1)
+    assert_eq!(y[64], 19.0);
+    assert_eq!(y.iter().sum::<f64>(), 2.0 * a.data().iter().sum::<f64>());
+}
+
+#[test]
+fn more_threads_than_rows_and_empty_matrix() {
+    let a = CsrMatrix::identity(3);
+    let op = CsrOperator::new(&a, 8).unwrap();
+    let x = [1.0, 2.0, 3.0];
+    let mut y = [0.0; 3];
+    op.apply(&x, &mut y);
+    assert_eq!(y, x);
+    let e = CsrMatrix::identity(0);
+    let op = CsrOperator::new(&e, 2).unwrap();
+    op.apply_block(&[], &mut [], 4);
+}
+
+#[test]
+fn typed_errors() {
+    let a = CsrMatrix::from_triplets(3, 4, &[(0, 3, 1.0)]).unwrap();
+    assert_eq!(
+        CsrOperator::new(&a, 1).err(),
+        Some(SpmvError::NotSquare { nrows: 3, ncols: 4 })
+    );
+    assert_eq!(
+        CsrOperator::new(&CsrMatrix::identity(2), 0).err(),
+        Some(SpmvError::ZeroThreads)
+    );
+}
