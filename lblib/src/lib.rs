@@ -31,6 +31,6 @@ pub use lbs::{Lbs, LbsConfig, Method, RateKind};
 pub use memory::{Advice, MemoryBalancer, MemoryParams, ProcReadings, Reading, SystemReadings};
 #[cfg(feature = "mpi")]
 pub use mpi::MpiComm;
-pub use slowed::Slowed;
+pub use slowed::{Slowed, SlowdownBasis};
 pub use thread::{ClockMode, ThreadComm, ThreadConfig};
 pub use tracer::{ImbalanceReport, Traced};
