@@ -10,9 +10,11 @@ pub mod operator;
 pub mod preconditioners;
 pub mod spmv;
 
+pub use dist::{redistribute, DistCsrOperator, DistError, DistOptions, RedistScratch};
 pub use krylov::{
     Bicgstab, Breakdown, BreakdownKind, Cg, Gmres, KrylovResult, KrylovStats, Stepwise,
     StopCriteria,
 };
 pub use operator::{IdentityPreconditioner, Operator, Preconditioner};
 pub use preconditioners::{build, build_with_info, PrecondError, PrecondInfo, PrecondKind};
+pub use spmv::{spmv_block, CsrOperator, SpmvError};
