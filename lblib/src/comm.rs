@@ -9,8 +9,11 @@ use std::time::Instant;
 /// Reduction operator of [`Comm::all_reduce`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ReduceOp {
+    /// Sum (`MPI_SUM`).
     Sum,
+    /// Maximum (`MPI_MAX`).
     Max,
+    /// Minimum (`MPI_MIN`).
     Min,
 }
 
@@ -27,8 +30,10 @@ impl ReduceOp {
 
 /// A group of processes that communicate collectively.
 ///
-/// Backends: [`SelfComm`] (one process), `ThreadComm` (N ranks as threads of one
-/// process, with optional per-rank slowdown), `MpiComm` (rsmpi, feature `mpi`).
+/// Backends: [`SelfComm`] (one process), [`crate::ThreadComm`] (N ranks as threads
+/// of one process, with optional per-rank slowdown), `MpiComm` (rsmpi, feature
+/// `mpi`). Wrappers: [`crate::Traced`] (imbalance tracer), [`crate::Slowed`]
+/// (emulated slower node).
 pub trait Comm {
     /// This process's rank in `0..size()`.
     fn rank(&self) -> usize;
@@ -78,8 +83,11 @@ pub struct SelfComm {
 }
 
 impl SelfComm {
+    /// A one-process communicator whose clock starts now.
     pub fn new() -> Self {
-        Self { origin: Instant::now() }
+        Self {
+            origin: Instant::now(),
+        }
     }
 }
 
@@ -109,7 +117,11 @@ impl Comm for SelfComm {
         recv[..send.len()].copy_from_slice(send);
     }
     fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
-        assert_eq!(counts, &[send.len()], "all_gather_v: counts must be [send.len()]");
+        assert_eq!(
+            counts,
+            &[send.len()],
+            "all_gather_v: counts must be [send.len()]"
+        );
         recv[..send.len()].copy_from_slice(send);
     }
     fn broadcast(&self, _buf: &mut [f64], root: usize) {
@@ -125,7 +137,10 @@ impl Comm for SelfComm {
         recv: &mut [f64],
         recv_counts: &[usize],
     ) {
-        assert_eq!(send_counts, recv_counts, "all_to_all_v: counts differ on one rank");
+        assert_eq!(
+            send_counts, recv_counts,
+            "all_to_all_v: counts differ on one rank"
+        );
         let n = send_counts[0];
         recv[..n].copy_from_slice(&send[..n]);
     }

@@ -31,6 +31,11 @@ pub use lbs::{Lbs, LbsConfig, Method, RateKind};
 pub use memory::{Advice, MemoryBalancer, MemoryParams, ProcReadings, Reading, SystemReadings};
 #[cfg(feature = "mpi")]
 pub use mpi::MpiComm;
-pub use slowed::{Slowed, SlowdownBasis};
+pub use slowed::{SlowdownBasis, Slowed};
 pub use thread::{ClockMode, ThreadComm, ThreadConfig};
 pub use tracer::{ImbalanceReport, Traced};
+
+/// The README's code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

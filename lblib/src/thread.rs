@@ -33,7 +33,9 @@
 //!
 //! A panic in one rank is propagated: ranks blocked in a collective notice it
 //! within ~50 ms and unwind too, and [`ThreadComm::run`] re-raises the original
-//! panic payload once all threads have stopped.
+//! panic payload once all threads have stopped. Likewise, a rank whose closure
+//! returns while other ranks of one of its communicators wait for it in a
+//! collective (mismatched collective calls) makes them panic instead of hanging.
 
 use crate::comm::{Comm, ReduceOp};
 use crate::cputime::ThreadCpuClock;
@@ -110,6 +112,8 @@ pub struct PeerPanicked;
 
 struct RunShared {
     poisoned: AtomicBool,
+    /// Per world rank: its closure has returned.
+    exited: Vec<AtomicBool>,
     origin: Instant,
     mode: ClockMode,
     latency: f64,
@@ -140,7 +144,7 @@ impl Barrier {
         }
     }
 
-    fn wait(&self, n: usize, run: &RunShared) {
+    fn wait(&self, n: usize, run: &RunShared, members: &[usize]) {
         let mut g = lock(&self.state);
         let gen = g.1;
         g.0 += 1;
@@ -163,12 +167,24 @@ impl Barrier {
                 drop(g);
                 std::panic::panic_any(PeerPanicked);
             }
+            if let Some(&w) = members
+                .iter()
+                .find(|&&w| run.exited[w].load(Ordering::Acquire))
+            {
+                drop(g);
+                panic!(
+                    "ThreadComm: rank {w} (world) returned while other ranks wait for it in a \
+                     collective (mismatched collective calls)"
+                );
+            }
         }
     }
 }
 
 struct Group {
     size: usize,
+    /// World rank of each rank of the group.
+    members: Vec<usize>,
     run: Arc<RunShared>,
     barrier: Barrier,
     slots: Vec<Mutex<Slot>>,
@@ -176,9 +192,11 @@ struct Group {
 }
 
 impl Group {
-    fn new(size: usize, run: Arc<RunShared>) -> Self {
+    fn new(members: Vec<usize>, run: Arc<RunShared>) -> Self {
+        let size = members.len();
         Self {
             size,
+            members,
             run,
             barrier: Barrier::new(),
             slots: (0..size).map(|_| Mutex::new(Slot::default())).collect(),
@@ -187,7 +205,7 @@ impl Group {
     }
 
     fn wait(&self) {
-        self.barrier.wait(self.size, &self.run);
+        self.barrier.wait(self.size, &self.run, &self.members);
     }
 }
 
@@ -265,11 +283,12 @@ impl ThreadComm {
         }
         let run = Arc::new(RunShared {
             poisoned: AtomicBool::new(false),
+            exited: (0..n).map(|_| AtomicBool::new(false)).collect(),
             origin: Instant::now(),
             mode: config.clock,
             latency: config.latency,
         });
-        let group = Arc::new(Group::new(n, run.clone()));
+        let group = Arc::new(Group::new((0..n).collect(), run.clone()));
         let f = &f;
         let outcomes: Vec<std::thread::Result<R>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
@@ -286,6 +305,7 @@ impl ThreadComm {
                             if out.is_err() {
                                 run.poisoned.store(true, Ordering::Release);
                             }
+                            run.exited[rank].store(true, Ordering::Release);
                             out
                         })
                         .expect("ThreadComm: cannot spawn rank thread")
@@ -726,7 +746,8 @@ impl Comm for ThreadComm {
         let leader = members.iter().map(|m| m.1).min().unwrap_or(self.rank);
         let new_rank = members.iter().position(|m| m.1 == self.rank).unwrap_or(0);
         if self.rank == leader {
-            let g = Arc::new(Group::new(members.len(), self.group.run.clone()));
+            let world: Vec<usize> = members.iter().map(|m| self.group.members[m.1]).collect();
+            let g = Arc::new(Group::new(world, self.group.run.clone()));
             lock(&self.group.board)[leader] = Some(g);
         }
         self.group.wait();

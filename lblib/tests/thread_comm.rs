@@ -182,3 +182,17 @@ fn zero_ranks_run_nothing() {
     let out: Vec<()> = ThreadComm::run(0, |_| unreachable!());
     assert!(out.is_empty());
 }
+
+#[test]
+fn mismatched_collectives_panic_instead_of_hanging() {
+    let res = std::panic::catch_unwind(|| {
+        ThreadComm::run(2, |c| {
+            if c.rank() == 0 {
+                c.barrier(); // rank 1 never calls it
+            }
+        })
+    });
+    let err = res.expect_err("mismatch must be reported");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("rank 1 (world) returned"), "message: {msg}");
+}
