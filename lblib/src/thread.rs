@@ -40,7 +40,7 @@
 use crate::comm::{Comm, ReduceOp};
 use crate::cputime::ThreadCpuClock;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -129,6 +129,8 @@ struct Slot {
 
 struct Barrier {
     state: Mutex<(usize, u64)>,
+    /// Copy of the generation, readable without the lock (spin phase).
+    generation: AtomicU64,
     cv: Condvar,
 }
 
@@ -136,25 +138,43 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Rounds of `yield_now` a waiting rank spends before sleeping on the condvar.
+const SPIN_ROUNDS: usize = 64;
+
 impl Barrier {
     fn new() -> Self {
         Self {
             state: Mutex::new((0, 0)),
+            generation: AtomicU64::new(0),
             cv: Condvar::new(),
         }
     }
 
     fn wait(&self, n: usize, run: &RunShared, members: &[usize]) {
-        let mut g = lock(&self.state);
-        let gen = g.1;
-        g.0 += 1;
-        if g.0 == n {
-            g.0 = 0;
-            g.1 = g.1.wrapping_add(1);
-            self.cv.notify_all();
-            return;
+        let gen = {
+            let mut g = lock(&self.state);
+            let gen = g.1;
+            g.0 += 1;
+            if g.0 == n {
+                g.0 = 0;
+                g.1 = g.1.wrapping_add(1);
+                self.generation.store(g.1, Ordering::Release);
+                self.cv.notify_all();
+                return;
+            }
+            gen
+        };
+        for _ in 0..SPIN_ROUNDS {
+            if self.generation.load(Ordering::Acquire) != gen {
+                return;
+            }
+            std::thread::yield_now();
         }
+        let mut g = lock(&self.state);
         loop {
+            if g.1 != gen {
+                return;
+            }
             let (ng, _) = self
                 .cv
                 .wait_timeout(g, Duration::from_millis(50))
