@@ -1,2 +1,15 @@
 //! jdmg: block Jacobi-Davidson for large sparse symmetric eigenproblems
 //! (`seeds/003`, §3), in fine-grain, coarse-grain and multigrain modes.
+
+mod correction;
+mod dense;
+pub mod driver;
+pub mod jd;
+pub mod params;
+mod random;
+pub mod solution;
+
+pub use driver::{solve_matrix, solve_matrix_on};
+pub use jd::{solve, Problem};
+pub use params::{ConvTest, InnerStop, JdParams, PrecondChoice, Target};
+pub use solution::{IterationEvent, JdError, Solution, Stats};

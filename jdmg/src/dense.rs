@@ -1,0 +1,200 @@
+//! Small dense kernels of the projection phase (faer underneath): tall-skinny
+//! products, the Rayleigh-Ritz eigenproblem, coefficient-space orthonormalization.
+
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+
+/// `out (n×p) = a (n×m) · y (m×p)`, all column-major.
+pub(crate) fn gemm_nn(
+    out: &mut [f64],
+    a: &[f64],
+    n: usize,
+    m: usize,
+    y: &[f64],
+    p: usize,
+    par: Par,
+) {
+    if n == 0 || p == 0 {
+        return;
+    }
+    if m == 0 {
+        out[..n * p].fill(0.0);
+        return;
+    }
+    let dst = MatMut::from_column_major_slice_mut(&mut out[..n * p], n, p);
+    let lhs = MatRef::from_column_major_slice(&a[..n * m], n, m);
+    let rhs = MatRef::from_column_major_slice(&y[..m * p], m, p);
+    matmul(dst, Accum::Replace, lhs, rhs, 1.0, par);
+}
+
+/// `out (m×p) = a (n×m)ᵀ · b (n×p)` (local contribution of a global inner product).
+pub(crate) fn gemm_tn(
+    out: &mut [f64],
+    a: &[f64],
+    n: usize,
+    m: usize,
+    b: &[f64],
+    p: usize,
+    par: Par,
+) {
+    if m == 0 || p == 0 {
+        return;
+    }
+    if n == 0 {
+        out[..m * p].fill(0.0);
+        return;
+    }
+    let dst = MatMut::from_column_major_slice_mut(&mut out[..m * p], m, p);
+    let lhs = MatRef::from_column_major_slice(&a[..n * m], n, m);
+    let rhs = MatRef::from_column_major_slice(&b[..n * p], n, p);
+    matmul(dst, Accum::Replace, lhs.transpose(), rhs, 1.0, par);
+}
+
+/// `c (n×p) -= a (n×m) · y (m×p)`.
+pub(crate) fn gemm_sub(
+    c: &mut [f64],
+    a: &[f64],
+    n: usize,
+    m: usize,
+    y: &[f64],
+    p: usize,
+    par: Par,
+) {
+    if n == 0 || m == 0 || p == 0 {
+        return;
+    }
+    let dst = MatMut::from_column_major_slice_mut(&mut c[..n * p], n, p);
+    let lhs = MatRef::from_column_major_slice(&a[..n * m], n, m);
+    let rhs = MatRef::from_column_major_slice(&y[..m * p], m, p);
+    matmul(dst, Accum::Add, lhs, rhs, -1.0, par);
+}
+
+/// Eigen-decomposition of the symmetric `m×m` matrix `h` (column-major, lower
+/// triangle used): eigenvalues ascending and eigenvectors (column-major).
+///
+/// Returns `None` if the dense solver fails (non-finite input).
+pub(crate) fn sym_eig(h: &[f64], m: usize) -> Option<(Vec<f64>, Vec<f64>)> {
+    if m == 0 {
+        return Some((Vec::new(), Vec::new()));
+    }
+    if h[..m * m].iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let a = MatRef::from_column_major_slice(&h[..m * m], m, m);
+    let mut u = faer::Mat::<f64>::zeros(m, m);
+    let mut s = faer::diag::Diag::<f64>::zeros(m);
+    let par = Par::Seq;
+    let req = faer::linalg::evd::self_adjoint_evd_scratch::<f64>(
+        m,
+        faer::linalg::evd::ComputeEigenvectors::Yes,
+        par,
+        Default::default(),
+    );
+    let mut buf = faer::dyn_stack::MemBuffer::new(req);
+    let stack = faer::dyn_stack::MemStack::new(&mut buf);
+    faer::linalg::evd::self_adjoint_evd(
+        a,
+        s.as_mut(),
+        Some(u.as_mut()),
+        par,
+        stack,
+        Default::default(),
+    )
+    .ok()?;
+    let vals: Vec<f64> = (0..m).map(|i| s[i]).collect();
+    let mut vecs = vec![0.0; m * m];
+    for j in 0..m {
+        for i in 0..m {
+            vecs[j * m + i] = u[(i, j)];
+        }
+    }
+    Some((vals, vecs))
+}
+
+/// Orthonormalizes the columns of `c` (m×p, column-major) in place by modified
+/// Gram-Schmidt applied twice; columns that become dependent (relative norm below
+/// `1e-10`) are dropped. Returns the number of columns kept (stored first).
+pub(crate) fn orthonormalize_columns(c: &mut [f64], m: usize, p: usize) -> usize {
+    let mut kept = 0;
+    for j in 0..p {
+        if kept != j {
+            c.copy_within(j * m..(j + 1) * m, kept * m);
+        }
+        let norm0 = norm(&c[kept * m..(kept + 1) * m]);
+        if norm0 == 0.0 {
+            continue;
+        }
+        for _pass in 0..2 {
+            for i in 0..kept {
+                let (prev, cur) = c.split_at_mut(kept * m);
+                let qi = &prev[i * m..(i + 1) * m];
+                let col = &mut cur[..m];
+                let d = dot(qi, col);
+                axpy(-d, qi, col);
+            }
+        }
+        let col = &mut c[kept * m..(kept + 1) * m];
+        let nrm = norm(col);
+        if nrm > 1e-10 * norm0 {
+            col.iter_mut().for_each(|v| *v /= nrm);
+            kept += 1;
+        }
+    }
+    kept
+}
+
+/// Dot product of two equal-length slices.
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Euclidean norm of a local slice (no global sum).
+pub(crate) fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// `y += alpha * x`.
+pub(crate) fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    y.iter_mut().zip(x).for_each(|(yi, xi)| *yi += alpha * xi);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sym_eig_of_2x2() {
+        // [[2,1],[1,2]] has eigenvalues 1 and 3.
+        let (vals, vecs) = sym_eig(&[2.0, 1.0, 1.0, 2.0], 2).unwrap();
+        assert!((vals[0] - 1.0).abs() < 1e-14 && (vals[1] - 3.0).abs() < 1e-14);
+        let v0 = &vecs[0..2];
+        assert!(
+            (v0[0] + v0[1]).abs() < 1e-14,
+            "eigenvector of 1 is (1,-1)/√2"
+        );
+    }
+
+    #[test]
+    fn gemm_shapes() {
+        // a = [[1,2],[3,4],[5,6]] (3×2), y = [[1],[1]] -> [3,7,11]
+        let a = [1.0, 3.0, 5.0, 2.0, 4.0, 6.0];
+        let mut out = [0.0; 3];
+        gemm_nn(&mut out, &a, 3, 2, &[1.0, 1.0], 1, Par::Seq);
+        assert_eq!(out, [3.0, 7.0, 11.0]);
+        let mut g = [0.0; 4];
+        gemm_tn(&mut g, &a, 3, 2, &a, 2, Par::Seq);
+        assert_eq!(g, [35.0, 44.0, 44.0, 56.0]);
+        let mut c = [3.0, 7.0, 11.0];
+        gemm_sub(&mut c, &a, 3, 2, &[1.0, 1.0], 1, Par::Seq);
+        assert_eq!(c, [0.0; 3]);
+    }
+
+    #[test]
+    fn mgs_drops_dependent() {
+        let mut c = vec![1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 1.0, 1.0, 0.0];
+        let kept = orthonormalize_columns(&mut c, 3, 3);
+        assert_eq!(kept, 2);
+        assert!(dot(&c[0..3], &c[3..6]).abs() < 1e-15);
+        assert!((norm(&c[3..6]) - 1.0).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,135 @@
+//! Convenience drivers: build the operator and preconditioner of a CSR matrix and
+//! call [`crate::solve`].
+
+use std::time::Instant;
+
+use lblib::{Comm, SelfComm};
+use matrices::CsrMatrix;
+use precond::preconditioners::{BoxedPreconditioner, IlutParams, PivotParams, SpaiParams};
+use precond::spmv::CsrOperator;
+use precond::PrecondKind;
+
+use crate::jd::{solve, Observer, Problem};
+use crate::params::{JdParams, PrecondChoice, Target};
+use crate::solution::{JdError, Solution};
+
+/// Gershgorin interval [lo, hi] of the rows of `a` (a bound of the spectrum).
+pub fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        let mut d = 0.0;
+        let mut off = 0.0;
+        for (&c, &v) in cols.iter().zip(vals) {
+            if c as usize == i {
+                d = v;
+            } else {
+                off += v.abs();
+            }
+        }
+        lo = lo.min(d - off);
+        hi = hi.max(d + off);
+    }
+    (lo, hi)
+}
+
+/// The preconditioner kind of a parameter set (`None` for none and Jacobi, which
+/// the solver applies itself with the current Ritz value as shift).
+pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
+    match params.precond {
+        PrecondChoice::None | PrecondChoice::Jacobi => None,
+        PrecondChoice::Ilu0 => Some(PrecondKind::Ilu0(PivotParams::default())),
+        PrecondChoice::Ilut => Some(PrecondKind::Ilut(IlutParams {
+            fill: params.ilut_fill,
+            drop_tol: params.ilut_drop,
+            ..IlutParams::default()
+        })),
+        PrecondChoice::Spai => Some(PrecondKind::Spai(SpaiParams::default())),
+    }
+}
+
+/// Shift σ of the preconditioner A − σI (see [`JdParams::precond_shift`]).
+pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
+    params.precond_shift.unwrap_or(match params.target {
+        Target::Closest(s) => s,
+        Target::Smallest => 0.0,
+        Target::Largest => gershgorin(a).1,
+    })
+}
+
+/// Builds the preconditioner of `a_local` (a square diagonal block) for `params`.
+///
+/// # Errors
+/// [`JdError::Preconditioner`] with the factorization's message.
+pub fn build_preconditioner(
+    params: &JdParams,
+    a_local: &CsrMatrix,
+    shift: f64,
+) -> Result<Option<BoxedPreconditioner>, JdError> {
+    match precond_kind(params) {
+        None => Ok(None),
+        Some(kind) => precond::build(&kind, a_local, shift)
+            .map(Some)
+            .map_err(|e| JdError::Preconditioner(e.to_string())),
+    }
+}
+
+/// Solves on one process: `params.threads` threads for SpMV and dense kernels.
+///
+/// # Errors
+/// As [`crate::solve`], plus `InvalidParams` for a non-square matrix and
+/// `Preconditioner` when the factorization fails.
+pub fn solve_matrix(
+    a: &CsrMatrix,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    let comm = SelfComm::new();
+    solve_matrix_on(a, &comm, params, observer)
+}
+
+/// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
+///
+/// # Errors
+/// As [`solve_matrix`].
+pub fn solve_matrix_on<C: Comm + ?Sized>(
+    a: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    if a.nrows() != a.ncols() {
+        return Err(JdError::InvalidParams(format!(
+            "the matrix must be square, got {} x {}",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    let op =
+        CsrOperator::new(a, params.threads).map_err(|e| JdError::InvalidParams(e.to_string()))?;
+    let diag = a.diagonal();
+    let t0 = Instant::now();
+    let pc = build_preconditioner(params, a, precond_shift(params, a))?;
+    let setup = t0.elapsed().as_secs_f64();
+    let pb = Problem {
+        a: &op,
+        comm,
+        n_global: a.nrows(),
+        row_offset: 0,
+        diagonal: Some(&diag),
+        precond: pc.as_deref(),
+    };
+    let with_setup = |mut s: Solution| {
+        s.stats.setup_seconds = setup;
+        s
+    };
+    match solve(&pb, params, observer) {
+        Ok(s) => Ok(with_setup(s)),
+        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
+            wanted,
+            partial: Box::new(with_setup(*partial)),
+        }),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,823 @@
+//! Block Jacobi-Davidson (`seeds/003` §3, Algorithm Block JD) in fine-grain form:
+//! every block vector is split by rows over the processes of `comm`, projections
+//! take one global sum per iteration.
+//!
+//! Per outer iteration: (1) orthogonalize the new block against the locked
+//! vectors and the basis (block classical Gram-Schmidt, twice, then within the
+//! block; dependent vectors are replaced by random ones); (2) W = AT;
+//! (3–4) extend H = VᵀAV with one global sum; (5) Rayleigh-Ritz; (6–7) Ritz
+//! vectors and residuals of the targeted pairs; convergence test, locking,
+//! thick restart (keeping the previous Ritz directions, GD+k style);
+//! (8) correction equations by preconditioned BiCGSTAB.
+
+use std::time::Instant;
+
+use faer::Par;
+use lblib::{Comm, ReduceOp};
+use precond::krylov::Bicgstab;
+use precond::{Operator, Preconditioner};
+
+use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
+use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
+use crate::params::{ConvTest, InnerStop, JdParams, Sizes, Target};
+use crate::random;
+use crate::solution::{IterationEvent, JdError, Solution, Stats};
+
+/// The problem as seen by one process.
+pub struct Problem<'a, A: ?Sized, C: ?Sized> {
+    /// A applied to this process's rows (distributed operators exchange halos).
+    pub a: &'a A,
+    /// Processes sharing the rows of every vector.
+    pub comm: &'a C,
+    /// Global dimension.
+    pub n_global: usize,
+    /// Global index of this process's first row.
+    pub row_offset: usize,
+    /// Local diagonal of A (needed by the Jacobi preconditioner).
+    pub diagonal: Option<&'a [f64]>,
+    /// A preconditioner of A − σI on the local rows (block-Jacobi across processes).
+    pub precond: Option<&'a (dyn Preconditioner + Send + Sync)>,
+}
+
+/// Observer of per-iteration events.
+pub type Observer<'o> = &'o mut dyn FnMut(&IterationEvent);
+
+struct State<'p, 'a, A: ?Sized, C: ?Sized> {
+    pb: &'p Problem<'a, A, C>,
+    prm: &'p JdParams,
+    sz: Sizes,
+    n: usize,
+    par: Par,
+    // locked eigenpairs
+    xl: Vec<f64>,
+    lam: Vec<f64>,
+    res: Vec<f64>,
+    // basis, AV and projected matrix (ld = max_basis)
+    v: Vec<f64>,
+    w: Vec<f64>,
+    h: Vec<f64>,
+    m: usize,
+    // new block and its image
+    t: Vec<f64>,
+    wt: Vec<f64>,
+    // previous Ritz coefficients (m_prev × kp) for GD+k restarts
+    prev: Vec<f64>,
+    prev_m: usize,
+    prev_k: usize,
+    anorm: f64,
+    stats: Stats,
+    random_cols: u64,
+    start: Instant,
+}
+
+/// The p×p identity, column-major.
+fn identity(p: usize) -> Vec<f64> {
+    let mut c = vec![0.0; p * p];
+    for j in 0..p {
+        c[j * p + j] = 1.0;
+    }
+    c
+}
+
+/// A targeted Ritz pair needing a correction.
+struct Sel {
+    theta: f64,
+    rnorm: f64,
+}
+
+/// Solves for `params.nev` eigenpairs of the symmetric operator of `pb`.
+///
+/// Collective over `pb.comm`: every process calls it with its own rows.
+///
+/// # Errors
+/// `InvalidParams` for inconsistent parameters, `NonFinite` when NaN/Inf appear,
+/// `NotConverged { partial }` when `max_matvecs` or `max_outer` run out (the
+/// partial solution carries locked pairs and the best current estimates).
+pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
+    pb: &Problem<'_, A, C>,
+    params: &JdParams,
+    mut observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    let sz = params.resolve(pb.n_global)?;
+    let n = pb.a.nrows();
+    let mut st = State::new(pb, params, sz, n);
+    let result = st.run(&mut observer);
+    st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
+    st.stats.anorm_estimate = st.anorm;
+    result
+        .map(|mut s| {
+            s.stats = st.stats.clone();
+            s
+        })
+        .map_err(|e| match e {
+            JdError::NotConverged {
+                wanted,
+                mut partial,
+            } => {
+                partial.stats = st.stats.clone();
+                JdError::NotConverged { wanted, partial }
+            }
+            e => e,
+        })
+}
+
+impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
+    fn new(pb: &'p Problem<'a, A, C>, prm: &'p JdParams, sz: Sizes, n: usize) -> Self {
+        let mb = sz.max_basis;
+        let par = if prm.threads > 1 {
+            Par::rayon(prm.threads)
+        } else {
+            Par::Seq
+        };
+        Self {
+            pb,
+            prm,
+            sz,
+            n,
+            par,
+            xl: Vec::with_capacity(n * prm.nev),
+            lam: Vec::new(),
+            res: Vec::new(),
+            v: vec![0.0; n * mb],
+            w: vec![0.0; n * mb],
+            h: vec![0.0; mb * mb],
+            m: 0,
+            t: vec![0.0; n * sz.k],
+            wt: vec![0.0; n * sz.k],
+            prev: Vec::new(),
+            prev_m: 0,
+            prev_k: 0,
+            anorm: prm.anorm.unwrap_or(0.0),
+            stats: Stats::default(),
+            random_cols: 0,
+            start: Instant::now(),
+        }
+    }
+
+    fn nl(&self) -> usize {
+        self.lam.len()
+    }
+
+    fn allreduce(&mut self, buf: &mut [f64]) {
+        self.pb.comm.all_reduce(buf, ReduceOp::Sum);
+        self.stats.global_sums += 1;
+    }
+
+    fn fill_random(&mut self, col: usize) {
+        let id = self.random_cols;
+        self.random_cols += 1;
+        let n = self.n;
+        random::fill(
+            &mut self.t[col * n..(col + 1) * n],
+            self.prm.seed,
+            self.pb.row_offset,
+            id,
+        );
+    }
+
+    /// Target order of Ritz values: indices into `theta`.
+    fn order(&self, theta: &[f64]) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..theta.len()).collect();
+        match self.prm.target {
+            Target::Smallest => idx.sort_by(|&a, &b| theta[a].total_cmp(&theta[b])),
+            Target::Largest => idx.sort_by(|&a, &b| theta[b].total_cmp(&theta[a])),
+            Target::Closest(s) => {
+                idx.sort_by(|&a, &b| (theta[a] - s).abs().total_cmp(&(theta[b] - s).abs()))
+            }
+        }
+        idx
+    }
+
+    fn tol_for(&self, theta: f64) -> f64 {
+        match self.prm.conv {
+            ConvTest::Norm => self.prm.tol * self.anorm.max(f64::MIN_POSITIVE),
+            ConvTest::Rel => self.prm.tol * theta.abs(),
+            ConvTest::Abs => self.prm.tol,
+        }
+    }
+
+    /// Orthonormalizes the first `b` columns of `t` against the locked vectors,
+    /// the basis and each other. Returns how many columns survive.
+    fn orthogonalize_block(&mut self, b: usize) -> usize {
+        let (n, nl, m) = (self.n, self.nl(), self.m);
+        let room = self.pb.n_global.saturating_sub(nl + m);
+        let b = b.min(room);
+        let mut kept = 0;
+        let mut coef = vec![0.0; (nl + m + b).max(1) * b.max(1)];
+        // Block CGS against [X V], twice, with original norms fused into the first sum.
+        for pass in 0..2 {
+            let ld = nl + m + usize::from(pass == 0);
+            for j in 0..b {
+                let col = &self.t[j * n..(j + 1) * n];
+                let c = &mut coef[j * ld..(j + 1) * ld];
+                gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1, self.par);
+                gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1, self.par);
+                if pass == 0 {
+                    c[ld - 1] = crate::dense::dot(col, col);
+                }
+            }
+            let mut buf = std::mem::take(&mut coef);
+            self.allreduce(&mut buf[..ld * b]);
+            coef = buf;
+            for j in 0..b {
+                let c = &coef[j * ld..(j + 1) * ld];
+                let col = &mut self.t[j * n..(j + 1) * n];
+                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.par);
+                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.par);
+            }
+            if pass == 0 {
+                // keep original norms at the end of coef for the dependence test
+                let norms: Vec<f64> = (0..b).map(|j| coef[j * ld + ld - 1].sqrt()).collect();
+                coef.truncate(0);
+                coef.resize((nl + m + b).max(1) * b.max(1) + b, 0.0);
+                let off = coef.len() - b;
+                coef[off..].copy_from_slice(&norms);
+            }
+        }
+        let norms_off = coef.len() - b;
+        let norms0: Vec<f64> = coef[norms_off..].to_vec();
+        // Within the block: CGS2 column by column, replacing dependent vectors.
+        for j in 0..b {
+            if kept != j {
+                self.t.copy_within(j * n..(j + 1) * n, kept * n);
+            }
+            let mut norm_before = norms0[j];
+            let mut tries = 0;
+            loop {
+                let ok = self.orthogonalize_column(kept, tries > 0, norm_before);
+                if ok {
+                    kept += 1;
+                    break;
+                }
+                tries += 1;
+                if tries > 3 {
+                    break;
+                }
+                self.stats.replaced_vectors += 1;
+                self.fill_random(kept);
+                norm_before = f64::NAN; // computed inside for random vectors
+            }
+        }
+        kept
+    }
+
+    /// Orthogonalizes column `j` of `t` against t[0..j] (and, when `full`, also
+    /// against X and V), normalizes it, and says whether it is independent.
+    fn orthogonalize_column(&mut self, j: usize, full: bool, norm_before: f64) -> bool {
+        let (n, nl, m) = (self.n, self.nl(), self.m);
+        let ld = if full { nl + m + j } else { j };
+        let mut c = vec![0.0; ld + 1];
+        let mut norm0 = norm_before;
+        for pass in 0..2 {
+            {
+                let (prev, cur) = self.t.split_at_mut(j * n);
+                let col = &cur[..n];
+                let mut off = 0;
+                if full {
+                    gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1, self.par);
+                    gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1, self.par);
+                    off = nl + m;
+                }
+                gemm_tn(&mut c[off..off + j], prev, n, j, col, 1, self.par);
+                c[ld] = crate::dense::dot(col, col);
+            }
+            self.allreduce(&mut c);
+            if pass == 0 && !norm0.is_finite() {
+                norm0 = c[ld].sqrt();
+            }
+            let (prev, cur) = self.t.split_at_mut(j * n);
+            let col = &mut cur[..n];
+            let mut off = 0;
+            if full {
+                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.par);
+                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.par);
+                off = nl + m;
+            }
+            gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.par);
+        }
+        let mut nn = [crate::dense::dot(
+            &self.t[j * n..(j + 1) * n],
+            &self.t[j * n..(j + 1) * n],
+        )];
+        self.allreduce(&mut nn);
+        let nrm = nn[0].sqrt();
+        if !(nrm.is_finite() && nrm > 1e-8 * norm0 && nrm > 0.0) {
+            return false;
+        }
+        self.t[j * n..(j + 1) * n]
+            .iter_mut()
+            .for_each(|v| *v /= nrm);
+        true
+    }
+
+    /// Appends the first `b` columns of `t` (orthonormalized) to the basis.
+    fn extend_basis(&mut self, b: usize) {
+        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        let t0 = Instant::now();
+        self.pb
+            .a
+            .apply_block(&self.t[..n * b], &mut self.wt[..n * b], b);
+        self.stats.matvecs += b as u64;
+        // G = [V T]^T W_T, one global sum.
+        let ld = m + b;
+        let mut g = vec![0.0; ld * b];
+        for j in 0..b {
+            let wj = &self.wt[j * n..(j + 1) * n];
+            gemm_tn(&mut g[j * ld..j * ld + m], &self.v, n, m, wj, 1, self.par);
+            gemm_tn(
+                &mut g[j * ld + m..(j + 1) * ld],
+                &self.t,
+                n,
+                b,
+                wj,
+                1,
+                self.par,
+            );
+        }
+        self.allreduce(&mut g);
+        for j in 0..b {
+            for i in 0..ld {
+                let val = if i >= m {
+                    0.5 * (g[j * ld + i] + g[(i - m) * ld + m + j])
+                } else {
+                    g[j * ld + i]
+                };
+                self.h[(m + j) * mb + i] = val;
+                self.h[i * mb + m + j] = val;
+            }
+        }
+        self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
+        self.w[m * n..(m + b) * n].copy_from_slice(&self.wt[..n * b]);
+        self.m += b;
+        let _ = t0;
+    }
+
+    /// Compact copy of the m×m projected matrix.
+    fn h_compact(&self) -> Vec<f64> {
+        let (m, mb) = (self.m, self.sz.max_basis);
+        let mut hc = vec![0.0; m * m];
+        for j in 0..m {
+            hc[j * m..(j + 1) * m].copy_from_slice(&self.h[j * mb..j * mb + m]);
+        }
+        hc
+    }
+
+    /// Replaces the basis by V·C (C: m×p with orthonormal columns), W by W·C and
+    /// H by CᵀHC.
+    fn transform_basis(&mut self, c: &[f64], p: usize) {
+        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        let mut nv = vec![0.0; n * p];
+        gemm_nn(&mut nv, &self.v, n, m, c, p, self.par);
+        self.v[..n * p].copy_from_slice(&nv);
+        gemm_nn(&mut nv, &self.w, n, m, c, p, self.par);
+        self.w[..n * p].copy_from_slice(&nv);
+        let hc = self.h_compact();
+        let mut hcc = vec![0.0; m * p];
+        gemm_nn(&mut hcc, &hc, m, m, c, p, Par::Seq);
+        let mut newh = vec![0.0; p * p];
+        gemm_tn(&mut newh, c, m, p, &hcc, p, Par::Seq);
+        for j in 0..p {
+            for i in 0..p {
+                self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
+            }
+        }
+        self.m = p;
+    }
+
+    fn run(&mut self, observer: &mut Option<Observer<'_>>) -> Result<Solution, JdError> {
+        let (n, k) = (self.n, self.sz.k);
+        let nev = self.prm.nev;
+        for j in 0..k {
+            self.fill_random(j);
+        }
+        let mut b = k;
+        let mut solver = Bicgstab::new(n);
+        let mut xsel = vec![0.0; n * k];
+        let mut rsel = vec![0.0; n * k];
+        let mut last_ritz: Vec<(f64, f64)>;
+        loop {
+            // (1)-(4): orthogonalize the new block and extend the basis.
+            let tp = Instant::now();
+            let kept = self.orthogonalize_block(b);
+            if kept > 0 {
+                self.extend_basis(kept);
+            }
+            // (5) Rayleigh-Ritz.
+            let m = self.m;
+            let hc = self.h_compact();
+            let (theta_raw, y_raw) =
+                sym_eig(&hc, m).ok_or(JdError::NonFinite("projected matrix H"))?;
+            let ord = self.order(&theta_raw);
+            let theta: Vec<f64> = ord.iter().map(|&i| theta_raw[i]).collect();
+            let mut y = vec![0.0; m * m];
+            debug_assert_eq!(m, self.m);
+            for (p, &i) in ord.iter().enumerate() {
+                y[p * m..(p + 1) * m].copy_from_slice(&y_raw[i * m..(i + 1) * m]);
+            }
+            if self.prm.anorm.is_none() {
+                let mx = theta.iter().fold(0.0f64, |a, t| a.max(t.abs()));
+                self.anorm = self.anorm.max(mx);
+            }
+            self.stats.outer_iterations += 1;
+            let basis_full = self.nl() + m >= self.pb.n_global;
+            // (6)-(7) residuals of targeted pairs, in batches, with locking.
+            let remaining = nev - self.nl();
+            let mut sel: Vec<Sel> = Vec::new();
+            let mut lock: Vec<(usize, f64, f64)> = Vec::new(); // (position, theta, true rnorm)
+            let mut lock_x: Vec<f64> = Vec::new();
+            let mut wanted_converged = 0;
+            let mut pos = 0;
+            let mut ritz_seen: Vec<(f64, f64)> = Vec::new();
+            while sel.len() < k && pos < m {
+                let cnt = (k - sel.len())
+                    .min(m - pos)
+                    .max(if pos < remaining { 1 } else { 0 });
+                let cnt = cnt.max(1).min(m - pos);
+                let ycols = &y[pos * m..(pos + cnt) * m];
+                let mut xb = vec![0.0; n * cnt];
+                let mut rb = vec![0.0; n * cnt];
+                gemm_nn(&mut xb, &self.v, n, m, ycols, cnt, self.par);
+                gemm_nn(&mut rb, &self.w, n, m, ycols, cnt, self.par);
+                let mut nrm = vec![0.0; cnt];
+                for j in 0..cnt {
+                    let th = theta[pos + j];
+                    let (xj, rj) = (&xb[j * n..(j + 1) * n], &mut rb[j * n..(j + 1) * n]);
+                    rj.iter_mut().zip(xj).for_each(|(r, x)| *r -= th * x);
+                    nrm[j] = crate::dense::dot(rj, rj);
+                }
+                self.allreduce(&mut nrm);
+                for j in 0..cnt {
+                    let p = pos + j;
+                    let th = theta[p];
+                    let rn = nrm[j].sqrt();
+                    if !rn.is_finite() {
+                        return Err(JdError::NonFinite("residual"));
+                    }
+                    ritz_seen.push((th, rn));
+                    let wanted = p < remaining;
+                    let conv = rn <= self.tol_for(th) || basis_full;
+                    if conv && wanted {
+                        wanted_converged += 1;
+                        if self.prm.locking {
+                            lock.push((p, th, rn));
+                            lock_x.extend_from_slice(&xb[j * n..(j + 1) * n]);
+                        }
+                        continue;
+                    }
+                    if conv || sel.len() >= k {
+                        continue;
+                    }
+                    let s = sel.len();
+                    xsel[s * n..(s + 1) * n].copy_from_slice(&xb[j * n..(j + 1) * n]);
+                    rsel[s * n..(s + 1) * n].copy_from_slice(&rb[j * n..(j + 1) * n]);
+                    sel.push(Sel {
+                        theta: th,
+                        rnorm: rn,
+                    });
+                }
+                pos += cnt;
+            }
+            last_ritz = ritz_seen.clone();
+            let mut m_cur = m;
+            let mut y_cur = std::mem::take(&mut y);
+            // Verify lock candidates with true residuals (explicit matvecs).
+            if !lock.is_empty() {
+                let nlk = lock.len();
+                let mut ax = vec![0.0; n * nlk];
+                self.pb.a.apply_block(&lock_x, &mut ax, nlk);
+                self.stats.matvecs += nlk as u64;
+                let mut nrm = vec![0.0; nlk];
+                for (j, item) in lock.iter().enumerate() {
+                    let th = item.1;
+                    let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
+                    aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
+                    nrm[j] = crate::dense::dot(aj, aj);
+                }
+                self.allreduce(&mut nrm);
+                let mut accepted = Vec::new();
+                for (j, item) in lock.iter_mut().enumerate() {
+                    item.2 = nrm[j].sqrt();
+                    if item.2 <= 10.0 * self.tol_for(item.1) || basis_full {
+                        accepted.push(j);
+                    }
+                }
+                if accepted.len() < lock.len() {
+                    // The recurrence residual lied (drift): refresh W = AV once.
+                    self.refresh_w();
+                }
+                let mut locked_pos = Vec::new();
+                for &j in &accepted {
+                    let (p, th, rn) = lock[j];
+                    self.xl.extend_from_slice(&lock_x[j * n..(j + 1) * n]);
+                    self.lam.push(th);
+                    self.res.push(rn);
+                    locked_pos.push(p);
+                }
+                self.stats.locked = self.nl();
+                if self.nl() >= nev {
+                    self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                    self.emit(observer, &theta, &ritz_seen, &[]);
+                    return Ok(self.finish(true, &[]));
+                }
+                if !locked_pos.is_empty() {
+                    // Remove locked directions: V <- V Y[:, rest].
+                    let rest: Vec<usize> = (0..m).filter(|p| !locked_pos.contains(p)).collect();
+                    let mut c = vec![0.0; m * rest.len()];
+                    for (q, &p) in rest.iter().enumerate() {
+                        c[q * m..(q + 1) * m].copy_from_slice(&y_cur[p * m..(p + 1) * m]);
+                    }
+                    self.transform_basis(&c, rest.len());
+                    self.prev_k = 0;
+                    // The new basis consists of the remaining Ritz vectors, in order.
+                    m_cur = rest.len();
+                    y_cur = identity(m_cur);
+                }
+            } else if !self.prm.locking && wanted_converged >= nev {
+                // Soft mode: all wanted pairs converged at once.
+                let mut xs = vec![0.0; n * nev];
+                gemm_nn(&mut xs, &self.v, n, m, &y_cur[..m * nev], nev, self.par);
+                self.xl = xs;
+                self.lam = theta[..nev].to_vec();
+                self.res = ritz_seen.iter().take(nev).map(|r| r.1).collect();
+                self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                return Ok(self.finish(true, &[]));
+            }
+            if basis_full && sel.is_empty() {
+                // Nothing left to add: every Ritz pair is exact.
+                self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                return Ok(self.finish(true, &[]));
+            }
+            // Thick restart (GD+k) when the next block does not fit.
+            let bnext = sel.len().max(1);
+            if self.m + bnext > self.sz.max_basis && self.m > 0 {
+                self.restart(&y_cur, m_cur);
+            } else {
+                // remember this iteration's Ritz coefficients for the next restart
+                let kp = k.min(m_cur);
+                self.prev = y_cur[..m_cur * kp].to_vec();
+                self.prev_m = m_cur;
+                self.prev_k = kp;
+            }
+            self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+            // Budget checks.
+            if self.stats.matvecs >= self.prm.max_matvecs
+                || self.stats.outer_iterations >= self.prm.max_outer
+            {
+                self.emit(observer, &theta, &ritz_seen, &[]);
+                return Err(self.not_converged(&last_ritz));
+            }
+            // (8) correction equations.
+            let tc = Instant::now();
+            let mut steps = Vec::with_capacity(sel.len());
+            for (i, s) in sel.iter().enumerate() {
+                let st = self.correct(
+                    &mut solver,
+                    &xsel[i * n..(i + 1) * n],
+                    &rsel[i * n..(i + 1) * n],
+                    s,
+                    i,
+                );
+                steps.push(st);
+            }
+            b = sel.len();
+            if b == 0 {
+                // Only unwanted converged pairs are targeted: add random directions.
+                b = 1;
+                self.fill_random(0);
+            }
+            self.stats.correction_seconds += tc.elapsed().as_secs_f64();
+            self.emit(observer, &theta, &ritz_seen, &steps);
+        }
+    }
+
+    /// Recomputes W = AV explicitly (removes drift of the recurrence).
+    fn refresh_w(&mut self) {
+        let (n, m) = (self.n, self.m);
+        if m == 0 {
+            return;
+        }
+        let mut w = std::mem::take(&mut self.w);
+        self.pb.a.apply_block(&self.v[..n * m], &mut w[..n * m], m);
+        self.w = w;
+        self.stats.matvecs += m as u64;
+    }
+
+    /// Thick restart: keep `restart` Ritz vectors plus the previous iteration's
+    /// Ritz directions (GD+k), orthonormalized in coefficient space.
+    fn restart(&mut self, y: &[f64], m: usize) {
+        let keep = self.sz.restart.min(m);
+        let kp = if self.prm.restart_keep_previous && self.prev_k > 0 && self.prev_m <= m {
+            self.prev_k
+        } else {
+            0
+        };
+        let p = keep + kp;
+        let mut c = vec![0.0; m * p];
+        c[..m * keep].copy_from_slice(&y[..m * keep]);
+        for j in 0..kp {
+            let dst = &mut c[(keep + j) * m..(keep + j + 1) * m];
+            dst[..self.prev_m].copy_from_slice(&self.prev[j * self.prev_m..(j + 1) * self.prev_m]);
+        }
+        let p = orthonormalize_columns(&mut c, m, p)
+            .min(self.sz.max_basis - self.sz.k.min(self.sz.max_basis - 1));
+        self.transform_basis(&c[..m * p], p);
+        self.stats.restarts += 1;
+        // In the new basis the current Ritz vectors are the first unit vectors.
+        let kk = self.sz.k.min(p);
+        self.prev = vec![0.0; p * kk];
+        for j in 0..kk {
+            self.prev[j * p + j] = 1.0;
+        }
+        self.prev_m = p;
+        self.prev_k = kk;
+    }
+
+    /// Solves the correction equation for one targeted pair into column `slot` of t.
+    /// Returns the inner steps taken.
+    fn correct(
+        &mut self,
+        solver: &mut Bicgstab,
+        x: &[f64],
+        r: &[f64],
+        s: &Sel,
+        slot: usize,
+    ) -> usize {
+        let n = self.n;
+        let nl = self.nl();
+        // Q = [X_locked, x]
+        let mut q = Vec::with_capacity(n * (nl + 1));
+        q.extend_from_slice(&self.xl[..n * nl]);
+        q.extend_from_slice(x);
+        let nq = nl + 1;
+        let shift = match self.prm.target {
+            Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
+            _ => s.theta,
+        };
+        let inner = match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
+            (crate::params::PrecondChoice::None, _, _) => Inner::Identity,
+            (crate::params::PrecondChoice::Jacobi, Some(d), _) => {
+                Inner::Diagonal { diag: d, shift }
+            }
+            (_, _, Some(m)) => Inner::Built(m),
+            _ => Inner::Identity,
+        };
+        let op = ProjectedOperator {
+            a: self.pb.a,
+            comm: self.pb.comm,
+            q: &q,
+            nq,
+            n,
+            shift,
+            coef: std::cell::RefCell::new(vec![0.0; nq]),
+            global_sums: std::cell::Cell::new(0),
+        };
+        let pc = ProjectedPreconditioner {
+            inner,
+            comm: self.pb.comm,
+            q: &q,
+            nq,
+            n,
+            coef: std::cell::RefCell::new(vec![0.0; nq]),
+            global_sums: std::cell::Cell::new(0),
+        };
+        let mut rhs: Vec<f64> = r.iter().map(|v| -v).collect();
+        let mut coef = vec![0.0; nq];
+        project_out(&q, n, nq, &mut rhs, &mut coef, self.pb.comm);
+        self.stats.global_sums += 1;
+        let r0 = solver.start(&op, self.pb.comm, &rhs, None);
+        let maxits = self.prm.maxits;
+        let it = self.stats.outer_iterations.min(1000) as i32;
+        let rel = 0.5f64.powi(it);
+        let floor = 0.1 * self.tol_for(s.theta);
+        let t_start = self.pb.comm.wtime();
+        let mut steps = 0;
+        if r0 > 0.0 && maxits > 0 {
+            loop {
+                match solver.step(&op, &pc, self.pb.comm) {
+                    Ok(rn) => {
+                        steps += 1;
+                        let done = match self.prm.inner {
+                            InnerStop::Adaptive => rn <= rel * r0 || rn <= floor,
+                            InnerStop::Fixed => rn == 0.0,
+                            InnerStop::Time { seconds } => {
+                                let mut flag = [f64::from(u8::from(
+                                    self.pb.comm.wtime() - t_start >= seconds,
+                                ))];
+                                self.pb.comm.broadcast(&mut flag, 0);
+                                self.stats.global_sums += 1;
+                                flag[0] > 0.0
+                            }
+                        };
+                        if done || steps >= maxits {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        let after = solver.stats();
+        self.stats.inner_steps += steps as u64;
+        // `start` resets the solver's counters: `after` covers this equation only.
+        self.stats.matvecs += after.matvecs as u64;
+        self.stats.precond_applications += after.precond_applies as u64;
+        self.stats.global_sums +=
+            after.global_sums as u64 + op.global_sums.get() + pc.global_sums.get();
+        let tcol = &mut self.t[slot * n..(slot + 1) * n];
+        let sol = solver.solution();
+        if steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0) {
+            tcol.copy_from_slice(sol);
+        } else {
+            // Davidson step: t = (I − QQᵀ) K⁻¹ (−r).
+            pc.apply(&rhs, tcol);
+            if !matches!(pc.inner, Inner::Identity) {
+                self.stats.precond_applications += 1;
+            }
+        }
+        steps
+    }
+
+    fn emit(
+        &mut self,
+        observer: &mut Option<Observer<'_>>,
+        _theta: &[f64],
+        ritz: &[(f64, f64)],
+        steps: &[usize],
+    ) {
+        if let Some(obs) = observer.as_mut() {
+            let ev = IterationEvent {
+                outer_iteration: self.stats.outer_iterations,
+                matvecs: self.stats.matvecs,
+                basis_size: self.m,
+                nconverged: self.nl(),
+                ritz_values: ritz.iter().map(|r| r.0).collect(),
+                residual_norms: ritz.iter().map(|r| r.1).collect(),
+                inner_steps: steps.to_vec(),
+                elapsed_seconds: self.start.elapsed().as_secs_f64(),
+            };
+            obs(&ev);
+        }
+    }
+
+    /// Assembles the solution from the locked pairs (plus `extra` estimates),
+    /// ordered by the target.
+    fn finish(&mut self, _all: bool, extra: &[(f64, f64, bool)]) -> Solution {
+        let n = self.n;
+        let mut items: Vec<(f64, f64, bool, usize)> = (0..self.nl())
+            .map(|j| (self.lam[j], self.res[j], true, j))
+            .collect();
+        let base = self.nl();
+        for (i, e) in extra.iter().enumerate() {
+            items.push((e.0, e.1, e.2, base + i));
+        }
+        let key = |l: f64| match self.prm.target {
+            Target::Smallest => l,
+            Target::Largest => -l,
+            Target::Closest(s) => (l - s).abs(),
+        };
+        items.sort_by(|a, b| key(a.0).total_cmp(&key(b.0)));
+        items.truncate(self.prm.nev);
+        let mut vecs = vec![0.0; n * items.len()];
+        for (q, it) in items.iter().enumerate() {
+            vecs[q * n..(q + 1) * n].copy_from_slice(&self.xl[it.3 * n..(it.3 + 1) * n]);
+        }
+        Solution {
+            eigenvalues: items.iter().map(|i| i.0).collect(),
+            residual_norms: items.iter().map(|i| i.1).collect(),
+            converged: items.iter().map(|i| i.2).collect(),
+            eigenvectors: vecs,
+            n_local: n,
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// Partial result: locked pairs plus the current best Ritz estimates.
+    fn not_converged(&mut self, ritz: &[(f64, f64)]) -> JdError {
+        let n = self.n;
+        let m = self.m;
+        let need = self.prm.nev.saturating_sub(self.nl()).min(m);
+        let mut extra = Vec::new();
+        if need > 0 {
+            let hc = self.h_compact();
+            if let Some((th, yv)) = sym_eig(&hc, m) {
+                let ord = self.order(&th);
+                let mut xs = vec![0.0; n * need];
+                let mut ys = vec![0.0; m * need];
+                for (q, &i) in ord.iter().take(need).enumerate() {
+                    ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
+                }
+                gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.par);
+                self.xl.extend_from_slice(&xs);
+                for (q, &i) in ord.iter().take(need).enumerate() {
+                    let rn = ritz.get(q).map(|r| r.1).unwrap_or(f64::NAN);
+                    extra.push((th[i], rn, false));
+                }
+            }
+        }
+        let partial = self.finish(false, &extra);
+        JdError::NotConverged {
+            wanted: self.prm.nev,
+            partial: Box::new(partial),
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Solver parameters (`JdParams`) with documented defaults; serde for CLI configs.
+
+use serde::{Deserialize, Serialize};
+
+/// Which eigenvalues are wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// The algebraically smallest (default).
+    #[default]
+    Smallest,
+    /// The algebraically largest.
+    Largest,
+    /// The ones closest to σ (interior eigenvalues).
+    Closest(f64),
+}
+
+/// Convergence test for a Ritz pair (θ, x) with residual r = Ax − θx.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ConvTest {
+    /// ‖r‖ ≤ tol·‖A‖ (PRIMME's test; the default). ‖A‖ is estimated by the largest
+    /// |Ritz value| seen unless [`JdParams::anorm`] is given.
+    #[default]
+    Norm,
+    /// ‖r‖ ≤ tol·|θ| (SLEPc's default).
+    Rel,
+    /// ‖r‖ ≤ tol.
+    Abs,
+}
+
+/// How long each correction equation is iterated (§3, §4 of `seeds/003`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InnerStop {
+    /// Until the relative inner residual is ≤ 2^−iter (iter: outer iteration),
+    /// at most `maxits` steps (the paper's fixed mode; default).
+    #[default]
+    Adaptive,
+    /// Exactly `maxits` steps (unless the inner residual vanishes).
+    Fixed,
+    /// For `seconds` of wall time per correction phase (balanced mode), at most
+    /// `maxits` steps.
+    Time { seconds: f64 },
+}
+
+/// Preconditioner for the correction equations (built by `precond::preconditioners`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PrecondChoice {
+    /// No preconditioner (default).
+    #[default]
+    None,
+    /// Diagonal (D − θI)⁻¹, refreshed for every Ritz value θ.
+    Jacobi,
+    /// ILU(0) of A − σI.
+    Ilu0,
+    /// ILUT(fill, drop_tol) of A − σI (the paper uses ILUT(20, 0)).
+    Ilut,
+    /// Sparse approximate inverse of A − σI (ParaSails-like).
+    Spai,
+}
+
+/// Parameters of [`crate::solve`]. Every field has a documented default
+/// (`JdParams::default()`); `validate` checks them against the problem size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JdParams {
+    /// Number of eigenpairs wanted. Default 4.
+    pub nev: usize,
+    /// Block size k: Ritz pairs corrected per outer iteration. Default 0 = min(nev, 4).
+    pub block: usize,
+    /// Which eigenvalues. Default `Smallest`.
+    pub target: Target,
+    /// Convergence tolerance. Default 1e-8.
+    pub tol: f64,
+    /// Convergence test. Default `Norm`.
+    pub conv: ConvTest,
+    /// ‖A‖ if known (used by `ConvTest::Norm`); default None = estimated.
+    pub anorm: Option<f64>,
+    /// Maximum basis size. Default 0 = max(3·k + nev, 24) capped by n.
+    pub max_basis: usize,
+    /// Basis size after a thick restart (Ritz vectors kept). Default 0 = max_basis / 2.
+    pub restart_size: usize,
+    /// Keep the previous iteration's Ritz directions at restart (GD+k / LOBPCG-like
+    /// thick restart). Default true.
+    pub restart_keep_previous: bool,
+    /// Stop after this many matrix-vector products (all, inner included). Default 10⁷.
+    pub max_matvecs: u64,
+    /// Stop after this many outer iterations. Default 100,000.
+    pub max_outer: usize,
+    /// Inner BiCGSTAB steps cap per correction equation. Default 20.
+    pub maxits: usize,
+    /// Inner stopping rule. Default `Adaptive` (2^−iter).
+    pub inner: InnerStop,
+    /// Preconditioner. Default none.
+    pub precond: PrecondChoice,
+    /// Shift σ of the preconditioner (A − σI); default None = σ of `Closest(σ)`,
+    /// else 0 for `Smallest`, and for `Largest` an upper bound of the spectrum.
+    pub precond_shift: Option<f64>,
+    /// ILUT fill per row (with `Ilut`). Default 20.
+    pub ilut_fill: usize,
+    /// ILUT drop tolerance (with `Ilut`). Default 0.
+    pub ilut_drop: f64,
+    /// Seed of the start vectors (independent of the number of processes). Default 1.
+    pub seed: u64,
+    /// Lock converged eigenpairs out of the basis (hard locking). Default true.
+    pub locking: bool,
+    /// Threads used by each process for SpMV and dense kernels. Default 1.
+    pub threads: usize,
+}
+
+impl Default for JdParams {
+    fn default() -> Self {
+        Self {
+            nev: 4,
+            block: 0,
+            target: Target::Smallest,
+            tol: 1e-8,
+            conv: ConvTest::Norm,
+            anorm: None,
+            max_basis: 0,
+            restart_size: 0,
+            restart_keep_previous: true,
+            max_matvecs: 10_000_000,
+            max_outer: 100_000,
+            maxits: 20,
+            inner: InnerStop::Adaptive,
+            precond: PrecondChoice::None,
+            precond_shift: None,
+            ilut_fill: 20,
+            ilut_drop: 0.0,
+            seed: 1,
+            locking: true,
+            threads: 1,
+        }
+    }
+}
+
+/// Parameters resolved against the problem size n.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Sizes {
+    pub k: usize,
+    pub max_basis: usize,
+    pub restart: usize,
+}
+
+impl JdParams {
+    /// Checks the parameters against the global dimension `n` and resolves the
+    /// size defaults.
+    ///
+    /// # Errors
+    /// [`crate::JdError::InvalidParams`] naming the offending field.
+    pub(crate) fn resolve(&self, n: usize) -> Result<Sizes, crate::JdError> {
+        let bad = |m: String| Err(crate::JdError::InvalidParams(m));
+        if n == 0 {
+            return bad("the matrix is empty (n = 0)".into());
+        }
+        if self.nev == 0 {
+            return bad("nev must be at least 1".into());
+        }
+        if self.nev > n {
+            return bad(format!(
+                "nev = {} exceeds the matrix dimension n = {n}",
+                self.nev
+            ));
+        }
+        if !(self.tol.is_finite() && self.tol > 0.0) {
+            return bad(format!("tol must be positive and finite, got {}", self.tol));
+        }
+        if let Target::Closest(s) = self.target {
+            if !s.is_finite() {
+                return bad(format!("target σ must be finite, got {s}"));
+            }
+        }
+        if let Some(a) = self.anorm {
+            if !(a.is_finite() && a > 0.0) {
+                return bad(format!("anorm must be positive and finite, got {a}"));
+            }
+        }
+        if let InnerStop::Time { seconds } = self.inner {
+            if !(seconds.is_finite() && seconds >= 0.0) {
+                return bad(format!("inner time budget must be >= 0, got {seconds}"));
+            }
+        }
+        if self.threads == 0 {
+            return bad("threads must be at least 1".into());
+        }
+        let k = if self.block == 0 {
+            self.nev.min(4)
+        } else {
+            self.block
+        }
+        .min(n);
+        let mut max_basis = if self.max_basis == 0 {
+            (3 * k + self.nev).max(24)
+        } else {
+            self.max_basis
+        };
+        max_basis = max_basis.min(n);
+        if max_basis < 2 * k && max_basis < n {
+            return bad(format!(
+                "max_basis = {max_basis} must be at least twice the block size k = {k}"
+            ));
+        }
+        let restart = if self.restart_size == 0 {
+            max_basis / 2
+        } else {
+            self.restart_size
+        };
+        let restart = restart.clamp(k.min(max_basis), max_basis.saturating_sub(k).max(1));
+        Ok(Sizes {
+            k,
+            max_basis,
+            restart,
+        })
+    }
+}

@@ -1,0 +1,102 @@
+//! Results, statistics, events and errors of the eigensolver.
+
+use serde::Serialize;
+use thiserror::Error;
+
+/// Counters and timings of one solve (every quantity users tune by).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Outer (projection + correction) iterations.
+    pub outer_iterations: usize,
+    /// Matrix-vector products with A, counted per vector (inner solves included).
+    pub matvecs: u64,
+    /// Preconditioner applications, per vector.
+    pub precond_applications: u64,
+    /// BiCGSTAB steps over all correction equations.
+    pub inner_steps: u64,
+    /// Global reductions (all-reduce calls) issued by the solver.
+    pub global_sums: u64,
+    /// Thick restarts.
+    pub restarts: usize,
+    /// Eigenpairs locked.
+    pub locked: usize,
+    /// Vectors replaced by random ones after orthogonalization lost them.
+    pub replaced_vectors: usize,
+    /// Seconds in the projection phase (orthogonalization, matvecs, Rayleigh-Ritz,
+    /// residuals).
+    pub projection_seconds: f64,
+    /// Seconds in the correction phase (inner solves).
+    pub correction_seconds: f64,
+    /// Seconds building the preconditioner.
+    pub setup_seconds: f64,
+    /// Total seconds.
+    pub wall_seconds: f64,
+    /// Final estimate of ‖A‖ used by the `norm` convergence test.
+    pub anorm_estimate: f64,
+}
+
+/// Computed eigenpairs. Eigenvalues are ordered by the target (ascending for
+/// `Smallest` and `Closest`, by distance to σ for `Closest`; descending for
+/// `Largest`); eigenvector `j` is `eigenvectors[j*n_local..(j+1)*n_local]`
+/// (this process's rows).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Solution {
+    pub eigenvalues: Vec<f64>,
+    /// True residual norms ‖A x − λ x‖ (recomputed with explicit matvecs).
+    pub residual_norms: Vec<f64>,
+    /// Whether each pair passed the convergence test.
+    pub converged: Vec<bool>,
+    #[serde(skip)]
+    pub eigenvectors: Vec<f64>,
+    /// Local rows per eigenvector.
+    pub n_local: usize,
+    pub stats: Stats,
+}
+
+impl Solution {
+    /// Number of pairs that passed the convergence test.
+    pub fn nconverged(&self) -> usize {
+        self.converged.iter().filter(|&&c| c).count()
+    }
+    /// Eigenvector j (local rows).
+    pub fn eigenvector(&self, j: usize) -> &[f64] {
+        &self.eigenvectors[j * self.n_local..(j + 1) * self.n_local]
+    }
+}
+
+/// Per-iteration event for observers (progress, convergence history).
+#[derive(Debug, Clone, Serialize)]
+pub struct IterationEvent {
+    pub outer_iteration: usize,
+    pub matvecs: u64,
+    pub basis_size: usize,
+    pub nconverged: usize,
+    /// Ritz values of the current block (targeted, unconverged first).
+    pub ritz_values: Vec<f64>,
+    /// Their residual norms.
+    pub residual_norms: Vec<f64>,
+    /// Inner steps of each correction equation of this iteration.
+    pub inner_steps: Vec<usize>,
+    pub elapsed_seconds: f64,
+}
+
+/// Why a solve did not return a full solution.
+#[derive(Debug, Error)]
+pub enum JdError {
+    /// Parameters inconsistent with the problem.
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+    /// The preconditioner could not be built.
+    #[error("preconditioner: {0}")]
+    Preconditioner(String),
+    /// A non-finite value appeared (bad matrix entries or breakdown).
+    #[error("non-finite value in {0}")]
+    NonFinite(&'static str),
+    /// Budget exhausted: `partial` holds what converged plus the best estimates of
+    /// the rest (with their residuals and `converged == false`).
+    #[error("not converged: {} of {wanted} eigenpairs after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
+    NotConverged {
+        wanted: usize,
+        partial: Box<Solution>,
+    },
+}
