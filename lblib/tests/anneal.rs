@@ -6,9 +6,10 @@ use lblib::{ClockMode, ThreadComm, ThreadConfig};
 
 fn run(balance: bool) -> AnnealOutcome {
     let params = AnnealParams {
-        phases: 10,
+        phases: 12,
         ops_per_phase: 100.0,
-        first_section_ops: 10.0,
+        // the first (rate-measuring) phase is unbalanced: keep it short.
+        first_section_ops: 5.0,
         balance,
         ..Default::default()
     };
@@ -34,7 +35,7 @@ fn unbalanced_imbalance_is_near_the_theoretical_50_percent() {
         "imbalance {}",
         o.imbalance_percent
     );
-    assert_eq!(o.ops_per_rank, vec![1000.0; 4]);
+    assert_eq!(o.ops_per_rank, vec![1200.0; 4]);
     assert!(o.best_energy < lblib::demo::rastrigin(&[5.12; 64]));
 }
 
@@ -50,7 +51,7 @@ fn balanced_imbalance_is_below_5_percent() {
         "imbalance {}",
         o.imbalance_percent
     );
-    assert_eq!(o.time_limits.len(), 9);
+    assert_eq!(o.time_limits.len(), 11);
     // ops are proportional to speed: rank 0 about 4x rank 3.
     let ratio = o.ops_per_rank[0] / o.ops_per_rank[3];
     assert!((3.0..5.0).contains(&ratio), "ops ratio {ratio}");
