@@ -2,6 +2,9 @@
 //! generators and row partitioning (see `../shared/DESIGN.md`).
 
 pub mod csr;
+pub mod generate;
+pub mod info;
+pub mod mm;
 pub mod partition;
 
 pub use csr::{CsrError, CsrMatrix};

@@ -1,0 +1,291 @@
+//! MatrixMarket reading and writing.
+//!
+//! Reader: coordinate `real | integer | pattern` × `general | symmetric |
+//! skew-symmetric`, and dense `array` (`real | integer`). Comments and blank
+//! lines are allowed anywhere; numbers may be written `-.4755112`, `1.5E+03` or
+//! Fortran-style `1.5D+03`. Duplicates are summed and symmetric / skew storage
+//! is expanded to full CSR (either triangle may be stored, each entry is
+//! mirrored), so SpMV on the result is plain.
+//!
+//! Speed: the file is read whole, its body is split at newline boundaries into
+//! about two chunks per thread, the chunks are parsed in parallel with
+//! `fast-float2`, and the CSR arrays are built by a parallel counting sort.
+//! When anything is wrong, the body is parsed again sequentially to report the
+//! first failure in file order with its line ([`MmError`]). The reader never
+//! panics on any input.
+//!
+//! Writer: [`write_coordinate`] / [`write_array`] print every value in the
+//! shortest form that parses back to the same bits, so `read(write(A)) == A`
+//! bit for bit.
+
+mod build;
+mod error;
+mod header;
+mod parse;
+mod write;
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+pub use error::{MmError, MmErrorKind};
+pub use header::{MmField, MmFormat, MmHeader, MmSymmetry};
+pub use write::{write_array, write_array_file, write_coordinate, write_coordinate_file};
+
+use crate::CsrMatrix;
+use parse::{parse_chunk, Entries, Layout};
+
+/// A matrix read from a MatrixMarket file, with what its header declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MmMatrix {
+    /// Banner and size line of the file.
+    pub header: MmHeader,
+    /// The full matrix (symmetric storage expanded, duplicates summed).
+    pub matrix: CsrMatrix,
+}
+
+/// A dense matrix (vectors, eigenvector blocks) in column-major order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DenseArray {
+    /// Rows.
+    pub nrows: usize,
+    /// Columns.
+    pub ncols: usize,
+    /// `nrows * ncols` values, column-major: entry `(i, j)` is `data[i + j * nrows]`.
+    pub data: Vec<f64>,
+}
+
+impl DenseArray {
+    /// Entry `(i, j)`. Panics if out of range (a contract violation).
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        assert!(
+            i < self.nrows && j < self.ncols,
+            "DenseArray::get out of range"
+        );
+        self.data[i + j * self.nrows]
+    }
+
+    /// Column `j` as a slice. Panics if `j >= ncols`.
+    pub fn column(&self, j: usize) -> &[f64] {
+        &self.data[j * self.nrows..(j + 1) * self.nrows]
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, MmError> {
+    std::fs::read(path)
+        .map_err(|e| MmError::new(0, MmErrorKind::Io(format!("{}: {e}", path.display()))))
+}
+
+/// Reads a MatrixMarket file (coordinate or array) into CSR.
+///
+/// Array files become CSR matrices that store every entry, zeros included.
+///
+/// # Errors
+/// [`MmErrorKind::Io`] if the file cannot be read, otherwise as
+/// [`read_matrix_market_bytes`].
+pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MmMatrix, MmError> {
+    read_matrix_market_bytes(&read_file(path.as_ref())?)
+}
+
+/// Parses the content of a MatrixMarket file held in memory (see
+/// [`read_matrix_market`]).
+///
+/// # Errors
+/// An [`MmError`] naming the first problem in file order and its line: empty
+/// input, bad/unknown/unsupported banner, bad size line, malformed or
+/// non-finite numbers, indices 0 or past the dimensions, wrong field counts, a
+/// truncated last line, too few or too many entries, invalid UTF-8.
+pub fn read_matrix_market_bytes(bytes: &[u8]) -> Result<MmMatrix, MmError> {
+    let (header, body_start, body_line) = header::parse_header(bytes)?;
+    let body = &bytes[body_start..];
+    let matrix = match header.format {
+        MmFormat::Coordinate => {
+            let chunks = parse_body(&header, body, body_line)?;
+            build::assemble(header.nrows, header.ncols, header.symmetry, &chunks)
+                .map_err(|kind| MmError::new(header.size_line, kind))?
+        }
+        MmFormat::Array => {
+            let dense = dense_from_chunks(&header, parse_body(&header, body, body_line)?);
+            dense_to_csr(&dense)
+        }
+    };
+    Ok(MmMatrix { header, matrix })
+}
+
+/// Reads only the banner and size line of `bytes`.
+///
+/// # Errors
+/// The header failures of [`read_matrix_market_bytes`].
+pub fn read_header_bytes(bytes: &[u8]) -> Result<MmHeader, MmError> {
+    header::parse_header(bytes).map(|h| h.0)
+}
+
+/// Reads a dense `array` file (general, symmetric or skew-symmetric storage,
+/// expanded) into a column-major [`DenseArray`].
+///
+/// # Errors
+/// [`MmErrorKind::WrongFormat`] (line 1) for a coordinate file, otherwise as
+/// [`read_matrix_market`].
+pub fn read_dense_array(path: impl AsRef<Path>) -> Result<DenseArray, MmError> {
+    read_dense_array_bytes(&read_file(path.as_ref())?)
+}
+
+/// [`read_dense_array`] on bytes held in memory.
+///
+/// # Errors
+/// As [`read_dense_array`].
+pub fn read_dense_array_bytes(bytes: &[u8]) -> Result<DenseArray, MmError> {
+    let (header, body_start, body_line) = header::parse_header(bytes)?;
+    if header.format != MmFormat::Array {
+        return Err(MmError::new(
+            1,
+            MmErrorKind::WrongFormat {
+                expected: "array",
+                found: "coordinate",
+            },
+        ));
+    }
+    let chunks = parse_body(&header, &bytes[body_start..], body_line)?;
+    Ok(dense_from_chunks(&header, chunks))
+}
+
+/// Bodies smaller than this are parsed as one chunk.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// Splits `body` into about `parts` pieces, each ending just after a newline
+/// (the last one at the end of the body).
+fn split_chunks(body: &[u8], parts: usize) -> Vec<&[u8]> {
+    let mut out = Vec::with_capacity(parts);
+    let mut start = 0usize;
+    for k in 1..parts {
+        let target = body.len() / parts * k;
+        if target <= start {
+            continue;
+        }
+        match memchr::memchr(b'\n', &body[target..]) {
+            Some(off) => {
+                let end = target + off + 1;
+                out.push(&body[start..end]);
+                start = end;
+            }
+            None => break,
+        }
+    }
+    out.push(&body[start..]);
+    out
+}
+
+fn layout(h: &MmHeader) -> Layout {
+    Layout {
+        nrows: h.nrows,
+        ncols: h.ncols,
+        coords: h.format == MmFormat::Coordinate,
+        field: h.field,
+        symmetry: h.symmetry,
+    }
+}
+
+/// Parses the data lines, in parallel chunks when the body is large.
+fn parse_body(h: &MmHeader, body: &[u8], body_line: usize) -> Result<Vec<Entries>, MmError> {
+    let lay = layout(h);
+    let parts = if body.len() < PARALLEL_MIN_BYTES {
+        1
+    } else {
+        (2 * rayon::current_num_threads())
+            .clamp(2, 64)
+            .min(body.len() / (PARALLEL_MIN_BYTES / 2))
+    };
+    let pieces = split_chunks(body, parts.max(1));
+    let last = pieces.len() - 1;
+    let results: Vec<Result<Entries, ()>> = pieces
+        .par_iter()
+        .enumerate()
+        .map(|(k, piece)| {
+            let lines = memchr::memchr_iter(b'\n', piece).count() + 1;
+            let cap = lines.min(h.entries.saturating_add(1));
+            let mut e = Entries {
+                rows: Vec::with_capacity(if lay.coords { cap } else { 0 }),
+                cols: Vec::with_capacity(if lay.coords { cap } else { 0 }),
+                vals: Vec::with_capacity(cap),
+            };
+            parse_chunk(piece, &lay, usize::MAX, h.entries, k == last, &mut e)
+                .map(|_| e)
+                .map_err(|_| ())
+        })
+        .collect();
+    if results.iter().all(Result::is_ok) {
+        let chunks: Vec<Entries> = results.into_iter().flatten().collect();
+        let found: usize = chunks.iter().map(Entries::len).sum();
+        if found == h.entries {
+            return Ok(chunks);
+        }
+    }
+    Err(diagnose(h, &lay, body, body_line))
+}
+
+/// Re-parses the body sequentially to find the first failure in file order.
+#[cold]
+fn diagnose(h: &MmHeader, lay: &Layout, body: &[u8], body_line: usize) -> MmError {
+    let mut e = Entries::default();
+    match parse_chunk(body, lay, h.entries, h.entries, true, &mut e) {
+        Err(ce) => MmError::new(body_line + ce.line, ce.kind),
+        Ok(lines) => {
+            // Only a shortfall remains possible here.
+            let last_line = if lines > 0 {
+                body_line + lines - 1
+            } else {
+                body_line - 1
+            };
+            MmError::new(
+                last_line,
+                MmErrorKind::TooFewEntries {
+                    declared: h.entries,
+                    found: e.len(),
+                },
+            )
+        }
+    }
+}
+
+/// Expands the parsed values of an array file into a full column-major array.
+fn dense_from_chunks(h: &MmHeader, chunks: Vec<Entries>) -> DenseArray {
+    let (m, n) = (h.nrows, h.ncols);
+    let vals = chunks.into_iter().flat_map(|c| c.vals);
+    let data = match h.symmetry {
+        MmSymmetry::General => vals.collect(),
+        sym => {
+            let mut data = vec![0.0; m * n];
+            let skew = sym == MmSymmetry::SkewSymmetric;
+            let mut it = vals;
+            for j in 0..n {
+                let first = if skew { j + 1 } else { j };
+                for i in first..n {
+                    let v = it.next().unwrap_or(0.0);
+                    data[i + j * m] = v;
+                    data[j + i * m] = if skew { -v } else { v };
+                }
+            }
+            data
+        }
+    };
+    DenseArray {
+        nrows: m,
+        ncols: n,
+        data,
+    }
+}
+
+/// A CSR matrix storing every entry of a dense array.
+fn dense_to_csr(a: &DenseArray) -> CsrMatrix {
+    let (m, n) = (a.nrows, a.ncols);
+    let indptr: Vec<usize> = (0..=m).map(|i| i * n).collect();
+    let mut indices = Vec::with_capacity(m * n);
+    let mut data = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            indices.push(j as u32);
+            data.push(a.data[i + j * m]);
+        }
+    }
+    CsrMatrix::from_parts_unchecked(m, n, indptr, indices, data)
+}
