@@ -19,7 +19,8 @@
 //!
 //! [`ClockMode::Real`] uses the real wall clock shared by all ranks; a rank with
 //! slowdown `f > 1` sleeps `(f - 1)` times the CPU time of each compute segment
-//! when it next reads the clock or enters a collective.
+//! when it next reads the clock (once the debt reaches 1 ms) or enters a collective
+//! (always).
 //!
 //! # Collectives
 //!
@@ -232,6 +233,8 @@ impl Group {
 struct ClockState {
     virt: f64,
     last_cpu: f64,
+    /// Real mode: seconds still to sleep (negative: credit from oversleeping).
+    debt: f64,
 }
 
 struct RankClock {
@@ -369,6 +372,7 @@ impl ThreadComm {
                 state: Mutex::new(ClockState {
                     virt: 0.0,
                     last_cpu,
+                    debt: 0.0,
                 }),
             }),
         }
@@ -399,7 +403,9 @@ impl ThreadComm {
     }
 
     /// Accounts for computation since the last reading and returns the rank's time.
-    fn now(&self) -> f64 {
+    /// In real mode, sleep debts below [`crate::slowed::SLEEP_QUANTUM`] are carried
+    /// over unless `flush` (entry of a collective).
+    fn now_flush(&self, flush: bool) -> f64 {
         let c = &self.clock;
         match self.group.run.mode {
             ClockMode::Manual => lock(&c.state).virt,
@@ -413,20 +419,22 @@ impl ThreadComm {
             ClockMode::Real => {
                 if c.slowdown > 1.0 {
                     let cpu = c.cpu.seconds();
-                    let d = {
-                        let mut st = lock(&c.state);
-                        let d = (cpu - st.last_cpu).max(0.0);
-                        st.last_cpu = cpu;
-                        d
-                    };
-                    let sleep = d * (c.slowdown - 1.0);
-                    if sleep > 0.0 {
-                        std::thread::sleep(Duration::from_secs_f64(sleep));
+                    let mut st = lock(&c.state);
+                    st.debt += (cpu - st.last_cpu).max(0.0) * (c.slowdown - 1.0);
+                    st.last_cpu = cpu;
+                    if st.debt > 0.0 && (flush || st.debt >= crate::slowed::SLEEP_QUANTUM) {
+                        let t = Instant::now();
+                        std::thread::sleep(Duration::from_secs_f64(st.debt));
+                        st.debt -= t.elapsed().as_secs_f64();
                     }
                 }
                 self.group.run.origin.elapsed().as_secs_f64()
             }
         }
+    }
+
+    fn now(&self) -> f64 {
+        self.now_flush(false)
     }
 
     /// Leaves a collective whose participants entered at times up to `tmax`.
@@ -457,7 +465,7 @@ impl ThreadComm {
         write: impl FnOnce(&mut Slot, &T),
         read: impl FnOnce(&[Mutex<Slot>], &mut T),
     ) {
-        let t = self.now();
+        let t = self.now_flush(true);
         {
             let mut s = lock(&self.group.slots[self.rank]);
             s.clock = t;
@@ -745,7 +753,7 @@ impl Comm for ThreadComm {
 
     fn split(&self, color: usize, key: usize) -> Self {
         let n = self.size();
-        let t = self.now();
+        let t = self.now_flush(true);
         {
             let mut s = lock(&self.group.slots[self.rank]);
             s.clock = t;
