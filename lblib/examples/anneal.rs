@@ -131,6 +131,10 @@ fn emit(o: &AnnealOutcome, phases: usize, backend: &str, slowdowns: &[f64], real
         "theoretical_unbalanced_percent": theoretical_imbalance(slowdowns),
         "ops_per_rank": o.ops_per_rank,
         "phases": phases,
+        "imbalance_percent_per_label": o.report.per_label.iter()
+            .map(|l| (l.label.clone(), serde_json::Value::from(l.imbalance_percent)))
+            .collect::<serde_json::Map<String, serde_json::Value>>(),
+        "imbalance_seconds_per_rank": o.report.per_rank.iter().map(|r| r.imbalance_seconds).collect::<Vec<_>>(),
     });
     println!("{json}");
 }
