@@ -91,6 +91,22 @@ pub enum LbError {
         /// Hash of each rank's label sequence.
         hashes: Vec<u64>,
     },
+    /// A solve-group member learned that its leader's balancer call failed (the
+    /// leader itself returns the underlying error). See [`crate::lbs::GroupLbs`].
+    #[error("the group leader's balancer call {call} failed")]
+    GroupLeaderFailed {
+        /// Which call.
+        call: &'static str,
+    },
+    /// `GroupLbs::new` was given a leaders' communicator on a non-leader, or none
+    /// on the leader (group rank 0).
+    #[error("group rank {group_rank}: leaders communicator {}", if *has_leaders { "given to a non-leader" } else { "missing on the leader" })]
+    LeaderMismatch {
+        /// Rank in the group.
+        group_rank: usize,
+        /// Whether a leaders' communicator was given.
+        has_leaders: bool,
+    },
     /// Reading system counters for memory balancing failed.
     #[error("cannot read system counters ({what}): errno {errno}")]
     Readings {

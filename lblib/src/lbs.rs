@@ -563,3 +563,232 @@ pub fn global_sum<G: Comm + ?Sized>(comm: &G, x: f64) -> f64 {
     comm.all_reduce(&mut b, ReduceOp::Sum);
     b[0]
 }
+
+/// Load balancing of solve groups (`seeds/003`, §7): "Processor 0 of each solve
+/// group is responsible for coordinating the load balancing."
+///
+/// Every member of a group holds a `GroupLbs`; the group leader (group rank 0) also
+/// holds an [`Lbs`] on the communicator of all leaders. `section_start` and
+/// `section_end` are local; [`GroupLbs::should_continue`], [`GroupLbs::section_end`]
+/// and [`GroupLbs::decide`] are collective over the group: the leader's answer
+/// (continue or not, its rate, T and the groups' ranking) is broadcast, so all
+/// members step together. `decide` is also collective over the leaders.
+pub struct GroupLbs<'c, G: Comm + ?Sized, L: Comm + ?Sized> {
+    group: &'c G,
+    lbs: Option<Lbs<'c, L>>,
+    open: bool,
+    limit: Option<f64>,
+    rates: Vec<f64>,
+    index: Vec<usize>,
+    buf: Vec<f64>,
+    decided: bool,
+}
+
+impl<G: Comm + ?Sized, L: Comm + ?Sized> std::fmt::Debug for GroupLbs<'_, G, L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupLbs")
+            .field("group_rank", &self.group.rank())
+            .field("leader", &self.lbs.is_some())
+            .field("open", &self.open)
+            .field("limit", &self.limit)
+            .finish()
+    }
+}
+
+const G_ERR: f64 = -1.0;
+
+impl<'c, G: Comm + ?Sized, L: Comm + ?Sized> GroupLbs<'c, G, L> {
+    /// A group balancer. `leaders` must be `Some` exactly on group rank 0.
+    ///
+    /// # Errors
+    /// [`LbError::LeaderMismatch`]; [`LbError::InvalidConfig`] from `cfg`.
+    pub fn new(group: &'c G, leaders: Option<&'c L>, cfg: LbsConfig) -> Result<Self, LbError> {
+        let leader = group.rank() == 0;
+        if leader != leaders.is_some() {
+            return Err(LbError::LeaderMismatch {
+                group_rank: group.rank(),
+                has_leaders: leaders.is_some(),
+            });
+        }
+        let lbs = match leaders {
+            Some(l) => Some(Lbs::with_config(l, cfg)?),
+            None => {
+                cfg.validate()?;
+                None
+            }
+        };
+        Ok(Self {
+            group,
+            lbs,
+            open: false,
+            limit: None,
+            rates: Vec::new(),
+            index: Vec::new(),
+            buf: Vec::new(),
+            decided: false,
+        })
+    }
+
+    /// `true` on the group leader.
+    pub fn is_leader(&self) -> bool {
+        self.lbs.is_some()
+    }
+
+    /// The leader's balancer (on the leaders' communicator), on the leader only.
+    pub fn leader_lbs(&mut self) -> Option<&mut Lbs<'c, L>> {
+        self.lbs.as_mut()
+    }
+
+    /// The time limit T of the last decide, on every member.
+    pub fn time_limit(&self) -> Option<f64> {
+        self.limit
+    }
+
+    /// Starts the flexible section (local).
+    ///
+    /// # Errors
+    /// [`LbError::NestedSection`] if already open; errors of [`Lbs::section_start`]
+    /// on the leader.
+    pub fn section_start(&mut self) -> Result<(), LbError> {
+        if self.open {
+            return Err(LbError::NestedSection {
+                started_at: f64::NAN,
+            });
+        }
+        if let Some(l) = self.lbs.as_mut() {
+            l.section_start()?;
+        }
+        self.open = true;
+        Ok(())
+    }
+
+    /// The leader's [`Lbs::should_continue`], broadcast to the group (collective
+    /// over the group). `ops_completed` and `ops_needed` matter on the leader only.
+    ///
+    /// # Errors
+    /// [`LbError::ContinueOutsideSection`] (on every member, no communication);
+    /// the leader's error on the leader and [`LbError::GroupLeaderFailed`] on members.
+    pub fn should_continue(
+        &mut self,
+        ops_completed: f64,
+        ops_needed: f64,
+    ) -> Result<bool, LbError> {
+        if !self.open {
+            return Err(LbError::ContinueOutsideSection);
+        }
+        let (code, err) = match self
+            .lbs
+            .as_mut()
+            .map(|l| l.should_continue(ops_completed, ops_needed))
+        {
+            Some(Ok(c)) => (u64::from(c), None),
+            Some(Err(e)) => (2, Some(e)),
+            None => (0, None),
+        };
+        let mut b = [code];
+        self.group.broadcast_u64(&mut b, 0);
+        match (b[0], err) {
+            (_, Some(e)) => Err(e),
+            (2, None) => Err(LbError::GroupLeaderFailed {
+                call: "should_continue",
+            }),
+            (c, None) => Ok(c == 1),
+        }
+    }
+
+    /// Ends the section; returns the group's rate as measured by the leader
+    /// (collective over the group).
+    ///
+    /// # Errors
+    /// [`LbError::EndOutsideSection`] (no communication); the leader's error on the
+    /// leader and [`LbError::GroupLeaderFailed`] on members.
+    pub fn section_end(&mut self, ops_completed: f64) -> Result<f64, LbError> {
+        if !self.open {
+            return Err(LbError::EndOutsideSection);
+        }
+        self.open = false;
+        let (rate, err) = match self.lbs.as_mut().map(|l| l.section_end(ops_completed)) {
+            Some(Ok(r)) => (r, None),
+            Some(Err(e)) => (G_ERR, Some(e)),
+            None => (0.0, None),
+        };
+        let mut b = [rate];
+        self.group.broadcast(&mut b, 0);
+        match err {
+            Some(e) => Err(e),
+            None if b[0] == G_ERR => Err(LbError::GroupLeaderFailed {
+                call: "section_end",
+            }),
+            None => Ok(b[0]),
+        }
+    }
+
+    /// The leaders' [`Lbs::decide`] (collective over the leaders), then T and the
+    /// groups' ranking are broadcast in every group (collective over the group).
+    ///
+    /// # Errors
+    /// The leader's error on the leader and [`LbError::GroupLeaderFailed`] on members.
+    pub fn decide(&mut self, ops: f64, method: Method) -> Result<f64, LbError> {
+        let mut err = None;
+        let mut head = [G_ERR, 0.0];
+        if let Some(l) = self.lbs.as_mut() {
+            match l.decide(ops, method) {
+                Ok(t) => {
+                    let rates = l.rates().unwrap_or(&[]);
+                    let index = l.index().unwrap_or(&[]);
+                    head = [t, rates.len() as f64];
+                    self.rates.clear();
+                    self.rates.extend_from_slice(rates);
+                    self.index.clear();
+                    self.index.extend_from_slice(index);
+                }
+                Err(e) => err = Some(e),
+            }
+        }
+        self.group.broadcast(&mut head, 0);
+        if head[0] == G_ERR {
+            return Err(err.unwrap_or(LbError::GroupLeaderFailed { call: "decide" }));
+        }
+        let k = head[1] as usize;
+        self.buf.clear();
+        if self.lbs.is_some() {
+            self.buf.extend_from_slice(&self.rates);
+            self.buf.extend(self.index.iter().map(|&i| i as f64));
+        } else {
+            self.buf.resize(2 * k, 0.0);
+        }
+        self.group.broadcast(&mut self.buf, 0);
+        self.rates.clear();
+        self.rates.extend_from_slice(&self.buf[..k]);
+        self.index.clear();
+        self.index.extend(self.buf[k..].iter().map(|&i| i as usize));
+        self.limit = Some(head[0]);
+        self.decided = true;
+        Ok(head[0])
+    }
+
+    /// The groups' rates (as measured by their leaders), ascending, on every member.
+    ///
+    /// # Errors
+    /// [`LbError::RatesBeforeDecide`].
+    pub fn rates(&self) -> Result<&[f64], LbError> {
+        if self.decided {
+            Ok(&self.rates)
+        } else {
+            Err(LbError::RatesBeforeDecide)
+        }
+    }
+
+    /// Leaders'-communicator ranks (= group numbers, if leaders are ordered by
+    /// group) owning the rates of [`GroupLbs::rates`], on every member.
+    ///
+    /// # Errors
+    /// [`LbError::RatesBeforeDecide`].
+    pub fn index(&self) -> Result<&[usize], LbError> {
+        if self.decided {
+            Ok(&self.index)
+        } else {
+            Err(LbError::RatesBeforeDecide)
+        }
+    }
+}

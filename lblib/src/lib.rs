@@ -6,7 +6,7 @@
 //! | DESIGN.md "Backends" | [`Comm`], [`SelfComm`], [`ThreadComm`], `MpiComm` (feature `mpi`), [`Slowed`] |
 //! | `003` §5 LBLIB (`lb_new_lbstruct`, `lb_section_start/end`, `lb_decide`, `lb_continue`, `lb_get_rates/index`) | [`Lbs`], [`Method`], [`RateKind`], [`LbsConfig`] |
 //! | `003` §5.1 scope/context rules | [`LbError`] |
-//! | `003` §7 group leaders | [`lbs::group_continue`] |
+//! | `003` §7 group leaders | [`lbs::GroupLbs`], [`lbs::group_continue`] |
 //! | `003` §4 %imbalance | [`Traced`], [`ImbalanceReport`] |
 //! | `003` §4–5 and ref. \[24\] memory balancing | [`memory`] |
 //! | `003` §2 a non-eigensolver flexible phase | [`demo`] (simulated annealing) |

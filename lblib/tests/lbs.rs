@@ -247,3 +247,72 @@ fn works_on_self_comm() {
     assert_eq!(t, 5.0 / rate);
     assert_eq!(lbs.index().unwrap(), &[0]);
 }
+
+/// §7 with the GroupLbs helper: three solve groups of sizes 3, 2, 1 and speeds
+/// 1, 1/2, 1/4 (the slowest member sets the pace of a group).
+#[test]
+fn group_lbs_balances_solve_groups() {
+    use lblib::lbs::GroupLbs;
+    let out = ThreadComm::run_with(manual(&[1.0, 1.0, 1.0, 2.0, 2.0, 4.0]), |c| {
+        let r = c.rank();
+        let g = [0, 0, 0, 1, 1, 2][r];
+        let group = c.split(g, r);
+        let leaders = c.split(usize::from(group.rank() != 0), r);
+        let cfg = LbsConfig {
+            first_section_ops: 8.0,
+            window: 1.0,
+        };
+        let lref = if group.rank() == 0 {
+            Some(&leaders)
+        } else {
+            None
+        };
+        let mut glbs = GroupLbs::new(&group, lref, cfg).unwrap();
+        assert!(glbs.rates().is_err());
+        let mut done = Vec::new();
+        for phase in 0..3 {
+            if phase > 0 {
+                glbs.decide(16.0, Method::Fastest).unwrap();
+            }
+            glbs.section_start().unwrap();
+            let mut ops = 0.0;
+            while glbs.should_continue(ops, 1.0).unwrap() {
+                c.advance(OP);
+                ops += 1.0;
+            }
+            glbs.section_end(ops).unwrap();
+            done.push(ops);
+        }
+        (
+            done,
+            glbs.time_limit(),
+            glbs.rates().unwrap().to_vec(),
+            glbs.index().unwrap().to_vec(),
+        )
+    });
+    for (r, o) in out.iter().enumerate() {
+        let g = [0, 0, 0, 1, 1, 2][r];
+        assert_eq!(
+            o.0,
+            vec![8.0, [16.0, 8.0, 4.0][g], [16.0, 8.0, 4.0][g]],
+            "rank {r}"
+        );
+        assert_eq!(o.1, Some(1.0));
+        assert_eq!(o.2, vec![4.0, 8.0, 16.0]);
+        assert_eq!(o.3, vec![2, 1, 0]);
+    }
+    // a leaders communicator on a non-leader is rejected
+    ThreadComm::run(2, |c| {
+        let g = c.split(0, c.rank());
+        let err = GroupLbs::new(&g, Some(&c), LbsConfig::default()).map(|_| ());
+        if g.rank() == 1 {
+            assert_eq!(
+                err.unwrap_err(),
+                LbError::LeaderMismatch {
+                    group_rank: 1,
+                    has_leaders: true
+                }
+            );
+        }
+    });
+}
