@@ -270,3 +270,25 @@ fn parallel_and_sequential_paths_agree_with_unsorted_duplicates() {
     let b = CsrMatrix::from_triplets(n, n, &t).unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn forced_chunking_gives_identical_results_and_errors() {
+    use matrices::mm::read_matrix_market_bytes_in_chunks;
+    let ok = b"%%MatrixMarket matrix coordinate real symmetric\n4 4 6\n1 1 2\n2 1 -1\n\n2 2 2\n% c\n3 2 -1\n3 3 2\n4 4 2\n";
+    let bad =
+        b"%%MatrixMarket matrix coordinate real general\n4 4 3\n1 1 2\n2 1 -1\n3 3 2\n4 4 1\n";
+    let short = b"%%MatrixMarket matrix coordinate real general\n4 4 5\n1 1 2\n2 1 -1\n3 3 2\n4 4";
+    for text in [&ok[..], &bad[..], &short[..]] {
+        let one = read_matrix_market_bytes(text);
+        for parts in 1..8 {
+            assert_eq!(
+                read_matrix_market_bytes_in_chunks(text, parts),
+                one,
+                "{parts} parts"
+            );
+        }
+    }
+    assert_eq!(read_matrix_market_bytes(ok).unwrap().matrix.nnz(), 8);
+    assert_eq!(read_matrix_market_bytes(bad).unwrap_err().line, 6);
+    assert_eq!(read_matrix_market_bytes(short).unwrap_err().line, 6);
+}

@@ -89,7 +89,14 @@ pub(crate) fn assemble(
     let mut idx = vec![0u32; nnz];
     let mut val = vec![0f64; nnz];
     let tasks = rayon::current_num_threads().clamp(1, 8);
-    let bounds = row_bounds(&indptr, if nnz > 100_000 { tasks } else { 1 });
+    // Several row ranges when the input was chunked (or is large), so the
+    // parallel scatter is exercised whenever the parallel parse is.
+    let ranges = if chunks.len() > 1 || nnz > 100_000 {
+        tasks.max(2)
+    } else {
+        1
+    };
+    let bounds = row_bounds(&indptr, ranges);
     {
         let mut parts = Vec::with_capacity(bounds.len() - 1);
         let mut idx_rest: &mut [u32] = &mut idx;

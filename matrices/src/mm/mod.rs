@@ -96,16 +96,31 @@ pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MmMatrix, MmError> {
 /// non-finite numbers, indices 0 or past the dimensions, wrong field counts, a
 /// truncated last line, too few or too many entries, invalid UTF-8.
 pub fn read_matrix_market_bytes(bytes: &[u8]) -> Result<MmMatrix, MmError> {
+    read_bytes(bytes, None)
+}
+
+/// [`read_matrix_market_bytes`] with the body split into `parts` chunks
+/// whatever its size (normally only bodies above 1 MiB are split). The result
+/// must equal [`read_matrix_market_bytes`]'s; this exists so tests and the
+/// fuzzer can exercise the parallel path on small inputs.
+///
+/// # Errors
+/// As [`read_matrix_market_bytes`].
+pub fn read_matrix_market_bytes_in_chunks(bytes: &[u8], parts: usize) -> Result<MmMatrix, MmError> {
+    read_bytes(bytes, Some(parts.max(1)))
+}
+
+fn read_bytes(bytes: &[u8], parts: Option<usize>) -> Result<MmMatrix, MmError> {
     let (header, body_start, body_line) = header::parse_header(bytes)?;
     let body = &bytes[body_start..];
     let matrix = match header.format {
         MmFormat::Coordinate => {
-            let chunks = parse_body(&header, body, body_line)?;
+            let chunks = parse_body(&header, body, body_line, parts)?;
             build::assemble(header.nrows, header.ncols, header.symmetry, &chunks)
                 .map_err(|kind| MmError::new(header.size_line, kind))?
         }
         MmFormat::Array => {
-            let dense = dense_from_chunks(&header, parse_body(&header, body, body_line)?);
+            let dense = dense_from_chunks(&header, parse_body(&header, body, body_line, parts)?);
             dense_to_csr(&dense)
         }
     };
@@ -145,7 +160,7 @@ pub fn read_dense_array_bytes(bytes: &[u8]) -> Result<DenseArray, MmError> {
             },
         ));
     }
-    let chunks = parse_body(&header, &bytes[body_start..], body_line)?;
+    let chunks = parse_body(&header, &bytes[body_start..], body_line, None)?;
     Ok(dense_from_chunks(&header, chunks))
 }
 
@@ -186,9 +201,16 @@ fn layout(h: &MmHeader) -> Layout {
 }
 
 /// Parses the data lines, in parallel chunks when the body is large.
-fn parse_body(h: &MmHeader, body: &[u8], body_line: usize) -> Result<Vec<Entries>, MmError> {
+fn parse_body(
+    h: &MmHeader,
+    body: &[u8],
+    body_line: usize,
+    forced_parts: Option<usize>,
+) -> Result<Vec<Entries>, MmError> {
     let lay = layout(h);
-    let parts = if body.len() < PARALLEL_MIN_BYTES {
+    let parts = if let Some(p) = forced_parts {
+        p
+    } else if body.len() < PARALLEL_MIN_BYTES {
         1
     } else {
         (2 * rayon::current_num_threads())
