@@ -198,54 +198,54 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
 
     /// Orthonormalizes the first `b` columns of `t` against the locked vectors,
     /// the basis and each other. Returns how many columns survive.
+    ///
+    /// Block classical Gram-Schmidt against [X V] twice (each pass reads X and V
+    /// once and costs one global sum; the first also carries the original norms),
+    /// then CGS2 inside the block.
     fn orthogonalize_block(&mut self, b: usize) -> usize {
         let (n, nl, m) = (self.n, self.nl(), self.m);
         let room = self.pb.n_global.saturating_sub(nl + m);
         let b = b.min(room);
-        let mut kept = 0;
-        let mut coef = vec![0.0; (nl + m + b).max(1) * b.max(1)];
-        // Block CGS against [X V], twice, with original norms fused into the first sum.
+        if b == 0 {
+            return 0;
+        }
+        let mut norms0 = vec![0.0; b];
+        let mut buf = vec![0.0; (nl + m) * b + b];
         for pass in 0..2 {
-            let ld = nl + m + usize::from(pass == 0);
-            for j in 0..b {
-                let col = &self.t[j * n..(j + 1) * n];
-                let c = &mut coef[j * ld..(j + 1) * ld];
-                gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1, self.par);
-                gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1, self.par);
-                if pass == 0 {
-                    c[ld - 1] = crate::dense::dot(col, col);
+            let (cx, rest) = buf.split_at_mut(nl * b);
+            let (cv, nr) = rest.split_at_mut(m * b);
+            gemm_tn(cx, &self.xl, n, nl, &self.t, b, self.par);
+            gemm_tn(cv, &self.v, n, m, &self.t, b, self.par);
+            let len = if pass == 0 {
+                for (j, v) in nr.iter_mut().enumerate() {
+                    let col = &self.t[j * n..(j + 1) * n];
+                    *v = crate::dense::dot(col, col);
+                }
+                buf.len()
+            } else {
+                (nl + m) * b
+            };
+            self.allreduce(&mut buf[..len]);
+            if pass == 0 {
+                for (j, v) in norms0.iter_mut().enumerate() {
+                    *v = buf[(nl + m) * b + j].sqrt();
                 }
             }
-            let mut buf = std::mem::take(&mut coef);
-            self.allreduce(&mut buf[..ld * b]);
-            coef = buf;
-            for j in 0..b {
-                let c = &coef[j * ld..(j + 1) * ld];
-                let col = &mut self.t[j * n..(j + 1) * n];
-                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.par);
-                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.par);
-            }
-            if pass == 0 {
-                // keep original norms at the end of coef for the dependence test
-                let norms: Vec<f64> = (0..b).map(|j| coef[j * ld + ld - 1].sqrt()).collect();
-                coef.truncate(0);
-                coef.resize((nl + m + b).max(1) * b.max(1) + b, 0.0);
-                let off = coef.len() - b;
-                coef[off..].copy_from_slice(&norms);
-            }
+            let (cx, rest) = buf.split_at(nl * b);
+            let cv = &rest[..m * b];
+            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, self.par);
+            gemm_sub(&mut self.t, &self.v, n, m, cv, b, self.par);
         }
-        let norms_off = coef.len() - b;
-        let norms0: Vec<f64> = coef[norms_off..].to_vec();
         // Within the block: CGS2 column by column, replacing dependent vectors.
-        for j in 0..b {
+        let mut kept = 0;
+        for (j, &nb) in norms0.iter().enumerate() {
             if kept != j {
                 self.t.copy_within(j * n..(j + 1) * n, kept * n);
             }
-            let mut norm_before = norms0[j];
+            let mut norm_before = nb;
             let mut tries = 0;
             loop {
-                let ok = self.orthogonalize_column(kept, tries > 0, norm_before);
-                if ok {
+                if self.orthogonalize_column(kept, tries > 0, norm_before) {
                     kept += 1;
                     break;
                 }
@@ -255,7 +255,7 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
                 }
                 self.stats.replaced_vectors += 1;
                 self.fill_random(kept);
-                norm_before = f64::NAN; // computed inside for random vectors
+                norm_before = f64::NAN; // measured inside for random vectors
             }
         }
         kept
@@ -320,21 +320,18 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
         self.stats.matvecs += b as u64;
         // G = [V T]^T W_T, one global sum.
         let ld = m + b;
+        let mut gv = vec![0.0; m * b + b * b];
+        {
+            let (a, c) = gv.split_at_mut(m * b);
+            gemm_tn(a, &self.v, n, m, &self.wt, b, self.par);
+            gemm_tn(c, &self.t, n, b, &self.wt, b, self.par);
+        }
+        self.allreduce(&mut gv);
         let mut g = vec![0.0; ld * b];
         for j in 0..b {
-            let wj = &self.wt[j * n..(j + 1) * n];
-            gemm_tn(&mut g[j * ld..j * ld + m], &self.v, n, m, wj, 1, self.par);
-            gemm_tn(
-                &mut g[j * ld + m..(j + 1) * ld],
-                &self.t,
-                n,
-                b,
-                wj,
-                1,
-                self.par,
-            );
+            g[j * ld..j * ld + m].copy_from_slice(&gv[j * m..(j + 1) * m]);
+            g[j * ld + m..(j + 1) * ld].copy_from_slice(&gv[m * b + j * b..m * b + (j + 1) * b]);
         }
-        self.allreduce(&mut g);
         for j in 0..b {
             for i in 0..ld {
                 let val = if i >= m {

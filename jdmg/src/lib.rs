@@ -9,7 +9,7 @@ pub mod params;
 mod random;
 pub mod solution;
 
-pub use driver::{solve_matrix, solve_matrix_on};
+pub use driver::{solve_distributed, solve_matrix, solve_matrix_on};
 pub use jd::{solve, Problem};
 pub use params::{ConvTest, InnerStop, JdParams, PrecondChoice, Target};
 pub use solution::{IterationEvent, JdError, Solution, Stats};

@@ -1,0 +1,42 @@
+//! Parameter exploration: `cargo run --release -p jdmg --example tune -- SPEC NEV TOL`
+//! prints matvecs and time for several inner-solver settings.
+use jdmg::{solve_matrix, JdParams, PrecondChoice};
+use matrices::generate::{generate, GenSpec};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let spec: GenSpec = args
+        .get(1)
+        .map(|s| s.as_str())
+        .unwrap_or("lap3d:20")
+        .parse()
+        .expect("spec");
+    let nev: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
+    let tol: f64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1e-8);
+    let a = generate(&spec).expect("generate");
+    for (maxits, block, mb, rs) in [
+        (0usize, 0usize, 24usize, 12usize),
+        (0, 0, 32, 12),
+        (0, 0, 40, 12),
+        (0, 0, 40, 8),
+        (0, 0, 48, 16),
+        (0, 0, 60, 16),
+        (3, 0, 40, 12),
+    ] {
+        let p = JdParams {
+            nev,
+            tol,
+            maxits,
+            block,
+            max_basis: mb,
+            restart_size: rs,
+            precond: PrecondChoice::None,
+            ..JdParams::default()
+        };
+        let t = std::time::Instant::now();
+        match solve_matrix(&a, &p, None) {
+            Ok(s) => println!("maxits {maxits:2} block {block} mb {mb:2} rs {rs}: mv {:6} outer {:4} t {:.3}s proj {:.3} corr {:.3} restarts {} {:?}", s.stats.matvecs, s.stats.outer_iterations, t.elapsed().as_secs_f64(), s.stats.projection_seconds, s.stats.correction_seconds, s.stats.restarts, s.eigenvalues),
+            Err(e) => println!("maxits {maxits:2} block {block} mb {mb:2} rs {rs}: {e}"),
+        }
+    }
+}
