@@ -7,7 +7,8 @@ use std::collections::BinaryHeap;
 use matrices::CsrMatrix;
 
 use super::{
-    check_pivot_tol, guard_pivot, shifted_with_diagonal, IlutParams, PivotParams, PrecondError,
+    check_nonneg, check_pivot_tol, guard_pivot, scale_diagonal, shifted_with_diagonal, IlutParams,
+    PivotParams, PrecondError,
 };
 use crate::operator::Preconditioner;
 
@@ -145,6 +146,7 @@ pub struct Ilu0 {
     pos: Vec<usize>,
     row_norm: Vec<f64>,
     pivot_tol: f64,
+    diag_shift: f64,
     shift: f64,
     perturbed: usize,
 }
@@ -159,7 +161,9 @@ impl Ilu0 {
     /// [`PrecondError::FactorOverflow`].
     pub fn new(a: &CsrMatrix, shift: f64, params: &PivotParams) -> Result<Self, PrecondError> {
         check_pivot_tol(params.pivot_tol)?;
-        let s = shifted_with_diagonal(a, shift)?;
+        check_nonneg("diag_shift", params.diag_shift)?;
+        let mut s = shifted_with_diagonal(a, shift)?;
+        scale_diagonal(&mut s, params.diag_shift);
         let n = s.nrows();
         let row_norm = row_inf_norms(&s);
         let (_, _, indptr, indices, mut data) = s.into_parts();
@@ -191,12 +195,13 @@ impl Ilu0 {
             pos,
             row_norm,
             pivot_tol: params.pivot_tol,
+            diag_shift: params.diag_shift,
             shift,
             perturbed,
         })
     }
 
-    /// Numeric refactorization for `A − shift·I`, where `A` has the same order and its
+    /// Numeric refactorization for `A − shift·I` (same `diag_shift`), where `A` has the same order and its
     /// pattern is contained in the stored one (typically the same matrix with a new
     /// shift). Reuses all storage: no allocation.
     ///
@@ -242,7 +247,7 @@ impl Ilu0 {
                 }
                 data[p] = v;
             }
-            data[self.lu.diag[i]] -= shift;
+            data[self.lu.diag[i]] = (data[self.lu.diag[i]] - shift) * (1.0 + self.diag_shift);
             for v in &data[lo..hi] {
                 norm = norm.max(v.abs());
             }
@@ -321,13 +326,10 @@ impl Ilut {
     /// [`PrecondError::FactorOverflow`].
     pub fn new(a: &CsrMatrix, shift: f64, params: &IlutParams) -> Result<Self, PrecondError> {
         check_pivot_tol(params.pivot_tol)?;
-        if !(params.drop_tol.is_finite() && params.drop_tol >= 0.0) {
-            return Err(PrecondError::InvalidParameter {
-                name: "drop_tol",
-                value: params.drop_tol,
-            });
-        }
-        let s = shifted_with_diagonal(a, shift)?;
+        check_nonneg("drop_tol", params.drop_tol)?;
+        check_nonneg("diag_shift", params.diag_shift)?;
+        let mut s = shifted_with_diagonal(a, shift)?;
+        scale_diagonal(&mut s, params.diag_shift);
         let n = s.nrows();
         let p = params.fill;
         let est = s.nnz().min(n * (2 * p + 1)).max(n);
@@ -515,6 +517,19 @@ mod tests {
         m.refactor(&a, 0.5).unwrap();
         let fresh = Ilu0::new(&a, 0.5, &PivotParams::default()).unwrap();
         assert_eq!(m.factors().data, fresh.factors().data);
+        // With a diagonal shift alpha: refactor keeps it.
+        let pa = PivotParams {
+            diag_shift: 0.5,
+            ..PivotParams::default()
+        };
+        let mut ma = Ilu0::new(&a, 0.0, &pa).unwrap();
+        assert!((ma.factors().pivot(0) - 3.0).abs() < 1e-15);
+        ma.refactor(&a, 0.5).unwrap();
+        assert_eq!(
+            ma.factors().data,
+            Ilu0::new(&a, 0.5, &pa).unwrap().factors().data
+        );
+        assert!((ma.factors().pivot(0) - 2.25).abs() < 1e-15);
         let bad = CsrMatrix::from_triplets(30, 30, &[(0, 5, 1.0)]).unwrap();
         assert_eq!(
             m.refactor(&bad, 0.0),
@@ -593,7 +608,15 @@ mod tests {
         assert!(m.perturbed_pivots() >= 1);
         assert_eq!(m.factors().pivot(0), super::super::DEFAULT_PIVOT_TOL);
         assert_eq!(
-            Ilu0::new(&a, 0.0, &PivotParams { pivot_tol: 0.0 }).unwrap_err(),
+            Ilu0::new(
+                &a,
+                0.0,
+                &PivotParams {
+                    pivot_tol: 0.0,
+                    ..PivotParams::default()
+                }
+            )
+            .unwrap_err(),
             PrecondError::ZeroPivot { row: 0 }
         );
         let z = CsrMatrix::from_triplets(2, 2, &[(0, 0, 1.0)]).unwrap();

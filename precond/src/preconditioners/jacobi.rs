@@ -158,7 +158,15 @@ mod tests {
         let thr = super::super::DEFAULT_PIVOT_TOL * (2.0 + 2.0);
         assert!((m.inverse_diagonal()[1] - 1.0 / thr).abs() <= 1e-6 / thr);
         // Disabled perturbation: error, state unchanged.
-        let mut m0 = Jacobi::new(&a, 0.0, &PivotParams { pivot_tol: 0.0 }).unwrap();
+        let mut m0 = Jacobi::new(
+            &a,
+            0.0,
+            &PivotParams {
+                pivot_tol: 0.0,
+                ..PivotParams::default()
+            },
+        )
+        .unwrap();
         assert_eq!(m0.set_shift(2.0), Err(PrecondError::ZeroPivot { row: 1 }));
         assert_eq!(m0.shift(), 0.0);
     }
