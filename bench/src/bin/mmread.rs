@@ -12,6 +12,7 @@
 //! cargo run --release -p bench --bin mmread -- --rows 1000000 --repeat 3
 //! ```
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -203,9 +204,12 @@ fn main() {
         }
     };
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let header = std::fs::read(&path)
+    // The header is in the first lines; read 4 KiB, not the whole file.
+    let mut head = Vec::new();
+    let header = std::fs::File::open(&path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
         .ok()
-        .and_then(|b| matrices::mm::read_header_bytes(&b[..b.len().min(4096)]).ok());
+        .and_then(|_| matrices::mm::read_header_bytes(&head).ok());
     let entries = header.map_or(0, |h| h.entries);
     let mut rows = Vec::new();
     match time_ours(&path, args.repeat) {
