@@ -494,7 +494,7 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
                 let mut accepted = Vec::new();
                 for (j, item) in lock.iter_mut().enumerate() {
                     item.2 = nrm[j].sqrt();
-                    if item.2 <= 10.0 * self.tol_for(item.1) || basis_full {
+                    if item.2 <= self.tol_for(item.1) || basis_full {
                         accepted.push(j);
                     }
                 }
