@@ -5,7 +5,7 @@
 //! iterations, setup time, solve time and the final true residual `‖b − Ax‖/‖b‖`.
 //!
 //! `cargo run --release -p bench --bin precond_table -- [--matrices DIR] [--grid 20]
-//! [--max-steps 10000] [--rtol 1e-10] [--solver bicgstab|cg|gmres] [--restart 30]
+//! [--max-steps 10000] [--rtol 1e-10] [--threads 1] [--solver bicgstab|cg|gmres] [--restart 30]
 //! [--kinds 'none;jacobi;ilu0;ilut(20,0);spai;ilu0(0.2)']`
 
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use lblib::SelfComm;
 use matrices::CsrMatrix;
 use precond::krylov::{Bicgstab, Cg, Gmres, KrylovResult, StopCriteria};
 use precond::preconditioners::build_with_info;
-use precond::{Operator, PrecondKind, Preconditioner};
+use precond::{CsrOperator, PrecondKind, Preconditioner};
 
 #[derive(Parser, Debug)]
 #[command(about = "Iterations to a relative residual per preconditioner (markdown table)")]
@@ -36,6 +36,9 @@ struct Args {
     /// Krylov solver: bicgstab, cg or gmres.
     #[arg(long, default_value = "bicgstab")]
     solver: String,
+    /// Threads of the SpMV (`precond::CsrOperator`); preconditioners apply serially.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
     /// GMRES restart length.
     #[arg(long, default_value_t = 30)]
     restart: usize,
@@ -53,22 +56,6 @@ struct Args {
         default_value = "none;jacobi;ilu0;ilut(20,0);spai"
     )]
     kinds: Vec<String>,
-}
-
-/// Serial CSR operator (`CsrMatrix::mul_vec`), independent of the SpMV engine.
-struct CsrOp<'a>(&'a CsrMatrix);
-
-impl Operator for CsrOp<'_> {
-    fn nrows(&self) -> usize {
-        self.0.nrows()
-    }
-    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
-        let n = self.0.nrows();
-        for j in 0..k {
-            self.0
-                .mul_vec(&x[j * n..(j + 1) * n], &mut y[j * n..(j + 1) * n]);
-        }
-    }
 }
 
 /// Reads a generated (`lap3d:20`, …) or shared (`bcsstk13`) matrix.
@@ -92,7 +79,13 @@ fn solve(args: &Args, a: &CsrMatrix, m: &dyn Preconditioner, b: &[f64]) -> Krylo
         atol: 0.0,
     };
     let comm = SelfComm::new();
-    let op = CsrOp(a);
+    let op = match CsrOperator::new(a, args.threads) {
+        Ok(op) => op,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
     match args.solver.as_str() {
         "cg" => Cg::new(a.nrows()).solve(&op, m, &comm, b, None, &stop),
         "gmres" => Gmres::new(a.nrows(), args.restart).solve(&op, m, &comm, b, None, &stop),
@@ -113,9 +106,10 @@ fn main() {
             ))
         });
     println!(
-        "{} to relative true residual {:e}, b = A*ones, cap {} steps{}",
+        "{} to relative true residual {:e}, b = A*ones, SpMV threads {}, cap {} steps{}",
         args.solver,
         args.rtol,
+        args.threads,
         args.max_steps,
         if args.solver == "gmres" {
             format!(", restart {}", args.restart)

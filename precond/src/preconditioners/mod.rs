@@ -48,35 +48,68 @@ pub const DEFAULT_PIVOT_TOL: f64 = 1.490_116_119_384_765_6e-8;
 pub enum PrecondError {
     /// The matrix is not square.
     #[error("matrix is not square: {nrows} x {ncols}")]
-    NotSquare { nrows: usize, ncols: usize },
+    NotSquare {
+        /// Rows of the matrix.
+        nrows: usize,
+        /// Columns of the matrix.
+        ncols: usize,
+    },
     /// Some dimension does not fit (a refactorization with another matrix, block ranges
     /// that do not tile the rows, a local block outside the column range, ...).
     #[error("size mismatch ({what}): expected {expected}, got {got}")]
     SizeMismatch {
+        /// Which dimension.
         what: &'static str,
+        /// The value that would fit.
         expected: usize,
+        /// The value given.
         got: usize,
     },
     /// A zero pivot that could not be perturbed (the row of `A − σI` is entirely zero,
-    /// or pivot perturbation is disabled with `pivot_tol = 0`).
+    /// or pivot perturbation is disabled with `pivot_tol = 0`). For SPAI: column `row`
+    /// of `A − σI` is zero.
     #[error("zero pivot in row {row}")]
-    ZeroPivot { row: usize },
+    ZeroPivot {
+        /// Row (0-based, local to the block for block-Jacobi).
+        row: usize,
+    },
     /// The matrix holds a NaN or infinity at `(row, col)`.
     #[error("non-finite matrix entry at ({row}, {col})")]
-    NonFinite { row: usize, col: usize },
+    NonFinite {
+        /// Row of the entry (0-based).
+        row: usize,
+        /// Column of the entry (0-based).
+        col: usize,
+    },
     /// The shift is NaN or infinite.
     #[error("non-finite shift {shift}")]
-    NonFiniteShift { shift: f64 },
+    NonFiniteShift {
+        /// The shift given.
+        shift: f64,
+    },
     /// The factorization produced a NaN or infinity while eliminating row `row`
     /// (overflow from a badly conditioned incomplete factorization).
     #[error("factorization overflowed in row {row}")]
-    FactorOverflow { row: usize },
+    FactorOverflow {
+        /// Row being eliminated (0-based).
+        row: usize,
+    },
     /// A parameter is out of its documented range.
     #[error("invalid parameter {name} = {value}")]
-    InvalidParameter { name: &'static str, value: f64 },
+    InvalidParameter {
+        /// Parameter name.
+        name: &'static str,
+        /// Value given.
+        value: f64,
+    },
     /// [`Ilu0::refactor`] got a matrix whose entry `(row, col)` is not in the stored pattern.
     #[error("entry ({row}, {col}) is outside the stored ILU(0) pattern")]
-    PatternMismatch { row: usize, col: usize },
+    PatternMismatch {
+        /// Row of the entry (0-based).
+        row: usize,
+        /// Column of the entry (0-based).
+        col: usize,
+    },
 }
 
 /// Parameters of [`Jacobi`] and [`Ilu0`].
