@@ -78,7 +78,14 @@ fn precond_errors_bad_parameters() {
             diag_shift: f64::INFINITY,
             ..IlutParams::default()
         }),
-        PrecondKind::Spai(SpaiParams { drop_tol: -1.0 }),
+        PrecondKind::Spai(SpaiParams {
+            drop_tol: -1.0,
+            ..SpaiParams::default()
+        }),
+        PrecondKind::Spai(SpaiParams {
+            threads: 0,
+            ..SpaiParams::default()
+        }),
     ];
     for k in bad {
         assert!(

@@ -170,11 +170,17 @@ pub struct SpaiParams {
     /// After the least-squares solve, entries of column `j` of `M` smaller than
     /// `drop_tol · max_i |m_ij|` are removed (ParaSails' post-filtering). Default 0 (keep all).
     pub drop_tol: f64,
+    /// Threads computing the columns (a rayon pool of this size is created for the
+    /// construction when `> 1`). Default 1. Must be `>= 1`.
+    pub threads: usize,
 }
 
 impl Default for SpaiParams {
     fn default() -> Self {
-        Self { drop_tol: 0.0 }
+        Self {
+            drop_tol: 0.0,
+            threads: 1,
+        }
     }
 }
 
