@@ -137,7 +137,8 @@ impl RowPartition {
 
     /// Contiguous row blocks whose nonzero counts are proportional to `weights`
     /// (e.g. measured process speeds from `lblib`): part `p` gets about
-    /// `nnz * weights[p] / Σ weights` entries. Zero weights give empty parts.
+    /// `nnz * weights[p] / Σ weights` entries. Zero weights give empty parts. A matrix
+    /// without stored entries is split by rows in the same proportions.
     ///
     /// # Errors
     /// [`PartitionError::NoParts`] if `weights` is empty; [`PartitionError::BadWeight`] for a
@@ -160,9 +161,16 @@ impl RowPartition {
                 value: 0.0,
             });
         }
-        let indptr = a.indptr();
         let n = a.nrows();
-        let nnz = a.nnz() as f64;
+        // Without stored entries, balance rows instead (identity "nonzero" counts).
+        let rows_only: Vec<usize>;
+        let indptr: &[usize] = if a.nnz() == 0 {
+            rows_only = (0..=n).collect();
+            &rows_only
+        } else {
+            a.indptr()
+        };
+        let nnz = indptr[n] as f64;
         let mut offsets = Vec::with_capacity(weights.len() + 1);
         offsets.push(0);
         let mut cum = 0.0;
