@@ -104,6 +104,10 @@ fn weighted_by_nnz_follows_speeds() {
         RowPartition::balanced_by_nnz(&a, 0),
         Err(PartitionError::NoParts)
     );
+    // No stored entries: rows are split instead.
+    let empty = CsrMatrix::from_triplets(10, 10, &[]).unwrap();
+    let p = RowPartition::weighted_by_nnz(&empty, &[1.0, 4.0]).unwrap();
+    assert_eq!(p.offsets(), &[0, 2, 10]);
 }
 
 #[test]
