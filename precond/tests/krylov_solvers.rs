@@ -59,7 +59,7 @@ fn convection_diffusion(g: usize, c: f64) -> CsrMatrix {
     CsrMatrix::from_triplets(n, n, &t).unwrap()
 }
 
-const KINDS: [&str; 5] = ["none", "jacobi", "ilu0", "ilut", "spai"];
+const KINDS: [&str; 6] = ["none", "jacobi", "ilu0", "ilut", "spai", "fsai"];
 
 #[test]
 fn krylov_bicgstab_known_solution_all_preconditioners() {
@@ -170,7 +170,7 @@ fn krylov_cg_known_solution_and_counts() {
     };
     let mut cg = Cg::new(n);
     let mut steps = Vec::new();
-    for k in ["none", "jacobi", "ilu0"] {
+    for k in ["none", "jacobi", "ilu0", "fsai"] {
         let m = build(&k.parse().unwrap(), &a, 0.0).unwrap();
         let res = cg.solve(&CsrOp(&a), m.as_ref(), &comm, &b, None, &stop);
         assert!(res.converged, "{k}: {res:?}");

@@ -53,7 +53,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ';',
-        default_value = "none;jacobi;ilu0;ilut(20,0);spai"
+        default_value = "none;jacobi;ilu0;ilut(20,0);spai;fsai"
     )]
     kinds: Vec<String>,
 }

@@ -1,4 +1,5 @@
-//! Preconditioners: Jacobi, ILU(0), ILUT(p,τ), least-squares SPAI and block-Jacobi,
+//! Preconditioners: Jacobi, ILU(0), ILUT(p,τ), least-squares SPAI, factorized FSAI and
+//! block-Jacobi,
 //! plus the [`PrecondKind`] selector and [`build`] used by the eigensolver.
 //!
 //! Every preconditioner approximates `(A − σI)^{-1}` for a shift `σ` (the JD correction
@@ -11,6 +12,7 @@
 //! | `ilu0` | [`Ilu0::refactor`]: numeric refactorization on the stored pattern, no allocation |
 //! | `ilut` | full refactorization (the dropping pattern depends on the values): [`Ilut::new`] |
 //! | `spai` | full recomputation of the least-squares columns: [`Spai::new`] |
+//! | `fsai` | full recomputation of the rows of the factor: [`Fsai::new`] |
 //!
 //! The selector [`build`] always constructs from scratch; callers that keep the
 //! concrete type can use the cheaper update paths above.
@@ -25,11 +27,13 @@
 //! [`PrecondError::ZeroPivot`].
 
 mod block_jacobi;
+mod fsai;
 mod ilu;
 mod jacobi;
 mod spai;
 
 pub use block_jacobi::{diagonal_block, BlockJacobi};
+pub use fsai::Fsai;
 pub use ilu::{Ilu0, Ilut, LuFactors};
 pub use jacobi::Jacobi;
 pub use spai::Spai;
@@ -189,7 +193,7 @@ impl Default for SpaiParams {
 ///
 /// [`std::str::FromStr`] also accepts the short CLI forms `none`, `jacobi`, `ilu0`,
 /// `ilu0(0.2)` (with diagonal shift α), `ilut`, `ilut(20,0)`, `ilut(20,1e-4)`,
-/// `ilut(20,0,0.2)` and `spai`.
+/// `ilut(20,0,0.2)`, `spai` and `fsai`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum PrecondKind {
@@ -203,6 +207,8 @@ pub enum PrecondKind {
     Ilut(IlutParams),
     /// Least-squares sparse approximate inverse on the pattern of `A`, [`Spai`].
     Spai(SpaiParams),
+    /// Factorized sparse approximate inverse `GᵀG` (symmetric `A`), [`Fsai`].
+    Fsai,
 }
 
 impl Default for PrecondKind {
@@ -213,7 +219,7 @@ impl Default for PrecondKind {
 }
 
 impl PrecondKind {
-    /// The lowercase name (`none|jacobi|ilu0|ilut|spai`).
+    /// The lowercase name (`none|jacobi|ilu0|ilut|spai|fsai`).
     pub fn name(&self) -> &'static str {
         match self {
             PrecondKind::None => "none",
@@ -221,6 +227,7 @@ impl PrecondKind {
             PrecondKind::Ilu0(_) => "ilu0",
             PrecondKind::Ilut(_) => "ilut",
             PrecondKind::Spai(_) => "spai",
+            PrecondKind::Fsai => "fsai",
         }
     }
 }
@@ -240,7 +247,7 @@ impl std::fmt::Display for PrecondKind {
 
 /// Error of `PrecondKind::from_str`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown preconditioner {0:?} (expected none|jacobi|ilu0|ilut|ilut(p,tau)|spai)")]
+#[error("unknown preconditioner {0:?} (expected none|jacobi|ilu0|ilu0(a)|ilut|ilut(p,tau[,a])|spai|fsai)")]
 pub struct ParseKindError(pub String);
 
 impl std::str::FromStr for PrecondKind {
@@ -254,6 +261,7 @@ impl std::str::FromStr for PrecondKind {
             "ilu0" => PrecondKind::Ilu0(PivotParams::default()),
             "ilut" => PrecondKind::Ilut(IlutParams::default()),
             "spai" => PrecondKind::Spai(SpaiParams::default()),
+            "fsai" => PrecondKind::Fsai,
             _ => {
                 if let Some(inner) = t.strip_prefix("ilu0(").and_then(|r| r.strip_suffix(')')) {
                     let diag_shift = inner.trim().parse::<f64>().map_err(|_| err())?;
@@ -358,6 +366,11 @@ pub fn build_with_info(
         PrecondKind::Spai(p) => {
             let m = Spai::new(a, shift, p)?;
             let i = info(m.matrix().nnz(), 0);
+            (Box::new(m), i)
+        }
+        PrecondKind::Fsai => {
+            let m = Fsai::new(a, shift)?;
+            let i = info(m.factor().nnz(), 0);
             (Box::new(m), i)
         }
     })
