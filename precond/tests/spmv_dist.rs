@@ -194,3 +194,33 @@ fn redistribute_fine_to_groups_and_back() {
     });
     assert_eq!(ok, vec![true; 4]);
 }
+
+#[test]
+fn ranks_owning_no_rows() {
+    // 5 rows over 8 ranks: three ranks own nothing but still join the collectives.
+    let a = random_sparse(5, 3, 99);
+    let part = RowPartition::from_offsets(vec![0, 1, 1, 2, 3, 3, 4, 5, 5]).unwrap();
+    let x = random_block(5, 3, 4);
+    let pieces = ThreadComm::run(8, |comm| {
+        let r = part.range(comm.rank());
+        let opts = DistOptions {
+            threads: 1,
+            overlap: comm.rank() % 2 == 0,
+            max_block: 1,
+        };
+        let op = DistCsrOperator::new(&a.row_slice(r.start, r.end), &part, &comm, opts).unwrap();
+        let xl: Vec<f64> = (0..3)
+            .flat_map(|j| x[j * 5 + r.start..j * 5 + r.end].to_vec())
+            .collect();
+        let mut y = vec![0.0; r.len() * 3];
+        op.apply_block(&xl, &mut y, 3);
+        (r, y)
+    });
+    let mut y = vec![0.0; 15];
+    for (r, yl) in pieces {
+        for j in 0..3 {
+            y[j * 5 + r.start..j * 5 + r.end].copy_from_slice(&yl[j * r.len()..(j + 1) * r.len()]);
+        }
+    }
+    check(&a, &x, &y, 3);
+}
