@@ -1,7 +1,10 @@
 //! The JD correction equation (§3, eq. (1) of `seeds/003`):
 //! (I − QQᵀ)(A − θI)(I − QQᵀ) t = −r with Q = [locked vectors, x], solved
-//! approximately by right-preconditioned BiCGSTAB with the projected
-//! preconditioner (I − QQᵀ)K⁻¹.
+//! approximately by right-preconditioned BiCGSTAB. The preconditioner uses the
+//! oblique projection of Sleijpen and van der Vorst for the current Ritz vector x,
+//! z = K⁻¹r − K⁻¹x (xᵀK⁻¹r)/(xᵀK⁻¹x), so that a K close to A − θI still yields a
+//! useful correction (the orthogonal projection of K⁻¹r would cancel it), and an
+//! orthogonal projection against the locked vectors.
 
 use std::cell::{Cell, RefCell};
 
@@ -76,15 +79,57 @@ pub(crate) enum Inner<'a> {
     Built(&'a (dyn Preconditioner + Send + Sync)),
 }
 
-/// (I − QQᵀ) K⁻¹.
+/// The projected preconditioner: oblique projection for x (last column of Q),
+/// orthogonal for the locked vectors (the other columns).
 pub(crate) struct ProjectedPreconditioner<'a, C: ?Sized> {
     pub inner: Inner<'a>,
     pub comm: &'a C,
     pub q: &'a [f64],
     pub nq: usize,
     pub n: usize,
+    /// K⁻¹x and xᵀK⁻¹x (set by [`ProjectedPreconditioner::prepare`]).
+    pub kx: Vec<f64>,
+    pub mu: f64,
     pub coef: RefCell<Vec<f64>>,
     pub global_sums: Cell<u64>,
+}
+
+impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
+    fn apply_inner(&self, r: &[f64], z: &mut [f64]) {
+        match &self.inner {
+            Inner::Identity => z.copy_from_slice(r),
+            Inner::Diagonal { diag, shift } => {
+                for ((zi, ri), di) in z.iter_mut().zip(r).zip(diag.iter()) {
+                    let mut d = di - shift;
+                    let floor = 1e-12 * di.abs().max(1e-300);
+                    if d.abs() < floor {
+                        d = if d < 0.0 { -floor } else { floor };
+                    }
+                    *zi = ri / d;
+                }
+            }
+            Inner::Built(m) => m.apply(r, z),
+        }
+    }
+
+    /// Computes K⁻¹x and xᵀK⁻¹x for the oblique projection (one global sum).
+    /// Falls back to the orthogonal projection when xᵀK⁻¹x vanishes.
+    pub fn prepare(&mut self) {
+        if matches!(self.inner, Inner::Identity) || self.nq == 0 {
+            return;
+        }
+        let n = self.n;
+        let x = &self.q[(self.nq - 1) * n..self.nq * n];
+        let mut kx = vec![0.0; n];
+        self.apply_inner(x, &mut kx);
+        let mut mu = [crate::dense::dot(x, &kx)];
+        self.comm.all_reduce(&mut mu, ReduceOp::Sum);
+        self.global_sums.set(self.global_sums.get() + 1);
+        if mu[0].is_finite() && mu[0].abs() > 0.0 {
+            self.kx = kx;
+            self.mu = mu[0];
+        }
+    }
 }
 
 impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
@@ -92,39 +137,36 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
         self.n
     }
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
-        match &self.inner {
-            Inner::Identity => {
-                // r is already orthogonal to Q inside BiCGSTAB: nothing to project.
-                z.copy_from_slice(r);
-                return;
-            }
-            Inner::Diagonal { diag, shift } => {
-                for j in 0..k {
-                    let (rj, zj) = (
-                        &r[j * self.n..(j + 1) * self.n],
-                        &mut z[j * self.n..(j + 1) * self.n],
-                    );
-                    for ((zi, ri), di) in zj.iter_mut().zip(rj).zip(diag.iter()) {
-                        let mut d = di - shift;
-                        if d.abs() < 1e-12 * di.abs().max(1e-300) {
-                            d = if d < 0.0 { -1e-12 } else { 1e-12 } * di.abs().max(1e-300);
-                        }
-                        *zi = ri / d;
-                    }
-                }
-            }
-            Inner::Built(m) => m.apply_block(r, z, k),
+        let n = self.n;
+        if matches!(self.inner, Inner::Identity) {
+            // r is already orthogonal to Q inside BiCGSTAB: nothing to project.
+            z.copy_from_slice(r);
+            return;
         }
         let mut coef = self.coef.borrow_mut();
         for j in 0..k {
-            project_out(
-                self.q,
-                self.n,
-                self.nq,
-                &mut z[j * self.n..(j + 1) * self.n],
-                &mut coef,
-                self.comm,
-            );
+            let (rj, zj) = (&r[j * n..(j + 1) * n], &mut z[j * n..(j + 1) * n]);
+            self.apply_inner(rj, zj);
+            if self.nq == 0 {
+                continue;
+            }
+            // One global sum: Qᵀz.
+            let c = &mut coef[..self.nq];
+            gemm_tn(c, self.q, n, self.nq, zj, 1, faer::Par::Seq);
+            self.comm.all_reduce(c, ReduceOp::Sum);
+            let oblique = !self.kx.is_empty();
+            let last = self.nq - 1;
+            if oblique {
+                let alpha = c[last] / self.mu;
+                zj.iter_mut()
+                    .zip(&self.kx)
+                    .for_each(|(zi, ki)| *zi -= alpha * ki);
+            }
+            let north = if oblique { last } else { self.nq };
+            for (i, &ci) in c[..north].iter().enumerate() {
+                let qi = &self.q[i * n..(i + 1) * n];
+                zj.iter_mut().zip(qi).for_each(|(zi, q)| *zi -= ci * q);
+            }
         }
         if self.nq > 0 {
             self.global_sums.set(self.global_sums.get() + k as u64);

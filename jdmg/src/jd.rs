@@ -483,8 +483,20 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
                 let mut ax = vec![0.0; n * nlk];
                 self.pb.a.apply_block(&lock_x, &mut ax, nlk);
                 self.stats.matvecs += nlk as u64;
+                // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
+                // from H), then true residuals ‖Ax − ρx‖.
+                let mut rq = vec![0.0; 2 * nlk];
+                for j in 0..nlk {
+                    let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &ax[j * n..(j + 1) * n]);
+                    rq[2 * j] = crate::dense::dot(xj, aj);
+                    rq[2 * j + 1] = crate::dense::dot(xj, xj);
+                }
+                self.allreduce(&mut rq);
                 let mut nrm = vec![0.0; nlk];
-                for (j, item) in lock.iter().enumerate() {
+                for (j, item) in lock.iter_mut().enumerate() {
+                    if rq[2 * j + 1] > 0.0 && rq[2 * j].is_finite() {
+                        item.1 = rq[2 * j] / rq[2 * j + 1];
+                    }
                     let th = item.1;
                     let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
                     aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
@@ -668,15 +680,21 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
             coef: std::cell::RefCell::new(vec![0.0; nq]),
             global_sums: std::cell::Cell::new(0),
         };
-        let pc = ProjectedPreconditioner {
+        let mut pc = ProjectedPreconditioner {
             inner,
             comm: self.pb.comm,
             q: &q,
             nq,
             n,
+            kx: Vec::new(),
+            mu: 0.0,
             coef: std::cell::RefCell::new(vec![0.0; nq]),
             global_sums: std::cell::Cell::new(0),
         };
+        pc.prepare();
+        if !matches!(pc.inner, Inner::Identity) {
+            self.stats.precond_applications += 1;
+        }
         let mut rhs: Vec<f64> = r.iter().map(|v| -v).collect();
         let mut coef = vec![0.0; nq];
         project_out(&q, n, nq, &mut rhs, &mut coef, self.pb.comm);

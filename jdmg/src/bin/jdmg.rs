@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use jdmg::{ConvTest, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Target};
+use jdmg::{
+    ConvTest, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Target,
+};
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};
 use matrices::info::matrix_info;
@@ -20,7 +22,11 @@ const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_NOT_CONVERGED: u8 = 3;
 
 #[derive(Parser)]
-#[command(name = "jdmg", version, about = "Block Jacobi-Davidson eigensolver for large sparse symmetric matrices")]
+#[command(
+    name = "jdmg",
+    version,
+    about = "Block Jacobi-Davidson eigensolver for large sparse symmetric matrices"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -167,7 +173,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Info { file, json } => info(&file, json),
-        Cmd::Generate { spec, output, symmetric } => gen_cmd(&spec, &output, symmetric),
+        Cmd::Generate {
+            spec,
+            output,
+            symmetric,
+        } => gen_cmd(&spec, &output, symmetric),
         Cmd::Solve(a) => solve_cmd(&a),
     };
     match r {
@@ -182,7 +192,8 @@ fn main() -> ExitCode {
 }
 
 fn read(path: &Path) -> Result<(CsrMatrix, Option<MmHeader>), Fail> {
-    let m = read_matrix_market(path).map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+    let m = read_matrix_market(path)
+        .map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     Ok((m.matrix, Some(m.header)))
 }
 
@@ -190,21 +201,36 @@ fn info(file: &Path, json: bool) -> Result<(), Fail> {
     let (a, h) = read(file)?;
     let inf = matrix_info(&a, h.as_ref());
     if json {
-        println!("{}", serde_json::to_string(&inf).map_err(|e| (EXIT_BAD_INPUT, e))?);
+        println!(
+            "{}",
+            serde_json::to_string(&inf).map_err(|e| (EXIT_BAD_INPUT, e))?
+        );
     } else {
         println!("file            {}", file.display());
         println!("size            {} x {}", inf.nrows, inf.ncols);
-        println!("nonzeros        {} stored{}", inf.nnz, inf.nnz_file.map(|f| format!(" ({f} in file)")).unwrap_or_default());
+        println!(
+            "nonzeros        {} stored{}",
+            inf.nnz,
+            inf.nnz_file
+                .map(|f| format!(" ({f} in file)"))
+                .unwrap_or_default()
+        );
         println!("storage         {}", inf.storage);
         match inf.max_asymmetry {
-            Some(x) => println!("symmetric       {} (max |a_ij - a_ji| = {x:.3e})", inf.symmetric),
+            Some(x) => println!(
+                "symmetric       {} (max |a_ij - a_ji| = {x:.3e})",
+                inf.symmetric
+            ),
             None => println!("symmetric       {}", inf.symmetric),
         }
         if let (Some(lo), Some(hi)) = (inf.gershgorin_lower, inf.gershgorin_upper) {
             println!("gershgorin      [{lo:.6e}, {hi:.6e}]");
         }
         println!("row nnz         {} .. {}", inf.min_row_nnz, inf.max_row_nnz);
-        println!("memory          {:.1} MiB", inf.memory_bytes as f64 / (1 << 20) as f64);
+        println!(
+            "memory          {:.1} MiB",
+            inf.memory_bytes as f64 / (1 << 20) as f64
+        );
     }
     Ok(())
 }
@@ -214,7 +240,12 @@ fn gen_cmd(spec: &str, out: &Path, symmetric: bool) -> Result<(), Fail> {
     let a = generate(&spec).map_err(|e| (EXIT_BAD_INPUT, e))?;
     matrices::mm::write_coordinate_file(out, &a, symmetric)
         .map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", out.display())))?;
-    eprintln!("wrote {} ({} rows, {} nonzeros)", out.display(), a.nrows(), a.nnz());
+    eprintln!(
+        "wrote {} ({} rows, {} nonzeros)",
+        out.display(),
+        a.nrows(),
+        a.nnz()
+    );
     Ok(())
 }
 
@@ -222,12 +253,16 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     let mut p = match &a.config {
         None => JdParams::default(),
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-            let is_json = path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+            let is_json =
+                path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
             if is_json {
-                serde_json::from_str(&text).map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?
+                serde_json::from_str(&text)
+                    .map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?
             } else {
-                toml::from_str(&text).map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?
+                toml::from_str(&text)
+                    .map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?
             }
         }
     };
@@ -306,12 +341,28 @@ fn load(a: &SolveArgs) -> Result<(CsrMatrix, String), Fail> {
         }
         (None, Some(g)) => {
             let spec: GenSpec = g.parse().map_err(|e| (EXIT_BAD_INPUT, e))?;
-            (generate(&spec).map_err(|e| (EXIT_BAD_INPUT, e))?, format!("generated {spec}"), None)
+            (
+                generate(&spec).map_err(|e| (EXIT_BAD_INPUT, e))?,
+                format!("generated {spec}"),
+                None,
+            )
         }
-        _ => return Err(Fail(EXIT_BAD_INPUT, "give a MatrixMarket FILE or --generate SPEC".into())),
+        _ => {
+            return Err(Fail(
+                EXIT_BAD_INPUT,
+                "give a MatrixMarket FILE or --generate SPEC".into(),
+            ))
+        }
     };
     if m.nrows() != m.ncols() {
-        return Err(Fail(EXIT_BAD_INPUT, format!("{source}: matrix is {} x {}, not square", m.nrows(), m.ncols())));
+        return Err(Fail(
+            EXIT_BAD_INPUT,
+            format!(
+                "{source}: matrix is {} x {}, not square",
+                m.nrows(),
+                m.ncols()
+            ),
+        ));
     }
     if !a.no_symmetry_check {
         let inf = matrix_info(&m, header.as_ref());
@@ -388,7 +439,10 @@ fn gather<C: Comm>(
     s.n_local = n;
     if boxed {
         let wanted = s.eigenvalues.len();
-        Err(JdError::NotConverged { wanted, partial: Box::new(s) })
+        Err(JdError::NotConverged {
+            wanted,
+            partial: Box::new(s),
+        })
     } else {
         Ok(s)
     }
@@ -411,7 +465,8 @@ fn report(
         matrices::mm::write_array_file(path, sol.n_local, sol.eigenvalues.len(), &sol.eigenvectors)
             .map_err(|e| Fail(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     }
-    let all_conv = converged && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == params.nev;
+    let all_conv =
+        converged && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == params.nev;
     if a.json {
         let obj = serde_json::json!({
             "source": source,
@@ -431,26 +486,50 @@ fn report(
         });
         println!("{obj}");
     } else {
-        println!("{source}: n = {}, nnz = {}, {} process(es)", m.nrows(), m.nnz(), nprocs);
-        println!("{:>4}  {:>24}  {:>12}  converged", "#", "eigenvalue", "residual");
+        println!(
+            "{source}: n = {}, nnz = {}, {} process(es)",
+            m.nrows(),
+            m.nnz(),
+            nprocs
+        );
+        println!(
+            "{:>4}  {:>24}  {:>12}  converged",
+            "#", "eigenvalue", "residual"
+        );
         for (j, (l, r)) in sol.eigenvalues.iter().zip(&sol.residual_norms).enumerate() {
             println!("{j:>4}  {l:>24.16e}  {r:>12.3e}  {}", sol.converged[j]);
         }
         let s = &sol.stats;
         println!(
             "outer {}  matvecs {}  inner steps {}  precond {}  global sums {}  restarts {}",
-            s.outer_iterations, s.matvecs, s.inner_steps, s.precond_applications, s.global_sums, s.restarts
+            s.outer_iterations,
+            s.matvecs,
+            s.inner_steps,
+            s.precond_applications,
+            s.global_sums,
+            s.restarts
         );
         println!(
             "time {:.3} s (projection {:.3}, correction {:.3}, setup {:.3})  ‖A‖ est {:.4e}",
-            s.wall_seconds, s.projection_seconds, s.correction_seconds, s.setup_seconds, s.anorm_estimate
+            s.wall_seconds,
+            s.projection_seconds,
+            s.correction_seconds,
+            s.setup_seconds,
+            s.anorm_estimate
         );
     }
     let _ = std::io::stdout().flush();
     if all_conv {
         Ok(())
     } else {
-        Err(Fail(EXIT_NOT_CONVERGED, format!("not converged: {} of {} eigenpairs", sol.nconverged(), params.nev)))
+        Err(Fail(
+            EXIT_NOT_CONVERGED,
+            format!(
+                "not converged: {} of {} eigenpairs",
+                sol.nconverged(),
+                params.nev
+            ),
+        ))
     }
 }
 
@@ -464,7 +543,13 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
     let (m, source) = match loaded {
         Ok(v) if ok[0] > 0.0 => v,
         Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
-        Err(e) => return Err(if world.rank() == 0 { e } else { Fail(e.0, String::new()) }),
+        Err(e) => {
+            return Err(if world.rank() == 0 {
+                e
+            } else {
+                Fail(e.0, String::new())
+            })
+        }
     };
     let r = jdmg::solve_distributed(&m, &world, params, None);
     let r = gather(&world, m.nrows(), r);
@@ -484,6 +569,7 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
 fn solve_mpi(_a: &SolveArgs, _params: &JdParams) -> Result<(), Fail> {
     Err(Fail(
         EXIT_BAD_INPUT,
-        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)".into(),
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)"
+            .into(),
     ))
 }
