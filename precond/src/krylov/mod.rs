@@ -14,6 +14,54 @@
 //! `true_residual_norm` computes the true one (one extra matvec and global sum), and
 //! [`solve`](Bicgstab::solve) checks it before declaring convergence, restarting from the
 //! best iterate when the two disagree.
+//!
+//! | solver | per step: operator / preconditioner / global sums |
+//! |---|---|
+//! | [`Bicgstab`] | 2 / 2 / 3 |
+//! | [`Cg`] | 1 / 1 / 2 (+1 on the first step after `start`/`restart`) |
+//! | [`Gmres`] | 1 / 1 / 2 (+1 matvec and sum when a cycle restarts) |
+//!
+//! `start` costs one global sum (`‖r0‖` and `‖b‖` fused) and one matvec unless `x0` is `None`.
+//!
+//! ```
+//! use lblib::SelfComm;
+//! use matrices::CsrMatrix;
+//! use precond::krylov::{Bicgstab, StopCriteria};
+//! use precond::preconditioners::{build, PrecondKind};
+//! use precond::CsrOperator;
+//!
+//! // 1D Laplacian, b = A * ones.
+//! let n = 50;
+//! let mut t = Vec::new();
+//! for i in 0..n {
+//!     t.push((i, i, 2.0));
+//!     if i > 0 {
+//!         t.push((i, i - 1, -1.0));
+//!         t.push((i - 1, i, -1.0));
+//!     }
+//! }
+//! let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+//! let mut b = vec![0.0; n];
+//! a.mul_vec(&vec![1.0; n], &mut b);
+//! let op = CsrOperator::new(&a, 1).unwrap();
+//! let m = build(&"ilu0".parse::<PrecondKind>().unwrap(), &a, 0.0).unwrap();
+//! let comm = SelfComm::new();
+//!
+//! // Step-wise: the caller decides when to stop (here: a step budget or 1e-10).
+//! let mut s = Bicgstab::new(n);
+//! let r0 = s.start(&op, &comm, &b, None);
+//! while s.residual_norm() > 1e-10 * r0 && s.stats().steps < 100 {
+//!     if s.step(&op, m.as_ref(), &comm).is_err() {
+//!         s.restart(&op, &comm); // breakdown: continue from the best iterate
+//!     }
+//! }
+//! assert!(s.true_residual_norm(&op, &comm) <= 1e-9 * r0);
+//!
+//! // Or all at once, converging on the true residual.
+//! let res = s.solve(&op, m.as_ref(), &comm, &b, None, &StopCriteria::default());
+//! assert!(res.converged && res.true_residual_norm <= 1e-10 * res.b_norm);
+//! assert!(s.solution().iter().all(|x| (x - 1.0).abs() < 1e-8));
+//! ```
 
 mod bicgstab;
 mod cg;
