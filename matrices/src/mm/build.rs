@@ -30,22 +30,42 @@ fn row_bounds(indptr: &[usize], parts: usize) -> Vec<usize> {
     b
 }
 
-/// One row range's exclusive view of the output arrays and the per-chunk
-/// write cursors of its rows.
+/// One row range's exclusive view of the output arrays and the write cursors
+/// of its rows.
 struct Part<'a> {
     lo: usize,
     hi: usize,
     base: usize,
     idx: &'a mut [u32],
     val: &'a mut [f64],
-    cursors: Vec<&'a mut [usize]>,
+    cursor: &'a mut [usize],
+}
+
+/// Calls `f(row, col, value)` for every expanded entry of `chunks` in file
+/// order (the mirror of an off-diagonal entry right after it).
+#[inline(always)]
+fn for_each_expanded(
+    chunks: &[Entries],
+    mirror: bool,
+    neg: bool,
+    mut f: impl FnMut(usize, u32, f64),
+) {
+    for ch in chunks {
+        for ((&i, &j), &v) in ch.rows.iter().zip(&ch.cols).zip(&ch.vals) {
+            f(i as usize, j, v);
+            if mirror && i != j {
+                f(j as usize, i, if neg { -v } else { v });
+            }
+        }
+    }
 }
 
 /// Builds the CSR matrix of the parsed entries (chunks in file order).
 ///
 /// Symmetric/skew storage is expanded (mirror `(j, i)` of every off-diagonal
 /// entry, negated for skew). Duplicates are summed; rows end up sorted.
-/// Entries land in each row in file order, so summation order is deterministic.
+/// Entries land in each row in file order, so summation order is deterministic
+/// and independent of how the file was chunked.
 pub(crate) fn assemble(
     nrows: usize,
     ncols: usize,
@@ -54,55 +74,58 @@ pub(crate) fn assemble(
 ) -> Result<CsrMatrix, MmErrorKind> {
     let mirror = symmetry != MmSymmetry::General;
     let neg = symmetry == MmSymmetry::SkewSymmetric;
-
-    // 1. Per-chunk row counts of the expanded entries.
-    let mut cursors: Vec<Vec<usize>> = chunks
-        .par_iter()
-        .map(|c| {
-            let mut cnt = zeroed::<usize>(nrows)?;
-            for (&i, &j) in c.rows.iter().zip(&c.cols) {
-                cnt[i as usize] += 1;
-                if mirror && i != j {
-                    cnt[j as usize] += 1;
-                }
-            }
-            Ok(cnt)
-        })
-        .collect::<Result<_, _>>()?;
-
-    // 2. Row pointers, and each chunk's first slot in every row.
-    let mut indptr = zeroed::<usize>(nrows + 1)?;
-    let mut acc = 0usize;
-    for r in 0..nrows {
-        indptr[r] = acc;
-        for c in cursors.iter_mut() {
-            let t = c[r];
-            c[r] = acc;
-            acc += t;
-        }
-    }
-    indptr[nrows] = acc;
-    let nnz = acc;
-
-    // 3. Scatter: each row range is owned by one task, which streams over all
-    //    chunks and writes only the entries of its rows.
-    let mut idx = vec![0u32; nnz];
-    let mut val = vec![0f64; nnz];
+    let entries: usize = chunks.iter().map(Entries::len).sum();
     let tasks = rayon::current_num_threads().clamp(1, 8);
     // Several row ranges when the input was chunked (or is large), so the
-    // parallel scatter is exercised whenever the parallel parse is.
-    let ranges = if chunks.len() > 1 || nnz > 100_000 {
+    // parallel passes are exercised whenever the parallel parse is.
+    let ranges = if chunks.len() > 1 || entries > 100_000 {
         tasks.max(2)
     } else {
         1
     };
+
+    // 1. Row counts of the expanded entries: each task owns a range of rows
+    //    and streams over all entries.
+    let mut counts = zeroed::<usize>(nrows)?;
+    {
+        let step = nrows.div_ceil(ranges).max(1);
+        let jobs: Vec<(usize, &mut [usize])> = counts
+            .chunks_mut(step)
+            .enumerate()
+            .map(|(k, c)| (k * step, c))
+            .collect();
+        jobs.into_par_iter().for_each(|(lo, cnt)| {
+            let hi = lo + cnt.len();
+            for_each_expanded(chunks, mirror, neg, |r, _, _| {
+                if r >= lo && r < hi {
+                    cnt[r - lo] += 1;
+                }
+            });
+        });
+    }
+
+    // 2. Row pointers; `counts` becomes the write cursor of every row.
+    let mut indptr = zeroed::<usize>(nrows + 1)?;
+    let mut acc = 0usize;
+    for r in 0..nrows {
+        indptr[r] = acc;
+        let t = counts[r];
+        counts[r] = acc;
+        acc += t;
+    }
+    indptr[nrows] = acc;
+    let nnz = acc;
+
+    // 3. Scatter: each row range (balanced by nonzeros) is owned by one task,
+    //    which streams over all entries and writes only those of its rows.
+    let mut idx = vec![0u32; nnz];
+    let mut val = vec![0f64; nnz];
     let bounds = row_bounds(&indptr, ranges);
     {
         let mut parts = Vec::with_capacity(bounds.len() - 1);
         let mut idx_rest: &mut [u32] = &mut idx;
         let mut val_rest: &mut [f64] = &mut val;
-        let mut cur_rest: Vec<&mut [usize]> =
-            cursors.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let mut cur_rest: &mut [usize] = &mut counts;
         for w in bounds.windows(2) {
             let (lo, hi) = (w[0], w[1]);
             let len = indptr[hi] - indptr[lo];
@@ -110,44 +133,37 @@ pub(crate) fn assemble(
             idx_rest = rest;
             let (v, rest) = std::mem::take(&mut val_rest).split_at_mut(len);
             val_rest = rest;
-            let mut mine = Vec::with_capacity(cur_rest.len());
-            for c in cur_rest.iter_mut() {
-                let (m, rest) = std::mem::take(c).split_at_mut(hi - lo);
-                *c = rest;
-                mine.push(m);
-            }
+            let (c, rest) = std::mem::take(&mut cur_rest).split_at_mut(hi - lo);
+            cur_rest = rest;
             parts.push(Part {
                 lo,
                 hi,
                 base: indptr[lo],
                 idx: a,
                 val: v,
-                cursors: mine,
+                cursor: c,
             });
         }
-        parts.into_par_iter().for_each(|mut p| {
-            let (lo, hi, base) = (p.lo, p.hi, p.base);
-            for (c, ch) in chunks.iter().enumerate() {
-                let cur = &mut p.cursors[c];
-                for ((&i, &j), &v) in ch.rows.iter().zip(&ch.cols).zip(&ch.vals) {
-                    let (iu, ju) = (i as usize, j as usize);
-                    if iu >= lo && iu < hi {
-                        let q = &mut cur[iu - lo];
-                        p.idx[*q - base] = j;
-                        p.val[*q - base] = v;
-                        *q += 1;
-                    }
-                    if mirror && i != j && ju >= lo && ju < hi {
-                        let q = &mut cur[ju - lo];
-                        p.idx[*q - base] = i;
-                        p.val[*q - base] = if neg { -v } else { v };
-                        *q += 1;
-                    }
+        parts.into_par_iter().for_each(|p| {
+            let Part {
+                lo,
+                hi,
+                base,
+                idx,
+                val,
+                cursor,
+            } = p;
+            for_each_expanded(chunks, mirror, neg, |r, c, v| {
+                if r >= lo && r < hi {
+                    let q = &mut cursor[r - lo];
+                    idx[*q - base] = c;
+                    val[*q - base] = v;
+                    *q += 1;
                 }
-            }
+            });
         });
     }
-    drop(cursors);
+    drop(counts);
 
     // 4. Sort each row and sum duplicates in place; `lens` gets the new lengths.
     let mut lens = zeroed::<usize>(nrows)?;

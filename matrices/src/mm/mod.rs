@@ -24,6 +24,8 @@ mod header;
 mod parse;
 mod write;
 
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -84,7 +86,140 @@ fn read_file(path: &Path) -> Result<Vec<u8>, MmError> {
 /// [`MmErrorKind::Io`] if the file cannot be read, otherwise as
 /// [`read_matrix_market_bytes`].
 pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MmMatrix, MmError> {
-    read_matrix_market_bytes(&read_file(path.as_ref())?)
+    read_streaming(path.as_ref(), STREAM_BLOCK)
+}
+
+/// Bytes read per block by the streaming reader.
+const STREAM_BLOCK: usize = 32 << 20;
+
+/// Appends up to `block` bytes of `f` to `buf`; `true` at end of file.
+fn read_block(f: &mut File, buf: &mut Vec<u8>, block: usize, path: &Path) -> Result<bool, MmError> {
+    let n = f
+        .by_ref()
+        .take(block as u64)
+        .read_to_end(buf)
+        .map_err(|e| MmError::new(0, MmErrorKind::Io(format!("{}: {e}", path.display()))))?;
+    Ok(n < block)
+}
+
+/// Coordinate files are read in blocks of `block` bytes through two reused
+/// buffers: while one block's complete lines are parsed (in parallel chunks),
+/// the next block is read. This avoids holding (and page-faulting in) the
+/// whole file. Array files, and any input with a problem, go through the
+/// in-memory reader, which reports the first error with its line.
+fn read_streaming(path: &Path, block: usize) -> Result<MmMatrix, MmError> {
+    let full = || read_matrix_market_bytes(&read_file(path)?);
+    let mut f = File::open(path)
+        .map_err(|e| MmError::new(0, MmErrorKind::Io(format!("{}: {e}", path.display()))))?;
+    let mut cur: Vec<u8> = Vec::new();
+    let mut eof;
+    // Header: read until the size line is complete (or the file ends).
+    let (header, body_start) = loop {
+        eof = read_block(&mut f, &mut cur, block, path)?;
+        if eof {
+            let (h, start, _) = header::parse_header(&cur)?;
+            break (h, start);
+        }
+        if let Ok((h, start, _)) = header::parse_header(&cur) {
+            if cur[start - 1] == b'\n' {
+                break (h, start);
+            }
+        }
+    };
+    if header.format != MmFormat::Coordinate {
+        return full();
+    }
+    let lay = layout(&header);
+    let threads = rayon::current_num_threads().max(1);
+    let mut chunks: Vec<Entries> = Vec::new();
+    let mut found = 0usize;
+    let mut next: Vec<u8> = Vec::new();
+    let mut start = body_start;
+    loop {
+        // Complete lines of `cur` are parsed; the tail starts the next buffer.
+        let end = if eof {
+            cur.len()
+        } else {
+            memchr::memrchr(b'\n', &cur[start..]).map_or(start, |k| start + k + 1)
+        };
+        next.clear();
+        next.extend_from_slice(&cur[end..]);
+        let piece = &cur[start..end];
+        let parts = if piece.len() < PARALLEL_MIN_BYTES {
+            1
+        } else {
+            2 * threads
+        };
+        let (parsed, read) = rayon::join(
+            || parse_pieces(&header, &lay, piece, parts, eof),
+            || {
+                if eof {
+                    Ok(true)
+                } else {
+                    read_block(&mut f, &mut next, block, path)
+                }
+            },
+        );
+        match parsed {
+            Some(mut c) => {
+                found += c.iter().map(Entries::len).sum::<usize>();
+                chunks.append(&mut c);
+            }
+            None => return full(),
+        }
+        if found > header.entries {
+            return full();
+        }
+        if eof {
+            break;
+        }
+        eof = read?;
+        std::mem::swap(&mut cur, &mut next);
+        start = 0;
+    }
+    if found != header.entries {
+        return full();
+    }
+    drop((cur, next));
+    let matrix = build::assemble(header.nrows, header.ncols, header.symmetry, &chunks)
+        .map_err(|kind| MmError::new(header.size_line, kind))?;
+    Ok(MmMatrix { header, matrix })
+}
+
+/// Parses `piece` (complete lines) in `parts` parallel chunks; `None` on any
+/// problem (the caller then diagnoses sequentially).
+fn parse_pieces(
+    h: &MmHeader,
+    lay: &Layout,
+    piece: &[u8],
+    parts: usize,
+    ends_file: bool,
+) -> Option<Vec<Entries>> {
+    let pieces = split_chunks(piece, parts.max(1));
+    let last = pieces.len() - 1;
+    pieces
+        .par_iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let lines = memchr::memchr_iter(b'\n', p).count() + 1;
+            let cap = lines.min(h.entries.saturating_add(1));
+            let mut e = Entries {
+                rows: Vec::with_capacity(if lay.coords { cap } else { 0 }),
+                cols: Vec::with_capacity(if lay.coords { cap } else { 0 }),
+                vals: Vec::with_capacity(cap),
+            };
+            parse_chunk(
+                p,
+                lay,
+                usize::MAX,
+                h.entries,
+                ends_file && k == last,
+                &mut e,
+            )
+            .ok()?;
+            Some(e)
+        })
+        .collect()
 }
 
 /// Parses the content of a MatrixMarket file held in memory (see
@@ -217,26 +352,7 @@ fn parse_body(
             .clamp(2, 64)
             .min(body.len() / (PARALLEL_MIN_BYTES / 2))
     };
-    let pieces = split_chunks(body, parts.max(1));
-    let last = pieces.len() - 1;
-    let results: Vec<Result<Entries, ()>> = pieces
-        .par_iter()
-        .enumerate()
-        .map(|(k, piece)| {
-            let lines = memchr::memchr_iter(b'\n', piece).count() + 1;
-            let cap = lines.min(h.entries.saturating_add(1));
-            let mut e = Entries {
-                rows: Vec::with_capacity(if lay.coords { cap } else { 0 }),
-                cols: Vec::with_capacity(if lay.coords { cap } else { 0 }),
-                vals: Vec::with_capacity(cap),
-            };
-            parse_chunk(piece, &lay, usize::MAX, h.entries, k == last, &mut e)
-                .map(|_| e)
-                .map_err(|_| ())
-        })
-        .collect();
-    if results.iter().all(Result::is_ok) {
-        let chunks: Vec<Entries> = results.into_iter().flatten().collect();
+    if let Some(chunks) = parse_pieces(h, &lay, body, parts, true) {
         let found: usize = chunks.iter().map(Entries::len).sum();
         if found == h.entries {
             return Ok(chunks);
@@ -310,4 +426,40 @@ fn dense_to_csr(a: &DenseArray) -> CsrMatrix {
         }
     }
     CsrMatrix::from_parts_unchecked(m, n, indptr, indices, data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The streaming reader agrees with the in-memory reader (results and
+    /// errors) for every block size, including blocks that cut the banner,
+    /// the size line and data lines.
+    #[test]
+    fn streaming_matches_in_memory_for_all_block_sizes() {
+        let mut inputs: Vec<Vec<u8>> = vec![
+            b"%%MatrixMarket matrix coordinate real symmetric\n% c\n\n4 4 6\n1 1 2\n2 1 -1\n\n2 2 2\n% mid\n3 2 -1\n3 3 2\n4 4 2\n".to_vec(),
+            b"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1.5\n1 1 2.5\n2 1 -.5".to_vec(),
+            b"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n3 1\n1 3\n".to_vec(),
+            b"%%MatrixMarket matrix array real general\n2 1\n1.0\n2.0\n".to_vec(),
+        ];
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bad");
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        inputs.extend(names.iter().map(|p| std::fs::read(p).unwrap()));
+        let tmp = std::env::temp_dir().join(format!("jdmg-mm-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for (k, bytes) in inputs.iter().enumerate() {
+            let p = tmp.join(format!("{k}.mtx"));
+            std::fs::write(&p, bytes).unwrap();
+            let want = read_matrix_market_bytes(bytes);
+            for block in [1, 2, 3, 7, 16, 64, 1 << 20] {
+                assert_eq!(read_streaming(&p, block), want, "input {k}, block {block}");
+            }
+        }
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }
