@@ -146,6 +146,15 @@ fn krylov_bicgstab_rho_breakdown_keeps_best_iterate() {
     assert_eq!(e.kind, BreakdownKind::Rho);
     assert_eq!(e.residual_norm, r0);
     assert_eq!(s.solution(), &x0);
+    // The breakdown is latched: no work until restart.
+    let st = s.stats();
+    assert_eq!(s.step(&CsrOp(&a), &m, &comm), Err(e));
+    assert_eq!(s.stats(), st);
+    assert_eq!(s.restart(&CsrOp(&a), &comm), 0.5);
+    assert_eq!(
+        s.step(&CsrOp(&a), &m, &comm).unwrap_err().kind,
+        BreakdownKind::Rho
+    );
     // NaN in b: non-finite breakdown, not a panic.
     let r = s.start(&CsrOp(&a), &comm, &[f64::NAN, 0.0], None);
     assert!(r.is_nan());

@@ -21,7 +21,8 @@ use crate::operator::{Operator, Preconditioner};
 /// `(t, t) = 0` or `ω = 0` gives [`BreakdownKind::Omega`] (after taking the half step
 /// `x += α p̂`, which is kept); NaN/∞ gives [`BreakdownKind::NonFinite`]. In all cases
 /// [`Bicgstab::solution`] holds the iterate with the smallest residual norm seen, and
-/// [`Bicgstab::restart`] continues from it.
+/// [`Bicgstab::restart`] continues from it. After a breakdown, further `step` calls return
+/// the same breakdown (without work) until `restart` or `start`.
 #[derive(Debug, Clone)]
 pub struct Bicgstab {
     n: usize,
@@ -43,6 +44,7 @@ pub struct Bicgstab {
     b_norm: f64,
     fresh: bool,
     started: bool,
+    broken: Option<Breakdown>,
     stats: KrylovStats,
 }
 
@@ -70,6 +72,7 @@ impl Bicgstab {
             b_norm: 0.0,
             fresh: true,
             started: false,
+            broken: None,
             stats: KrylovStats::default(),
         }
     }
@@ -82,6 +85,7 @@ impl Bicgstab {
         zero_x: bool,
         with_b: bool,
     ) -> f64 {
+        self.broken = None;
         if zero_x {
             self.r.copy_from_slice(&self.b);
         } else {
@@ -114,38 +118,14 @@ impl Bicgstab {
     }
 }
 
-impl Stepwise for Bicgstab {
-    fn len(&self) -> usize {
-        self.n
-    }
-
-    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-        b: &[f64],
-        x0: Option<&[f64]>,
-    ) -> f64 {
-        assert_eq!(b.len(), self.n, "Bicgstab::start: b has wrong length");
-        if let Some(x) = x0 {
-            assert_eq!(x.len(), self.n, "Bicgstab::start: x0 has wrong length");
-        }
-        self.stats = KrylovStats::default();
-        self.b.copy_from_slice(b);
-        self.x.reset(x0, f64::INFINITY);
-        self.started = true;
-        let res = self.init_residual(a, comm, x0.is_none(), true);
-        self.x.best_norm = res;
-        res
-    }
-
-    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+impl Bicgstab {
+    /// One iteration (see [`Stepwise::step`]); `step` wraps it with the breakdown latch.
+    fn step_inner<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
         &mut self,
         a: &A,
         m: &M,
         comm: &C,
     ) -> Result<f64, Breakdown> {
-        assert!(self.started, "Bicgstab::step called before start");
         if self.res == 0.0 {
             // Already exact: nothing to do (and ρ = 0 would look like a breakdown).
             return Ok(0.0);
@@ -249,6 +229,50 @@ impl Stepwise for Bicgstab {
         }
         self.x.record(self.res);
         Ok(self.res)
+    }
+}
+
+impl Stepwise for Bicgstab {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        b: &[f64],
+        x0: Option<&[f64]>,
+    ) -> f64 {
+        assert_eq!(b.len(), self.n, "Bicgstab::start: b has wrong length");
+        if let Some(x) = x0 {
+            assert_eq!(x.len(), self.n, "Bicgstab::start: x0 has wrong length");
+        }
+        self.stats = KrylovStats::default();
+        self.b.copy_from_slice(b);
+        self.x.reset(x0, f64::INFINITY);
+        self.started = true;
+        let res = self.init_residual(a, comm, x0.is_none(), true);
+        self.x.best_norm = res;
+        res
+    }
+
+    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+    ) -> Result<f64, Breakdown> {
+        assert!(self.started, "Bicgstab::step called before start");
+        // After a breakdown the recurrences are invalid until `restart`/`start`.
+        if let Some(e) = self.broken {
+            return Err(e);
+        }
+        let r = self.step_inner(a, m, comm);
+        if let Err(e) = r {
+            self.broken = Some(e);
+        }
+        r
     }
 
     fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64 {

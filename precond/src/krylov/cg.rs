@@ -16,7 +16,8 @@ use crate::operator::{Operator, Preconditioner};
 /// (unpreconditioned 2-norm). CG's residual is not monotone, so the best iterate is
 /// tracked as in BiCGSTAB. Breakdowns: `(p, Ap) ≤ 0` is [`BreakdownKind::Curvature`]
 /// (`A` not SPD), `(r, z) < 0` is [`BreakdownKind::Rho`] (`M` not SPD), NaN/∞ is
-/// [`BreakdownKind::NonFinite`].
+/// [`BreakdownKind::NonFinite`]. After a breakdown, further `step` calls return the same
+/// breakdown (without work) until `restart` or `start`.
 #[derive(Debug, Clone)]
 pub struct Cg {
     n: usize,
@@ -31,6 +32,7 @@ pub struct Cg {
     b_norm: f64,
     fresh: bool,
     started: bool,
+    broken: Option<Breakdown>,
     stats: KrylovStats,
 }
 
@@ -51,6 +53,7 @@ impl Cg {
             b_norm: 0.0,
             fresh: true,
             started: false,
+            broken: None,
             stats: KrylovStats::default(),
         }
     }
@@ -62,6 +65,7 @@ impl Cg {
         zero_x: bool,
         with_b: bool,
     ) -> f64 {
+        self.broken = None;
         if zero_x {
             self.r.copy_from_slice(&self.b);
         } else {
@@ -89,38 +93,14 @@ impl Cg {
     }
 }
 
-impl Stepwise for Cg {
-    fn len(&self) -> usize {
-        self.n
-    }
-
-    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-        b: &[f64],
-        x0: Option<&[f64]>,
-    ) -> f64 {
-        assert_eq!(b.len(), self.n, "Cg::start: b has wrong length");
-        if let Some(x) = x0 {
-            assert_eq!(x.len(), self.n, "Cg::start: x0 has wrong length");
-        }
-        self.stats = KrylovStats::default();
-        self.b.copy_from_slice(b);
-        self.x.reset(x0, f64::INFINITY);
-        self.started = true;
-        let res = self.init_residual(a, comm, x0.is_none(), true);
-        self.x.best_norm = res;
-        res
-    }
-
-    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+impl Cg {
+    /// One iteration (see [`Stepwise::step`]); `step` wraps it with the breakdown latch.
+    fn step_inner<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
         &mut self,
         a: &A,
         m: &M,
         comm: &C,
     ) -> Result<f64, Breakdown> {
-        assert!(self.started, "Cg::step called before start");
         if self.res == 0.0 {
             // Already exact: nothing to do (and ρ = 0 would look like a breakdown).
             return Ok(0.0);
@@ -180,6 +160,50 @@ impl Stepwise for Cg {
         }
         self.x.record(self.res);
         Ok(self.res)
+    }
+}
+
+impl Stepwise for Cg {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        b: &[f64],
+        x0: Option<&[f64]>,
+    ) -> f64 {
+        assert_eq!(b.len(), self.n, "Cg::start: b has wrong length");
+        if let Some(x) = x0 {
+            assert_eq!(x.len(), self.n, "Cg::start: x0 has wrong length");
+        }
+        self.stats = KrylovStats::default();
+        self.b.copy_from_slice(b);
+        self.x.reset(x0, f64::INFINITY);
+        self.started = true;
+        let res = self.init_residual(a, comm, x0.is_none(), true);
+        self.x.best_norm = res;
+        res
+    }
+
+    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+    ) -> Result<f64, Breakdown> {
+        assert!(self.started, "Cg::step called before start");
+        // After a breakdown the recurrences are invalid until `restart`/`start`.
+        if let Some(e) = self.broken {
+            return Err(e);
+        }
+        let r = self.step_inner(a, m, comm);
+        if let Err(e) = r {
+            self.broken = Some(e);
+        }
+        r
     }
 
     fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64 {

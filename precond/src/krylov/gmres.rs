@@ -22,7 +22,8 @@ use crate::operator::{Operator, Preconditioner};
 /// is non-increasing. The iterate `x = x_0 + Z y` is updated at every step (O(n·j)
 /// extra flops), so [`Gmres::solution`] is always current; it is also the best iterate.
 /// A lucky breakdown (`h_{j+1,j} = 0`) is not an error: the residual estimate is then 0
-/// and the next step restarts. Only NaN/∞ gives a [`Breakdown`] (kind `NonFinite`).
+/// and the next step restarts. Only NaN/∞ gives a [`Breakdown`] (kind `NonFinite`),
+/// which further `step` calls repeat until `restart` or `start`.
 #[derive(Debug, Clone)]
 pub struct Gmres {
     n: usize,
@@ -46,6 +47,7 @@ pub struct Gmres {
     res: f64,
     b_norm: f64,
     started: bool,
+    broken: Option<Breakdown>,
     stats: KrylovStats,
 }
 
@@ -76,6 +78,7 @@ impl Gmres {
             res: 0.0,
             b_norm: 0.0,
             started: false,
+            broken: None,
             stats: KrylovStats::default(),
         }
     }
@@ -93,6 +96,7 @@ impl Gmres {
         zero_x: bool,
         with_b: bool,
     ) -> f64 {
+        self.broken = None;
         let n = self.n;
         self.x0.copy_from_slice(&self.x);
         let r = &mut self.v[..n];
@@ -124,39 +128,14 @@ impl Gmres {
     }
 }
 
-impl Stepwise for Gmres {
-    fn len(&self) -> usize {
-        self.n
-    }
-
-    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-        b: &[f64],
-        x0: Option<&[f64]>,
-    ) -> f64 {
-        assert_eq!(b.len(), self.n, "Gmres::start: b has wrong length");
-        self.stats = KrylovStats::default();
-        self.b.copy_from_slice(b);
-        match x0 {
-            Some(x) => {
-                assert_eq!(x.len(), self.n, "Gmres::start: x0 has wrong length");
-                self.x.copy_from_slice(x);
-            }
-            None => self.x.fill(0.0),
-        }
-        self.started = true;
-        self.new_cycle(a, comm, x0.is_none(), true)
-    }
-
-    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+impl Gmres {
+    /// One iteration (see [`Stepwise::step`]); `step` wraps it with the breakdown latch.
+    fn step_inner<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
         &mut self,
         a: &A,
         m: &M,
         comm: &C,
     ) -> Result<f64, Breakdown> {
-        assert!(self.started, "Gmres::step called before start");
         if self.res == 0.0 && !self.lucky {
             return Ok(0.0);
         }
@@ -267,6 +246,51 @@ impl Stepwise for Gmres {
             });
         }
         Ok(self.res)
+    }
+}
+
+impl Stepwise for Gmres {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        b: &[f64],
+        x0: Option<&[f64]>,
+    ) -> f64 {
+        assert_eq!(b.len(), self.n, "Gmres::start: b has wrong length");
+        self.stats = KrylovStats::default();
+        self.b.copy_from_slice(b);
+        match x0 {
+            Some(x) => {
+                assert_eq!(x.len(), self.n, "Gmres::start: x0 has wrong length");
+                self.x.copy_from_slice(x);
+            }
+            None => self.x.fill(0.0),
+        }
+        self.started = true;
+        self.new_cycle(a, comm, x0.is_none(), true)
+    }
+
+    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+    ) -> Result<f64, Breakdown> {
+        assert!(self.started, "Gmres::step called before start");
+        // After a breakdown the recurrences are invalid until `restart`/`start`.
+        if let Some(e) = self.broken {
+            return Err(e);
+        }
+        let r = self.step_inner(a, m, comm);
+        if let Err(e) = r {
+            self.broken = Some(e);
+        }
+        r
     }
 
     fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64 {
