@@ -314,6 +314,10 @@ pub type BoxedPreconditioner = Box<dyn Preconditioner + Send + Sync>;
 /// Every kind is constructed from scratch (see the module docs for the cheaper update
 /// paths of the concrete types). `none` gives an [`IdentityPreconditioner`].
 ///
+/// Symmetric `M` (needed by CG): `none`, `jacobi`, `ilu0` (symmetric `A`; SPD only with
+/// positive pivots), `fsai` (SPD when `A − σI` is). `ilut` and `spai` are not symmetric:
+/// use BiCGSTAB or GMRES with them.
+///
 /// # Errors
 /// [`PrecondError::NotSquare`], [`PrecondError::NonFinite`] (entry of `A`),
 /// [`PrecondError::NonFiniteShift`], [`PrecondError::ZeroPivot`],
