@@ -293,3 +293,35 @@ fn precond_cg_fsai_bcsstk13() {
         Some(precond::krylov::BreakdownKind::Rho)
     );
 }
+
+/// The dropping parameters act: ILUT with τ > 0 and smaller p, and SPAI post-filtering,
+/// give sparser preconditioners that still converge.
+#[test]
+fn precond_dropping_parameters_1138_bus() {
+    let Some(dir) = shared_dir() else { return };
+    let a = read_shared(&dir, "1138_bus");
+    let nnz = |k: &str| build_with_info(&k.parse().unwrap(), &a, 0.0).unwrap().1.nnz;
+    let full = nnz("ilut(20,0)");
+    let sparse = nnz("ilut(5,1e-3)");
+    assert!(sparse < full, "{sparse} vs {full}");
+    check("1138_bus", &a, "ilut(5,1e-3)", 2000, Some(2000));
+    // SPAI post-filtering (drop_tol = 0.2), on the 3D Laplacian (on 1138_bus, whose entries span many
+    // orders of magnitude, even drop_tol = 0.01 stalls BiCGSTAB near 2e-4).
+    let lap = laplace3d(10);
+    let k = PrecondKind::Spai(precond::preconditioners::SpaiParams {
+        drop_tol: 0.2,
+        ..Default::default()
+    });
+    let full = build_with_info(&"spai".parse().unwrap(), &lap, 0.0)
+        .unwrap()
+        .1
+        .nnz;
+    let (m, info) = build_with_info(&k, &lap, 0.0).unwrap();
+    assert!(info.nnz < full, "{} vs {full}", info.nnz);
+    let b = rhs_ones(&lap);
+    let (res, x) = run(&lap, m.as_ref(), &b, 500);
+    assert!(
+        res.converged && rel_residual(&lap, &x, &b) <= RTOL,
+        "{res:?}"
+    );
+}
