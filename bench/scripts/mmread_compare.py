@@ -4,7 +4,8 @@
 Usage: mmread_compare.py FILE.mtx [--repeat N]
 
 Prints one JSON object per line and reader:
-  {"reader": ..., "median_s": ..., "times": [...], "nnz": ..., "note": ...}
+  {"reader": ..., "median_s": ..., "cpu_s": ..., "times": [...], "nnz": ..., "note": ...}
+(median_s: median wall time; cpu_s: median CPU time of all threads per read).
 or, when a package is missing, {"reader": ..., "median_s": null, "note": "not installed: ..."}.
 Each reader gets one untimed warm-up read. Readers: fast_matrix_market.mmread (COO), the same followed by .tocsr() (the
 work our reader does), and scipy.io.mmread (COO).
@@ -20,17 +21,21 @@ import time
 
 def timed(name, fn, repeat, note=""):
     times = []
+    cpu = []
     nnz = None
     fn()  # untimed warm-up (imports, first-touch allocations)
     for _ in range(repeat):
+        c0 = time.process_time()  # CPU time of all threads of the process
         t0 = time.perf_counter()
         m = fn()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         nnz = int(m.nnz)
         del m
     return {
         "reader": name,
         "median_s": statistics.median(times),
+        "cpu_s": statistics.median(cpu),
         "times": times,
         "nnz": nnz,
         "note": note,

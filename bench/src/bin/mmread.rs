@@ -58,6 +58,8 @@ struct Args {
 struct Row {
     reader: String,
     median_s: Option<f64>,
+    /// Median CPU seconds (all threads) per read.
+    cpu_s: Option<f64>,
     times: Vec<f64>,
     nnz: Option<u64>,
     note: String,
@@ -126,22 +128,40 @@ fn ensure_file(args: &Args) -> Result<(PathBuf, usize), String> {
     Ok((path, side))
 }
 
+/// CPU time (user + system, all threads) of this process in seconds, from
+/// `/proc/self/stat` (Linux; clock ticks of 1/100 s), `None` elsewhere.
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields of the whole line.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
 fn time_ours(path: &Path, repeat: usize) -> Result<Row, String> {
     let mut times = Vec::new();
+    let mut cpu = Vec::new();
     // Untimed warm-up, as for the Python readers.
     let mut nnz = read_matrix_market(path)
         .map_err(|e| format!("{e}"))?
         .matrix
         .nnz();
     for _ in 0..repeat.max(1) {
+        let c = process_cpu_s();
         let t = Instant::now();
         let m = read_matrix_market(path).map_err(|e| format!("{e}"))?;
         times.push(t.elapsed().as_secs_f64());
+        if let (Some(c0), Some(c1)) = (c, process_cpu_s()) {
+            cpu.push(c1 - c0);
+        }
         nnz = m.matrix.nnz();
     }
     Ok(Row {
         reader: "jdmg matrices::mm::read_matrix_market (CSR)".into(),
         median_s: Some(median(&times)),
+        cpu_s: (!cpu.is_empty()).then(|| median(&cpu)),
         times,
         nnz: Some(nnz as u64),
         note: format!("{} rayon threads", rayon::current_num_threads()),
@@ -163,6 +183,7 @@ fn time_python(path: &Path, repeat: usize) -> Vec<Row> {
             return vec![Row {
                 reader: format!("{python} {script}"),
                 median_s: None,
+                cpu_s: None,
                 times: vec![],
                 nnz: None,
                 note: format!("failed: {}", String::from_utf8_lossy(&o.stderr).trim()),
@@ -172,6 +193,7 @@ fn time_python(path: &Path, repeat: usize) -> Vec<Row> {
             return vec![Row {
                 reader: python,
                 median_s: None,
+                cpu_s: None,
                 times: vec![],
                 nnz: None,
                 note: format!("cannot run: {e}"),
@@ -184,6 +206,7 @@ fn time_python(path: &Path, repeat: usize) -> Vec<Row> {
         .map(|v| Row {
             reader: v["reader"].as_str().unwrap_or("?").to_string(),
             median_s: v["median_s"].as_f64(),
+            cpu_s: v["cpu_s"].as_f64(),
             times: v["times"]
                 .as_array()
                 .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
@@ -230,8 +253,8 @@ fn main() {
         entries,
         args.repeat
     );
-    println!("| reader | median s | MB/s | Mnnz/s | time / ours | runs (s) | note |");
-    println!("|---|---:|---:|---:|---:|---|---|");
+    println!("| reader | median s | MB/s | Mnnz/s | time / ours | CPU s/read | runs (s) | note |");
+    println!("|---|---:|---:|---:|---:|---:|---|---|");
     let ours = rows[0].median_s.unwrap_or(f64::NAN);
     let ours_nnz = rows[0].nnz;
     for r in &rows {
@@ -242,17 +265,18 @@ fn main() {
             .is_some_and(|n| n != entries as u64 && Some(n) != ours_nnz);
         match r.median_s {
             Some(t) => println!(
-                "| {} | {:.3} | {:.0} | {:.1} | {:.2} | {} | {}{} |",
+                "| {} | {:.3} | {:.0} | {:.1} | {:.2} | {} | {} | {}{} |",
                 r.reader,
                 t,
                 mb / t,
                 entries as f64 / 1e6 / t,
                 t / ours,
+                r.cpu_s.map_or("–".to_string(), |c| format!("{c:.2}")),
                 runs.join(", "),
                 r.note,
                 if mismatch { " (nnz mismatch!)" } else { "" }
             ),
-            None => println!("| {} | – | – | – | – | – | {} |", r.reader, r.note),
+            None => println!("| {} | – | – | – | – | – | – | {} |", r.reader, r.note),
         }
     }
 }

@@ -72,24 +72,6 @@ fn bad_number(t: &[u8]) -> MmErrorKind {
     }
 }
 
-/// Parses a 1-based index token: unsigned decimal digits, saturating at
-/// `u64::MAX` (then reported out of range by the caller).
-#[inline(always)]
-fn parse_index(t: &[u8]) -> Result<u64, MmErrorKind> {
-    if t.is_empty() {
-        return Err(bad_number(t));
-    }
-    let mut v: u64 = 0;
-    for &c in t {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return Err(bad_number(t));
-        }
-        v = v.saturating_mul(10).saturating_add(u64::from(d));
-    }
-    Ok(v)
-}
-
 /// Parses a real value: decimal float (`-.5`, `1.5E+03`) or Fortran `1.5D+03`.
 #[inline(always)]
 fn parse_real(t: &[u8]) -> Result<f64, MmErrorKind> {
@@ -142,6 +124,74 @@ fn parse_integer(t: &[u8]) -> Result<f64, MmErrorKind> {
     Ok(if neg { -(v as f64) } else { v as f64 })
 }
 
+#[inline(always)]
+fn skip_blanks(b: &[u8], p: &mut usize) {
+    while *p < b.len() && is_blank(b[*p]) {
+        *p += 1;
+    }
+}
+
+/// `true` if position `p` ends a token (blank, newline or end of input).
+#[inline(always)]
+fn at_delim(b: &[u8], p: usize) -> bool {
+    p >= b.len() || is_blank(b[p]) || b[p] == b'\n'
+}
+
+/// End of the token starting at `p`.
+fn token_end(b: &[u8], mut p: usize) -> usize {
+    while !at_delim(b, p) {
+        p += 1;
+    }
+    p
+}
+
+/// Next index field of the line, parsed in place; `None` at the end of the
+/// line. Indices are unsigned decimal digits, saturating at `u64::MAX` (then
+/// reported out of range by the caller).
+#[inline(always)]
+fn index_field(b: &[u8], pos: &mut usize) -> Result<Option<u64>, MmErrorKind> {
+    skip_blanks(b, pos);
+    let start = *pos;
+    if start >= b.len() || b[start] == b'\n' {
+        return Ok(None);
+    }
+    let mut v: u64 = 0;
+    let mut p = start;
+    while p < b.len() {
+        let d = b[p].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.saturating_mul(10).saturating_add(u64::from(d));
+        p += 1;
+    }
+    if p == start || !at_delim(b, p) {
+        return Err(bad_number(&b[start..token_end(b, start)]));
+    }
+    *pos = p;
+    Ok(Some(v))
+}
+
+/// Next real field of the line, parsed in place; `None` at the end of the
+/// line. Same acceptance as [`parse_real`] (which handles the slow cases).
+#[inline(always)]
+fn real_field(b: &[u8], pos: &mut usize) -> Result<Option<f64>, MmErrorKind> {
+    skip_blanks(b, pos);
+    let start = *pos;
+    if start >= b.len() || b[start] == b'\n' {
+        return Ok(None);
+    }
+    if let Ok((v, k)) = fast_float2::parse_partial::<f64, _>(&b[start..]) {
+        if k > 0 && at_delim(b, start + k) && v.is_finite() {
+            *pos = start + k;
+            return Ok(Some(v));
+        }
+    }
+    let end = token_end(b, start);
+    *pos = end;
+    parse_real(&b[start..end]).map(Some)
+}
+
 /// Parses every data line of `b` (which starts at a line start) into `out`.
 ///
 /// `limit`: the number of entries after which one more data line is
@@ -161,7 +211,6 @@ pub(crate) fn parse_chunk(
     let mut pos = 0usize;
     let mut line = 0usize;
     let expected = lay.fields();
-    let pattern = lay.field == MmField::Pattern;
     let skew = lay.symmetry == MmSymmetry::SkewSymmetric;
     while pos < n {
         let line_start = pos;
@@ -189,7 +238,7 @@ pub(crate) fn parse_chunk(
             line += 1;
             continue;
         }
-        match data_line(b, &mut pos, lay, expected, pattern, skew, ends_file) {
+        match data_line(b, &mut pos, lay, expected, skew, ends_file) {
             Ok((r, col, v)) => {
                 if out.len() >= limit {
                     return Err(ChunkError {
@@ -230,7 +279,6 @@ fn data_line(
     pos: &mut usize,
     lay: &Layout,
     expected: usize,
-    pattern: bool,
     skew: bool,
     ends_file: bool,
 ) -> Result<(u32, u32, f64), MmErrorKind> {
@@ -244,27 +292,27 @@ fn data_line(
     };
     let (mut i, mut j) = (0u64, 0u64);
     if lay.coords {
-        let t = token(b, pos);
-        if t.is_empty() {
-            return Err(missing(0, *pos));
-        }
-        i = parse_index(t)?;
-        let t = token(b, pos);
-        if t.is_empty() {
-            return Err(missing(1, *pos));
-        }
-        j = parse_index(t)?;
+        i = match index_field(b, pos)? {
+            Some(v) => v,
+            None => return Err(missing(0, *pos)),
+        };
+        j = match index_field(b, pos)? {
+            Some(v) => v,
+            None => return Err(missing(1, *pos)),
+        };
     }
-    let v = if pattern {
-        1.0
-    } else {
-        let t = token(b, pos);
-        if t.is_empty() {
-            return Err(missing(expected - 1, *pos));
-        }
-        match lay.field {
-            MmField::Integer => parse_integer(t)?,
-            _ => parse_real(t)?,
+    let v = match lay.field {
+        MmField::Pattern => 1.0,
+        MmField::Real => match real_field(b, pos)? {
+            Some(v) => v,
+            None => return Err(missing(expected - 1, *pos)),
+        },
+        MmField::Integer => {
+            let t = token(b, pos);
+            if t.is_empty() {
+                return Err(missing(expected - 1, *pos));
+            }
+            parse_integer(t)?
         }
     };
     // Anything else on the line is an extra field.
@@ -327,7 +375,19 @@ mod tests {
         ));
         assert_eq!(parse_integer(b"-17").unwrap(), -17.0);
         assert!(parse_integer(b"1.0").is_err());
-        assert_eq!(parse_index(b"99999999999999999999999").unwrap(), u64::MAX);
-        assert!(parse_index(b"-1").is_err());
+        let idx = |t: &[u8]| index_field(t, &mut 0);
+        assert_eq!(idx(b"99999999999999999999999 ").unwrap(), Some(u64::MAX));
+        assert_eq!(idx(b"  42\n").unwrap(), Some(42));
+        assert_eq!(idx(b"  \n").unwrap(), None);
+        assert!(idx(b"-1").is_err());
+        assert!(idx(b"12x 3").is_err());
+        let real = |t: &[u8]| real_field(t, &mut 0);
+        assert_eq!(real(b" -.5\t").unwrap(), Some(-0.5));
+        assert_eq!(real(b"2.5D+01\n").unwrap(), Some(25.0));
+        assert!(matches!(
+            real(b"1.0% x"),
+            Err(MmErrorKind::BadNumber { .. })
+        ));
+        assert!(matches!(real(b"inf "), Err(MmErrorKind::NonFinite { .. })));
     }
 }
