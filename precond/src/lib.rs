@@ -17,4 +17,4 @@ pub use krylov::{
 };
 pub use operator::{IdentityPreconditioner, Operator, Preconditioner};
 pub use preconditioners::{build, build_with_info, PrecondError, PrecondInfo, PrecondKind};
-pub use spmv::{spmv_block, CsrOperator, SpmvError};
+pub use spmv::{advise_huge_pages, huge_page_vec, spmv_block, CsrOperator, SpmvError};

@@ -79,3 +79,23 @@ fn typed_errors() {
         Some(SpmvError::ZeroThreads)
     );
 }
+
+#[test]
+fn huge_page_advice_keeps_contents() {
+    // 600k rows: 4.8 MB of values, so at least one aligned 2 MiB page exists.
+    let n = 600_000;
+    let t: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, 1.0 + (i % 13) as f64)).collect();
+    let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+    let before = a.clone();
+    let advised = precond::advise_huge_pages(&a);
+    assert!(advised <= a.memory_bytes());
+    assert_eq!(a, before);
+    let mut x = precond::huge_page_vec(n);
+    assert!(x.iter().all(|&v| v == 0.0));
+    x.iter_mut().enumerate().for_each(|(i, v)| *v = i as f64);
+    let mut y = precond::huge_page_vec(n);
+    CsrOperator::new(&a, 2).unwrap().apply(&x, &mut y);
+    assert_eq!(y[12], 12.0 * 13.0);
+    assert_eq!(y[13], 13.0);
+    assert!(precond::huge_page_vec(0).is_empty());
+}

@@ -13,6 +13,11 @@
 //!
 //! Usage: `cargo run --release -p bench --bin spmv -- [--grid 64] [--reps 30]
 //! [--no-python]`. Prints a markdown table of medians on stdout.
+//! All Rust kernels are timed round-robin (one call of each per round) so that on a
+//! shared machine they see the same background load; scipy runs in its own process
+//! right after. The matrix arrays and all vectors are backed by transparent huge pages
+//! (`precond::advise_huge_pages`, done by `CsrOperator::new`, and
+//! `precond::huge_page_vec`); numpy does the same for scipy's arrays.
 //!
 //! The matrix is the 27-point stencil on a `grid³` mesh (26 on the diagonal, -1 per
 //! neighbour; `grid = 64` gives 262,144 rows, close to the papers' 268k-row FE matrix),
@@ -24,7 +29,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use matrices::CsrMatrix;
-use precond::{CsrOperator, Operator};
+use precond::{advise_huge_pages, huge_page_vec, CsrOperator, Operator};
 use rayon::prelude::*;
 
 /// 27-point stencil on an `m³` grid, x fastest, built row by row (sorted columns).
@@ -233,7 +238,7 @@ fn main() {
         t0.elapsed().as_secs_f64()
     );
 
-    // STREAM arrays: 3 x 24M doubles (576 MB) >> 32 MB L3, first touched in parallel.
+    // STREAM arrays: 3 x 24M doubles (576 MB) >> 32 MB L3.
     let slen = 24 << 20;
     let pools: Vec<rayon::ThreadPool> = [1, 2]
         .iter()
@@ -244,13 +249,28 @@ fn main() {
                 .expect("pool")
         })
         .collect();
-    let mut sa = vec![0.0f64; slen];
-    let sb = vec![1.0f64; slen];
-    let sc = vec![2.0f64; slen];
+    // STREAM arrays always on huge pages: the reference is the best attainable bandwidth.
+    let mut sa = huge_page_vec(slen);
+    let mut sb = huge_page_vec(slen);
+    let mut sc = huge_page_vec(slen);
+    sb.fill(1.0);
+    sc.fill(2.0);
     pools[1].install(|| sa.par_chunks_mut(slen / 2).for_each(|s| s.fill(0.5)));
 
-    let x: Vec<f64> = (0..n).map(|i| 1.0 + 0.1 * (i % 7) as f64).collect();
-    let x4: Vec<f64> = (0..4 * n).map(|i| 1.0 + 0.1 * (i % 11) as f64).collect();
+    // Huge pages for the matrix (shared by jdmg and faer) and every vector, as numpy
+    // does for scipy's arrays; see `precond::advise_huge_pages`.
+    // (CsrOperator::new advises the matrix anyway; calling it first makes faer's
+    // timing independent of the order of construction.)
+    let advised = advise_huge_pages(&a);
+    let vec = huge_page_vec;
+    let mut x = vec(n);
+    x.iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = 1.0 + 0.1 * (i % 7) as f64);
+    let mut x4 = vec(4 * n);
+    x4.iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = 1.0 + 0.1 * (i % 11) as f64);
     let ops: Vec<CsrOperator<'_>> = [1, 2]
         .iter()
         .map(|&t| CsrOperator::new(&a, t).expect("operator"))
@@ -261,10 +281,10 @@ fn main() {
     let sym = faer::sparse::SymbolicSparseRowMatRef::new_checked(n, n, &rp, None, a.indices());
     let fa = faer::sparse::SparseRowMatRef::new(sym, a.data());
 
-    let mut y1 = [vec![0.0; n], vec![0.0; n]];
-    let mut yb = [vec![0.0; 4 * n], vec![0.0; 4 * n]];
-    let mut ys = [vec![0.0; 4 * n], vec![0.0; 4 * n]];
-    let mut yf = vec![0.0; n];
+    let mut y1 = [vec(n), vec(n)];
+    let mut yb = [vec(4 * n), vec(4 * n)];
+    let mut ys = [vec(4 * n), vec(4 * n)];
+    let mut yf = vec(n);
     let timed: Vec<Timed>;
     {
         let [y1a, y1b] = &mut y1;
@@ -340,6 +360,11 @@ fn main() {
             &yb,
             &ys,
             &yf,
+        );
+        println!(
+            "- matrix arrays advised as huge pages: {:.1} of {:.1} MB (precond::advise_huge_pages); vectors from precond::huge_page_vec",
+            advised as f64 / 1e6,
+            a.memory_bytes() as f64 / 1e6
         );
     }
 }
