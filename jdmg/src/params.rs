@@ -89,7 +89,8 @@ pub struct JdParams {
     pub max_matvecs: u64,
     /// Stop after this many outer iterations. Default 100,000.
     pub max_outer: usize,
-    /// Inner BiCGSTAB steps cap per correction equation. Default 20.
+    /// Inner BiCGSTAB steps cap per correction equation. Default 3 (cheap corrections
+    /// and few outer iterations without a preconditioner; raise it with one).
     pub maxits: usize,
     /// Inner stopping rule. Default `Adaptive` (2^−iter).
     pub inner: InnerStop,
@@ -124,7 +125,7 @@ impl Default for JdParams {
             restart_keep_previous: true,
             max_matvecs: 10_000_000,
             max_outer: 100_000,
-            maxits: 20,
+            maxits: 3,
             inner: InnerStop::Adaptive,
             precond: PrecondChoice::None,
             precond_shift: None,

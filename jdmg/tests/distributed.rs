@@ -1,4 +1,5 @@
 //! Fine-grain mode on the thread backend: 1, 2, 4 ranks give the same eigenvalues.
+#![allow(clippy::needless_range_loop)] // index-aligned comparisons with references
 
 use jdmg::{solve_distributed, solve_matrix, JdParams};
 use lblib::ThreadComm;

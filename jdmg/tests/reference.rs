@@ -3,6 +3,7 @@
 //! (conv `norm`) lie within min(‖r‖, ‖r‖²/δ) + 32·ε·‖A‖ of the reference (residual and
 //! Kato-Temple bounds), matched in order so that no copy of a multiple eigenvalue is
 //! missed.
+#![allow(clippy::needless_range_loop)] // index-aligned comparisons with references
 
 use std::path::PathBuf;
 
