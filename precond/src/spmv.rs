@@ -1,10 +1,11 @@
 //! Shared-memory CSR SpMV and block SpMV (rayon, explicit thread count).
 //!
 //! * [`CsrOperator`]: `y = A x` for a borrowed square [`CsrMatrix`], on exactly
-//!   `threads` threads of its own rayon pool (`threads == 1`: a plain loop, no pool).
-//!   Rows are split into `8 × threads` contiguous blocks of (nearly) equal nonzeros,
-//!   scheduled by work stealing, so a thread descheduled on a shared machine does
-//!   not hold the others back.
+//!   `threads` threads: the caller plus its own rayon pool of `threads - 1`
+//!   (`threads == 1`: a plain loop, no pool). Rows are split into `8 × threads`
+//!   contiguous blocks of (nearly) equal nonzeros that the threads claim from a shared
+//!   counter, so a thread descheduled on a shared machine does not hold the others
+//!   back (the caller alone finishes if need be).
 //! * [`spmv_block`]: the same kernels, serial, for one-off products.
 //!
 //! Block products (`k` column-major vectors) read the matrix once per group of up to
@@ -19,12 +20,13 @@
 //! barely faster than four single products. The copy costs `2 k n` doubles of traffic,
 //! small against the matrix.
 //!
-//! Row bounds and the pool are set up at construction and the parallel split is a
-//! recursive `rayon::join` (stack jobs only); the interleave buffer
-//! (`ncols × min(k, 8)` doubles) is allocated on the first block apply and reused, so
-//! steady-state applies do not allocate.
+//! Row bounds and the pool are set up at construction. Per product the only heap
+//! allocation is rayon's small boxed job per helper thread (none for one thread); the
+//! interleave buffer (`ncols × min(k, 8)` doubles) is allocated on the first block
+//! apply and reused. Inner loops never allocate.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use matrices::{CsrMatrix, RowPartition};
@@ -204,39 +206,6 @@ fn rows_kernel<const K: usize, const CHECKED: bool>(
     }
 }
 
-/// Splits every slice of `y` at `m`.
-#[inline]
-fn split_all<const K: usize>(y: [&mut [f64]; K], m: usize) -> ([&mut [f64]; K], [&mut [f64]; K]) {
-    let mut l: [&mut [f64]; K] = std::array::from_fn(|_| Default::default());
-    let mut r: [&mut [f64]; K] = std::array::from_fn(|_| Default::default());
-    for (j, s) in y.into_iter().enumerate() {
-        let (a, b) = s.split_at_mut(m);
-        l[j] = a;
-        r[j] = b;
-    }
-    (l, r)
-}
-
-/// Runs the kernel over `bounds.len() - 1` row blocks, in parallel by recursive
-/// halving with `rayon::join` (in the current pool).
-fn par_rows<const K: usize, const CHECKED: bool>(
-    a: Csr<'_>,
-    bounds: &[usize],
-    x: [&[f64]; K],
-    y: [&mut [f64]; K],
-) {
-    if bounds.len() <= 2 {
-        rows_kernel::<K, CHECKED>(a, bounds[0]..bounds[bounds.len() - 1], x, y);
-        return;
-    }
-    let mid = bounds.len() / 2;
-    let (yl, yr) = split_all(y, bounds[mid] - bounds[0]);
-    rayon::join(
-        || par_rows::<K, CHECKED>(a, &bounds[..=mid], x, yl),
-        || par_rows::<K, CHECKED>(a, &bounds[mid..], x, yr),
-    );
-}
-
 /// Row kernel for `K` vectors stored *interleaved* (`xi[c * K + j]` is entry `c` of
 /// vector `j`): one gathered cache line serves all `K` vectors, and power-of-two
 /// vector lengths cannot make the `K` gathers collide in the same cache sets (which
@@ -290,38 +259,100 @@ fn load_il<const K: usize>(xi: &[f64], c: u32) -> &[f64; K] {
     unsafe { &*(xi.as_ptr().add(c as usize * K) as *const [f64; K]) }
 }
 
-/// [`rows_kernel_il`] over row blocks `bounds`, in parallel by recursive halving.
-fn par_rows_il<const K: usize>(a: Csr<'_>, bounds: &[usize], xi: &[f64], y: [&mut [f64]; K]) {
-    if bounds.len() <= 2 {
-        rows_kernel_il::<K>(a, bounds[0]..bounds[bounds.len() - 1], xi, y);
-        return;
-    }
-    let mid = bounds.len() / 2;
-    let (yl, yr) = split_all(y, bounds[mid] - bounds[0]);
-    rayon::join(
-        || par_rows_il::<K>(a, &bounds[..=mid], xi, yl),
-        || par_rows_il::<K>(a, &bounds[mid..], xi, yr),
-    );
+/// `K` output columns of equal length shared by the threads of one product, each of
+/// which writes only the row blocks it claimed (see [`run_blocks`]).
+#[derive(Clone, Copy)]
+struct SharedCols<const K: usize> {
+    ptr: [*mut f64; K],
+    len: usize,
 }
 
-/// Writes `K` column vectors into `xi` interleaved (`xi[c * K + j] = x[j][c]`), in
-/// parallel in the current rayon pool when `parallel`.
-fn interleave<const K: usize>(x: [&[f64]; K], xi: &mut [f64], parallel: bool) {
-    const ROWS: usize = 4096;
-    let fill = |(b, chunk): (usize, &mut [f64])| {
-        let c0 = b * ROWS;
-        for (t, dst) in chunk.chunks_exact_mut(K).enumerate() {
+// SAFETY: the pointers are only turned into slices by `SharedCols::rows`, whose callers
+// guarantee that distinct threads use disjoint row ranges; f64 is Send + Sync.
+unsafe impl<const K: usize> Send for SharedCols<K> {}
+// SAFETY: as above.
+unsafe impl<const K: usize> Sync for SharedCols<K> {}
+
+impl<const K: usize> SharedCols<K> {
+    fn new(cols: [&mut [f64]; K]) -> Self {
+        let len = cols[0].len();
+        for c in &cols {
+            assert_eq!(c.len(), len, "SharedCols: columns of different lengths");
+        }
+        Self {
+            ptr: cols.map(|c| c.as_mut_ptr()),
+            len,
+        }
+    }
+
+    /// Rows `lo..hi` of every column.
+    ///
+    /// # Safety
+    /// `lo <= hi <= len`; no other live slice obtained from `self` overlaps `lo..hi`;
+    /// the columns passed to [`SharedCols::new`] outlive the result and are not used
+    /// otherwise meanwhile.
+    unsafe fn rows<'r>(&self, lo: usize, hi: usize) -> [&'r mut [f64]; K] {
+        debug_assert!(lo <= hi && hi <= self.len);
+        // SAFETY: guaranteed by the caller (see above); the range is inside each column.
+        self.ptr
+            .map(|p| unsafe { std::slice::from_raw_parts_mut(p.add(lo), hi - lo) })
+    }
+}
+
+/// Runs `job(b)` for every block `b` in `0..nblocks`, each exactly once: the calling
+/// thread and `helpers` jobs spawned into `pool` claim blocks from a shared counter
+/// until none is left. The caller always works, so a pool thread that the OS is slow
+/// to schedule (shared machine) delays nothing but its own claims. Spawning costs one
+/// small boxed rayon job per helper; nothing else allocates.
+fn run_blocks(
+    pool: Option<&rayon::ThreadPool>,
+    helpers: usize,
+    nblocks: usize,
+    job: &(dyn Fn(usize) + Sync),
+) {
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let b = next.fetch_add(1, Ordering::Relaxed);
+        if b >= nblocks {
+            break;
+        }
+        job(b);
+    };
+    match pool {
+        Some(pool) if helpers > 0 && nblocks > 1 => pool.in_place_scope(|s| {
+            for _ in 0..helpers {
+                s.spawn(|_| work());
+            }
+            work();
+        }),
+        _ => work(),
+    }
+}
+
+/// Interleaves `K` columns of length `n` into `xi` (`xi[c * K + j] = x[j][c]`), in
+/// `nblocks` row blocks shared as in [`run_blocks`].
+fn interleave<const K: usize>(
+    pool: Option<&rayon::ThreadPool>,
+    helpers: usize,
+    x: [&[f64]; K],
+    xi: &mut [f64],
+) {
+    let n = x[0].len();
+    assert_eq!(xi.len(), n * K, "interleave: xi length");
+    const ROWS: usize = 16384;
+    let nblocks = n.div_ceil(ROWS);
+    let out = SharedCols::new([xi]);
+    run_blocks(pool, helpers, nblocks, &|b| {
+        let (lo, hi) = (b * ROWS, ((b + 1) * ROWS).min(n));
+        // SAFETY: block b (claimed once) owns xi[lo*K..hi*K]; blocks are disjoint and
+        // `xi` outlives `run_blocks`, which returns only after every job finished.
+        let [dst] = unsafe { out.rows(lo * K, hi * K) };
+        for (t, d) in dst.chunks_exact_mut(K).enumerate() {
             for j in 0..K {
-                dst[j] = x[j][c0 + t];
+                d[j] = x[j][lo + t];
             }
         }
-    };
-    if parallel {
-        use rayon::prelude::*;
-        xi.par_chunks_mut(ROWS * K).enumerate().for_each(fill);
-    } else {
-        xi.chunks_mut(ROWS * K).enumerate().for_each(fill);
-    }
+    });
 }
 
 /// A kernel over groups of `K` vectors (`K` in 1, 2, 4, 8), see [`for_groups`].
@@ -341,29 +372,45 @@ impl<const CHECKED: bool> GroupKernel for SerialKernel<'_, CHECKED> {
     }
 }
 
-/// Parallel kernel over the row blocks `bounds` of a validated matrix; groups of
-/// more than one vector are interleaved into `scratch` first.
+/// Threaded kernel over the row blocks `bounds` of a validated matrix (see
+/// [`run_blocks`]); groups of more than one vector are interleaved into `scratch` first.
 struct ParKernel<'m, 'b, 's> {
     a: Csr<'m>,
     bounds: &'b [usize],
     scratch: &'s mut Vec<f64>,
-    parallel: bool,
+    pool: Option<&'b rayon::ThreadPool>,
+    helpers: usize,
 }
 
 impl GroupKernel for ParKernel<'_, '_, '_> {
     fn run<const K: usize>(&mut self, x: [&[f64]; K], y: [&mut [f64]; K]) {
+        let (a, bounds) = (self.a, self.bounds);
+        let nblocks = bounds.len() - 1;
+        let out = SharedCols::new(y);
         if K == 1 {
-            par_rows::<K, false>(self.a, self.bounds, x, y);
+            run_blocks(self.pool, self.helpers, nblocks, &|b| {
+                let (lo, hi) = (bounds[b], bounds[b + 1]);
+                // SAFETY: row block b is claimed by exactly one thread; blocks are
+                // disjoint and `y` outlives `run_blocks`.
+                let yb = unsafe { out.rows(lo, hi) };
+                rows_kernel::<K, false>(a, lo..hi, x, yb);
+            });
         } else {
-            let len = self.a.ncols * K;
+            let len = a.ncols * K;
             if self.scratch.len() < len {
                 // Grown to the largest group seen, advised as huge pages before
                 // first touch.
                 *self.scratch = huge_page_vec(len);
             }
             let xi = &mut self.scratch[..len];
-            interleave::<K>(x, xi, self.parallel);
-            par_rows_il::<K>(self.a, self.bounds, xi, y);
+            interleave::<K>(self.pool, self.helpers, x, xi);
+            let xi = &*xi;
+            run_blocks(self.pool, self.helpers, nblocks, &|b| {
+                let (lo, hi) = (bounds[b], bounds[b + 1]);
+                // SAFETY: as above.
+                let yb = unsafe { out.rows(lo, hi) };
+                rows_kernel_il::<K>(a, lo..hi, xi, yb);
+            });
         }
     }
 }
@@ -523,7 +570,9 @@ pub fn huge_page_vec(len: usize) -> Vec<f64> {
 }
 
 /// The threaded engine shared by [`CsrOperator`] and `dist::DistCsrOperator`: row
-/// blocks balanced by nonzeros and an optional pool of exactly `threads` threads.
+/// blocks balanced by nonzeros, and `threads` threads in all — the calling thread plus
+/// a pool of `threads - 1` (or a pool of `threads` when the caller is busy elsewhere,
+/// see [`Engine::build`]).
 pub(crate) struct Engine {
     bounds: Vec<usize>,
     pool: Option<rayon::ThreadPool>,
@@ -534,25 +583,28 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// Validates `a` (see [`validate`]) and sets up `threads` row blocks and a pool
-    /// (none for one thread).
+    /// Validates `a` (see [`validate`]), advises huge pages for it, and sets up
+    /// `8 × threads` row blocks (one for a single thread) and a pool of
+    /// `threads - 1` helper threads (none for one thread).
     pub(crate) fn new(a: &CsrMatrix, threads: usize) -> Result<Self, SpmvError> {
         Self::build(a, threads, false)
     }
 
-    /// Like [`Engine::new`]; `force_pool` creates a pool even for one thread.
+    /// Like [`Engine::new`]; with `caller_busy` the pool gets all `threads` threads,
+    /// for callers that run [`Engine::apply_here`] inside a pool job while their own
+    /// thread does something else (communication overlap in `dist`).
     pub(crate) fn build(
         a: &CsrMatrix,
         threads: usize,
-        force_pool: bool,
+        caller_busy: bool,
     ) -> Result<Self, SpmvError> {
         if threads == 0 {
             return Err(SpmvError::ZeroThreads);
         }
         validate(a)?;
         advise_huge_pages(a);
-        // More blocks than threads lets rayon's work stealing absorb a thread that the
-        // OS descheduled (shared machines); blocks stay large (n / (8 threads) rows).
+        // More blocks than threads lets a thread that the OS descheduled (shared
+        // machines) be covered by the others; blocks stay large (n / (8 threads) rows).
         let blocks = if threads == 1 {
             1
         } else {
@@ -564,10 +616,11 @@ impl Engine {
             })?
             .offsets()
             .to_vec();
-        let pool = if threads > 1 || force_pool {
+        let workers = if caller_busy { threads } else { threads - 1 };
+        let pool = if workers > 0 {
             Some(
                 rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
+                    .num_threads(workers)
                     .thread_name(|i| format!("jdmg-spmv-{i}"))
                     .build()
                     .map_err(|e| SpmvError::ThreadPool {
@@ -595,17 +648,14 @@ impl Engine {
     }
 
     /// `y = A x` for `k` column-major vectors, `x` columns of length `a.ncols()`, `y`
-    /// columns of length `a.nrows()`. `a` must be the matrix given to [`Engine::new`].
-    /// Runs in the engine's pool (if any).
+    /// columns of length `a.nrows()`; `a` must be the matrix given to [`Engine::new`].
+    /// The calling thread works too, with `threads - 1` helper jobs in the pool.
     pub(crate) fn apply(&self, a: &CsrMatrix, x: &[f64], y: &mut [f64], k: usize) {
-        match &self.pool {
-            Some(pool) => pool.install(|| self.apply_here(a, x, y, k)),
-            None => self.apply_here(a, x, y, k),
-        }
+        self.apply_here(a, x, y, k)
     }
 
-    /// Like [`Engine::apply`] but in the current rayon context (call from inside the
-    /// engine's pool to avoid a nested `install`).
+    /// Same as [`Engine::apply`]; may also be called from inside a job of the
+    /// engine's own pool.
     pub(crate) fn apply_here(&self, a: &CsrMatrix, x: &[f64], y: &mut [f64], k: usize) {
         assert_eq!(
             self.bounds[self.bounds.len() - 1],
@@ -614,18 +664,14 @@ impl Engine {
         );
         assert_eq!(x.len(), a.ncols() * k, "spmv: x length");
         assert_eq!(y.len(), a.nrows() * k, "spmv: y length");
-        if k == 1 {
-            // No scratch (and no lock) for single vectors.
-            par_rows::<1, false>(Csr::of(a), &self.bounds, [x], [y]);
-            return;
-        }
         // A poisoned lock only means an earlier apply panicked; the buffer is still usable.
         let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let mut kern = ParKernel {
             a: Csr::of(a),
             bounds: &self.bounds,
             scratch: &mut guard,
-            parallel: self.pool.is_some(),
+            pool: self.pool.as_ref(),
+            helpers: self.threads - 1,
         };
         for_groups(x, a.ncols(), y, a.nrows(), k, &mut kern);
     }
@@ -633,8 +679,10 @@ impl Engine {
 
 /// A square [`CsrMatrix`] as a threaded [`Operator`].
 ///
-/// Owns a rayon pool of exactly `threads` threads (none when `threads == 1`); rows are
-/// split into `8 × threads` contiguous blocks of (nearly) equal nonzeros. `apply_block`
+/// Computes on exactly `threads` threads: the calling thread plus its own rayon pool
+/// of `threads - 1` (no pool when `threads == 1`). Rows are split into `8 × threads`
+/// contiguous blocks of (nearly) equal nonzeros, claimed dynamically, so a pool thread
+/// that the OS schedules late (shared machine) delays nothing but its own claims. `apply_block`
 /// reads the matrix once per group of up to 8 vectors; it allocates only on the first
 /// block apply (the interleave buffer, see the module docs).
 pub struct CsrOperator<'a> {
