@@ -790,6 +790,11 @@ impl HaloPlan {
     pub fn into_local(self) -> CsrMatrix {
         self.local
     }
+    /// Moves the renumbered local matrix out, leaving an empty `0 × 0` matrix in the
+    /// plan (for operators that re-split it and keep only the communication lists).
+    pub fn take_local(&mut self) -> CsrMatrix {
+        std::mem::take(&mut self.local)
+    }
 }
 
 #[cfg(test)]

@@ -18,9 +18,11 @@
 //! used from the thread that called `apply_block`: this is compatible with MPI's
 //! `Threading::Funneled` (DESIGN.md) and needs no `Sync` bound on the communicator.
 //! The pool then does the local part with `threads` threads while the caller waits
-//! in the collective, so a rank uses up to `threads + 1` OS threads. The only
-//! per-apply allocation in this mode is rayon's small heap job for the spawned task.
-//! Without overlap the steps run in order and nothing is allocated.
+//! in the collective, so a rank uses up to `threads + 1` OS threads. Without overlap
+//! the steps run in order and the caller computes together with `threads - 1` pool
+//! threads. Per apply, the only heap allocations are rayon's small boxed jobs (the
+//! spawned local product, and one per helper thread when `threads > 1`); buffers are
+//! sized at construction (a larger `k` than [`DistOptions::max_block`] grows them once).
 //!
 //! [`redistribute`] moves blocks of vectors between layouts (fine ↔ solve group,
 //! `003_*` §6) with the index maps of [`Redistribution`].
@@ -154,7 +156,8 @@ impl<'a, C: Comm + ?Sized> DistCsrOperator<'a, C> {
         // Split the renumbered rows into owned columns and ghost columns.
         let nown = plan.nowned();
         let ng = plan.nghost();
-        let loc = plan.local();
+        // The plan keeps only the lists; the rows live on in the two blocks below.
+        let loc = plan.take_local();
         let (ip, ix, dv) = (loc.indptr(), loc.indices(), loc.data());
         let (mut oo_p, mut oo_i, mut oo_d) = (vec![0usize], Vec::new(), Vec::new());
         let (mut og_p, mut og_i, mut og_d) = (vec![0usize], Vec::new(), Vec::new());
@@ -199,7 +202,8 @@ impl<'a, C: Comm + ?Sized> DistCsrOperator<'a, C> {
         })
     }
 
-    /// The halo plan (ghost lists, send lists, renumbered local rows).
+    /// The halo plan (ghost and send lists). Its local matrix was moved into the
+    /// operator's owned-column and ghost-column blocks, so `plan().local()` is empty.
     pub fn plan(&self) -> &HaloPlan {
         &self.plan
     }
