@@ -5,7 +5,8 @@
 //!   (`threads == 1`: a plain loop, no pool). Rows are split into `8 × threads`
 //!   contiguous blocks of (nearly) equal nonzeros that the threads claim from a shared
 //!   counter, so a thread descheduled on a shared machine does not hold the others
-//!   back (the caller alone finishes if need be).
+//!   back: the caller finishes alone if need be and never waits for a helper that has
+//!   not started. Results are bitwise independent of the thread count.
 //! * [`spmv_block`]: the same kernels, serial, for one-off products.
 //!
 //! Block products (`k` column-major vectors) read the matrix once per group of up to
@@ -20,14 +21,15 @@
 //! barely faster than four single products. The copy costs `2 k n` doubles of traffic,
 //! small against the matrix.
 //!
-//! Row bounds and the pool are set up at construction. Per product the only heap
-//! allocation is rayon's small boxed job per helper thread (none for one thread); the
+//! Row bounds and the pool are set up at construction. Per product (and per group of
+//! vectors) the only heap allocations are one small `Arc`'d block counter and rayon's
+//! boxed job per helper thread (none for one thread); the
 //! interleave buffer (`ncols × min(k, 8)` doubles) is allocated on the first block
 //! apply and reused. Inner loops never allocate.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use matrices::{CsrMatrix, RowPartition};
 use thiserror::Error;
@@ -299,33 +301,104 @@ impl<const K: usize> SharedCols<K> {
     }
 }
 
+/// Block counter shared by the caller and the helper jobs of one [`run_blocks`] call.
+struct BlockShare {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    nblocks: usize,
+    /// The caller's job with its lifetime erased; see the SAFETY notes in
+    /// [`run_blocks`] for why it is never called after `run_blocks` returns.
+    job: *const (dyn Fn(usize) + Sync + 'static),
+}
+
+// SAFETY: `job` points to a `Sync` closure and is only called while `run_blocks`
+// keeps it alive (see there); the counters are atomics.
+unsafe impl Send for BlockShare {}
+// SAFETY: as above.
+unsafe impl Sync for BlockShare {}
+
+/// Increments `done` when dropped, also when the block's job panics, so the caller's
+/// wait in [`run_blocks`] always ends.
+struct DoneGuard<'a>(&'a AtomicUsize);
+
+impl Drop for DoneGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+impl BlockShare {
+    /// Claims and runs blocks until none is left.
+    fn work(&self) {
+        loop {
+            let b = self.next.fetch_add(1, Ordering::Relaxed);
+            if b >= self.nblocks {
+                return;
+            }
+            let _done = DoneGuard(&self.done);
+            // SAFETY: b < nblocks was claimed by this thread alone, and `run_blocks`
+            // does not return before `done` reaches `nblocks`, which this call's guard
+            // contributes to only after `job(b)` returned: the closure and everything it
+            // borrows are alive for the whole call.
+            unsafe { (*self.job)(b) };
+        }
+    }
+}
+
 /// Runs `job(b)` for every block `b` in `0..nblocks`, each exactly once: the calling
 /// thread and `helpers` jobs spawned into `pool` claim blocks from a shared counter
-/// until none is left. The caller always works, so a pool thread that the OS is slow
-/// to schedule (shared machine) delays nothing but its own claims. Spawning costs one
-/// small boxed rayon job per helper; nothing else allocates.
+/// until none is left. The caller always works and then waits only for blocks that
+/// helpers have *claimed*, never for a helper that has not started: a pool thread that
+/// the OS schedules late (shared machine) finds no block left and exits at once.
+/// Costs one small `Arc` and one boxed rayon job per helper; nothing else allocates.
+///
+/// A panicking job on the calling thread is re-raised after the helpers' claimed
+/// blocks are finished (jobs only assert programming contracts).
 fn run_blocks(
     pool: Option<&rayon::ThreadPool>,
     helpers: usize,
     nblocks: usize,
     job: &(dyn Fn(usize) + Sync),
 ) {
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let b = next.fetch_add(1, Ordering::Relaxed);
-        if b >= nblocks {
-            break;
+    let pool = match pool {
+        Some(p) if helpers > 0 && nblocks > 1 => p,
+        _ => {
+            (0..nblocks).for_each(job);
+            return;
         }
-        job(b);
     };
-    match pool {
-        Some(pool) if helpers > 0 && nblocks > 1 => pool.in_place_scope(|s| {
-            for _ in 0..helpers {
-                s.spawn(|_| work());
-            }
-            work();
-        }),
-        _ => work(),
+    // SAFETY (lifetime erasure): the erased pointer is dereferenced only in
+    // `BlockShare::work` for claimed blocks b < nblocks; this function returns (or
+    // unwinds) only after `done == nblocks`, i.e. after every such call returned. Late
+    // helpers see `next >= nblocks` and never dereference it.
+    let job: *const (dyn Fn(usize) + Sync + 'static) = unsafe {
+        std::mem::transmute::<
+            *const (dyn Fn(usize) + Sync + '_),
+            *const (dyn Fn(usize) + Sync + 'static),
+        >(job as *const _)
+    };
+    let share = Arc::new(BlockShare {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        nblocks,
+        job,
+    });
+    for _ in 0..helpers {
+        let s = Arc::clone(&share);
+        pool.spawn(move || s.work());
+    }
+    let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| share.work()));
+    let mut spins = 0u32;
+    while share.done.load(Ordering::Acquire) < nblocks {
+        if spins < 64 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    if let Err(panic) = mine {
+        std::panic::resume_unwind(panic);
     }
 }
 
