@@ -42,7 +42,37 @@ pub struct Problem<'a, A: ?Sized, C: ?Sized> {
 /// Observer of per-iteration events.
 pub type Observer<'o> = &'o mut dyn FnMut(&IterationEvent);
 
-struct State<'p, 'a, A: ?Sized, C: ?Sized> {
+/// Inputs of one correction phase handed to a [`CorrectionBackend`].
+pub(crate) struct CorrectionCtx<'x> {
+    /// Selected pairs, extreme-most first: Ritz vectors and residuals (fine layout).
+    pub x: &'x [f64],
+    pub r: &'x [f64],
+    /// Shift of each correction equation.
+    pub shifts: Vec<f64>,
+    /// Absolute inner-residual floor of each equation (no need to go below).
+    pub floors: Vec<f64>,
+    /// Relative inner threshold 2^−iter.
+    pub rel: f64,
+    pub maxits: usize,
+    pub inner: InnerStop,
+}
+
+/// Step (8) done elsewhere (coarse-grain / multigrain solve groups).
+pub(crate) trait CorrectionBackend {
+    /// Writes the corrections of the `ctx.shifts.len()` selected pairs into the
+    /// first columns of `t` (fine layout); returns inner steps per pair.
+    fn correct_block(
+        &mut self,
+        ctx: &CorrectionCtx<'_>,
+        t: &mut [f64],
+        stats: &mut Stats,
+    ) -> Vec<usize>;
+    /// A vector (fine layout) was locked: keep a copy in the backend's layout.
+    fn on_lock(&mut self, x: &[f64], stats: &mut Stats);
+}
+
+struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
+    backend: Option<&'b mut dyn CorrectionBackend>,
     pb: &'p Problem<'a, A, C>,
     prm: &'p JdParams,
     sz: Sizes,
@@ -98,11 +128,22 @@ struct Sel {
 pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
     pb: &Problem<'_, A, C>,
     params: &JdParams,
+    observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    solve_with(pb, params, observer, None)
+}
+
+/// [`solve`] with the correction phase delegated to `backend` when given.
+pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
+    pb: &Problem<'_, A, C>,
+    params: &JdParams,
     mut observer: Option<Observer<'_>>,
+    backend: Option<&mut dyn CorrectionBackend>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
     let n = pb.a.nrows();
     let mut st = State::new(pb, params, sz, n);
+    st.backend = backend;
     let result = st.run(&mut observer);
     st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
     st.stats.anorm_estimate = st.anorm;
@@ -123,7 +164,7 @@ pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
         })
 }
 
-impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
+impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C> {
     fn new(pb: &'p Problem<'a, A, C>, prm: &'p JdParams, sz: Sizes, n: usize) -> Self {
         let mb = sz.max_basis;
         let par = if prm.threads > 1 {
@@ -132,6 +173,7 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
             Par::Seq
         };
         Self {
+            backend: None,
             pb,
             prm,
             sz,
@@ -538,6 +580,9 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
                 let mut locked_pos = Vec::new();
                 for &j in &accepted {
                     let (p, th, rn) = lock[j];
+                    if let Some(be) = self.backend.as_mut() {
+                        be.on_lock(&lock_x[j * n..(j + 1) * n], &mut self.stats);
+                    }
                     self.xl.extend_from_slice(&lock_x[j * n..(j + 1) * n]);
                     self.lam.push(th);
                     self.res.push(rn);
@@ -599,15 +644,30 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
             // (8) correction equations.
             let tc = Instant::now();
             let mut steps = Vec::with_capacity(sel.len());
-            for (i, s) in sel.iter().enumerate() {
-                let st = self.correct(
-                    &mut solver,
-                    &xsel[i * n..(i + 1) * n],
-                    &rsel[i * n..(i + 1) * n],
-                    s,
-                    i,
-                );
-                steps.push(st);
+            if let Some(be) = self.backend.take() {
+                let ns = sel.len();
+                let ctx = CorrectionCtx {
+                    x: &xsel[..n * ns],
+                    r: &rsel[..n * ns],
+                    shifts: sel.iter().map(|s| self.shift_for(s)).collect(),
+                    floors: sel.iter().map(|s| 0.1 * self.tol_for(s.theta)).collect(),
+                    rel: 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32),
+                    maxits: self.prm.maxits,
+                    inner: self.prm.inner,
+                };
+                steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);
+                self.backend = Some(be);
+            } else {
+                for (i, s) in sel.iter().enumerate() {
+                    let st = self.correct(
+                        &mut solver,
+                        &xsel[i * n..(i + 1) * n],
+                        &rsel[i * n..(i + 1) * n],
+                        s,
+                        i,
+                    );
+                    steps.push(st);
+                }
             }
             b = sel.len();
             if b == 0 {
@@ -662,6 +722,15 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
         self.prev_k = kk;
     }
 
+    /// Shift of the correction equation: θ, or σ of `Closest(σ)` while the residual
+    /// is still large (JD's usual safeguard for interior targets).
+    fn shift_for(&self, s: &Sel) -> f64 {
+        match self.prm.target {
+            Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
+            _ => s.theta,
+        }
+    }
+
     /// Solves the correction equation for one targeted pair into column `slot` of t.
     /// Returns the inner steps taken.
     fn correct(
@@ -679,10 +748,7 @@ impl<'p, 'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, A, C> {
         q.extend_from_slice(&self.xl[..n * nl]);
         q.extend_from_slice(x);
         let nq = nl + 1;
-        let shift = match self.prm.target {
-            Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
-            _ => s.theta,
-        };
+        let shift = self.shift_for(s);
         let inner = match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
             (crate::params::PrecondChoice::None, _, _) => Inner::Identity,
             (crate::params::PrecondChoice::Jacobi, Some(d), _) => {

@@ -5,11 +5,15 @@ mod correction;
 mod dense;
 pub mod driver;
 pub mod jd;
+pub mod multigrain;
 pub mod params;
 mod random;
 pub mod solution;
 
 pub use driver::{solve_distributed, solve_matrix, solve_matrix_on};
 pub use jd::{solve, Problem};
+pub use multigrain::{
+    parse_groups, solve_multigrain, Balance, MultigrainParams, MultigrainSolution, MultigrainStats,
+};
 pub use params::{ConvTest, InnerStop, JdParams, PrecondChoice, Target};
 pub use solution::{IterationEvent, JdError, Solution, Stats};

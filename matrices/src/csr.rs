@@ -14,7 +14,11 @@ pub enum CsrError {
     #[error("indices ({indices}) and data ({data}) lengths differ")]
     LengthMismatch { indices: usize, data: usize },
     #[error("row {row}: column index {col} out of range (ncols = {ncols})")]
-    ColumnOutOfRange { row: usize, col: usize, ncols: usize },
+    ColumnOutOfRange {
+        row: usize,
+        col: usize,
+        ncols: usize,
+    },
     #[error("row {row}: column indices not strictly increasing at column {col}")]
     UnsortedRow { row: usize, col: usize },
     #[error("dimension {0} exceeds the u32 column-index limit")]
@@ -52,13 +56,22 @@ impl CsrMatrix {
             return Err(CsrError::TooLarge(ncols));
         }
         if indptr.len() != nrows + 1 {
-            return Err(CsrError::IndptrLength { got: indptr.len(), expected: nrows + 1 });
+            return Err(CsrError::IndptrLength {
+                got: indptr.len(),
+                expected: nrows + 1,
+            });
         }
         if indices.len() != data.len() {
-            return Err(CsrError::LengthMismatch { indices: indices.len(), data: data.len() });
+            return Err(CsrError::LengthMismatch {
+                indices: indices.len(),
+                data: data.len(),
+            });
         }
         if indptr[0] != 0 || indptr[nrows] != indices.len() {
-            return Err(CsrError::IndptrEnd { end: indptr[nrows], nnz: indices.len() });
+            return Err(CsrError::IndptrEnd {
+                end: indptr[nrows],
+                nnz: indices.len(),
+            });
         }
         for row in 0..nrows {
             let (lo, hi) = (indptr[row], indptr[row + 1]);
@@ -68,14 +81,27 @@ impl CsrMatrix {
             let cols = &indices[lo..hi];
             for (p, &c) in cols.iter().enumerate() {
                 if c as usize >= ncols {
-                    return Err(CsrError::ColumnOutOfRange { row, col: c as usize, ncols });
+                    return Err(CsrError::ColumnOutOfRange {
+                        row,
+                        col: c as usize,
+                        ncols,
+                    });
                 }
                 if p > 0 && cols[p - 1] >= c {
-                    return Err(CsrError::UnsortedRow { row, col: c as usize });
+                    return Err(CsrError::UnsortedRow {
+                        row,
+                        col: c as usize,
+                    });
                 }
             }
         }
-        Ok(Self { nrows, ncols, indptr, indices, data })
+        Ok(Self {
+            nrows,
+            ncols,
+            indptr,
+            indices,
+            data,
+        })
     }
 
     /// Builds a matrix without validation. The caller guarantees the invariants
@@ -90,7 +116,13 @@ impl CsrMatrix {
     ) -> Self {
         debug_assert_eq!(indptr.len(), nrows + 1);
         debug_assert_eq!(indices.len(), data.len());
-        Self { nrows, ncols, indptr, indices, data }
+        Self {
+            nrows,
+            ncols,
+            indptr,
+            indices,
+            data,
+        }
     }
 
     /// Builds a matrix from (row, col, value) triplets; duplicates are summed.
@@ -108,7 +140,11 @@ impl CsrMatrix {
         let mut counts = vec![0usize; nrows + 1];
         for &(r, c, _) in triplets {
             if r >= nrows || c >= ncols {
-                return Err(CsrError::ColumnOutOfRange { row: r, col: c, ncols });
+                return Err(CsrError::ColumnOutOfRange {
+                    row: r,
+                    col: c,
+                    ncols,
+                });
             }
             counts[r + 1] += 1;
         }
@@ -159,7 +195,13 @@ impl CsrMatrix {
         }
         idx.truncate(w);
         val.truncate(w);
-        Self { nrows, ncols, indptr, indices: idx, data: val }
+        Self {
+            nrows,
+            ncols,
+            indptr,
+            indices: idx,
+            data: val,
+        }
     }
 
     /// An `n x n` identity matrix.
@@ -215,7 +257,9 @@ impl CsrMatrix {
     }
     /// The diagonal (zeros where not stored).
     pub fn diagonal(&self) -> Vec<f64> {
-        (0..self.nrows.min(self.ncols)).map(|i| self.get(i, i)).collect()
+        (0..self.nrows.min(self.ncols))
+            .map(|i| self.get(i, i))
+            .collect()
     }
     /// Memory held by the three arrays, in bytes.
     pub fn memory_bytes(&self) -> usize {
@@ -229,7 +273,11 @@ impl CsrMatrix {
         assert_eq!(y.len(), self.nrows, "mul_vec: y has wrong length");
         for (i, yi) in y.iter_mut().enumerate() {
             let (cols, vals) = self.row(i);
-            *yi = cols.iter().zip(vals).map(|(&c, &v)| v * x[c as usize]).sum();
+            *yi = cols
+                .iter()
+                .zip(vals)
+                .map(|(&c, &v)| v * x[c as usize])
+                .sum();
         }
     }
     /// The transpose, in CSR form.
@@ -253,7 +301,13 @@ impl CsrMatrix {
                 *p += 1;
             }
         }
-        Self { nrows: self.ncols, ncols: self.nrows, indptr: counts, indices: idx, data: val }
+        Self {
+            nrows: self.ncols,
+            ncols: self.nrows,
+            indptr: counts,
+            indices: idx,
+            data: val,
+        }
     }
     /// Rows `lo..hi` as a new `(hi - lo) x ncols` matrix (global column indices kept).
     pub fn row_slice(&self, lo: usize, hi: usize) -> Self {
@@ -274,8 +328,9 @@ mod tests {
 
     #[test]
     fn triplets_sum_duplicates_and_sort() {
-        let a = CsrMatrix::from_triplets(2, 3, &[(0, 2, 1.0), (0, 0, 2.0), (0, 2, 3.0), (1, 1, 5.0)])
-            .unwrap();
+        let a =
+            CsrMatrix::from_triplets(2, 3, &[(0, 2, 1.0), (0, 0, 2.0), (0, 2, 3.0), (1, 1, 5.0)])
+                .unwrap();
         assert_eq!(a.indptr(), &[0, 2, 3]);
         assert_eq!(a.indices(), &[0, 2, 1]);
         assert_eq!(a.data(), &[2.0, 4.0, 5.0]);

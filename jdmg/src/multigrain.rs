@@ -1,0 +1,826 @@
+//! Coarse-grain and multigrain correction phases (`seeds/003` §3 "JDcg", §6 "JDmg",
+//! §7 load balancing).
+//!
+//! The projection phase stays fine grain over all P processes. Before the correction
+//! phase, an all-to-all moves each selected Ritz vector xᵢ and residual rᵢ from the
+//! fine layout to the row layout of the solve group that will solve its correction
+//! equation; each group runs BiCGSTAB in parallel on its own communicator (dot
+//! products inside the group only); a reverse all-to-all returns εᵢ. With P = k and
+//! one process per group this is JDcg; with groups of several processes, JDmg.
+//!
+//! Load balancing (§4, §7): the first correction phase runs `maxits` steps to measure
+//! rates; afterwards group leaders call `decide(maxits, Fastest)` (the paper's optimal
+//! step count, bounded by `maxits`) on the leaders' communicator, the fastest groups
+//! receive the extreme-most residuals, and every group iterates until T (leaders call
+//! `should_continue` and broadcast the decision inside their group).
+
+use std::time::Instant;
+
+use lblib::lbs::GroupLbs;
+use lblib::{Comm, LbsConfig, Method};
+use matrices::partition::{GroupPartition, Redistribution, RowPartition, Transfer};
+use matrices::CsrMatrix;
+use precond::dist::{DistCsrOperator, DistOptions};
+use precond::krylov::Bicgstab;
+use precond::preconditioners::BoxedPreconditioner;
+use serde::{Deserialize, Serialize};
+
+use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
+use crate::driver::{build_preconditioner, precond_shift};
+use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
+use crate::params::{InnerStop, JdParams, PrecondChoice};
+use crate::solution::{JdError, Solution, Stats};
+
+/// How solve groups share the correction phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Balance {
+    /// Every group runs the inner rule of `JdParams::inner` (no balancing).
+    #[default]
+    None,
+    /// T = time of the fastest group for `maxits` steps (§4).
+    Fastest,
+    /// T = time of the slowest group for `maxits` steps.
+    Slowest,
+}
+
+/// Per-run figures of the multigrain correction phases.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MultigrainStats {
+    /// Number of solve groups.
+    pub groups: usize,
+    /// This process's group.
+    pub my_group: usize,
+    /// Inner steps done by each group (summed over phases).
+    pub group_inner_steps: Vec<u64>,
+    /// Latest measured rate (steps per second) of each group, from lblib.
+    pub group_rates: Vec<f64>,
+    /// Time limit T of each balanced phase.
+    pub time_limits: Vec<f64>,
+    /// Seconds spent in the fine↔group all-to-alls.
+    pub alltoall_seconds: f64,
+    /// Correction phases run.
+    pub phases: usize,
+}
+
+/// Result of [`solve_multigrain`].
+#[derive(Debug)]
+pub struct MultigrainSolution {
+    pub solution: Solution,
+    pub multigrain: MultigrainStats,
+}
+
+/// Moves columns between the fine layout and solve-group layouts with one
+/// all-to-all-v per call. `items[i] = (source column, destination group)`.
+struct Mover {
+    /// fine -> group g, and group g -> fine.
+    to_group: Vec<Redistribution>,
+    from_group: Vec<Redistribution>,
+    send: Vec<f64>,
+    recv: Vec<f64>,
+    send_counts: Vec<usize>,
+    recv_counts: Vec<usize>,
+}
+
+impl Mover {
+    /// Fine -> groups: column `i` of `x` (fine local length `nf`) goes to group
+    /// `dest[i]`; this rank (in group `me_g`) receives into `y` (group local
+    /// length `ng`), in item order among the items for its group.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter<W: Comm + ?Sized>(
+        &mut self,
+        world: &W,
+        x: &[f64],
+        nf: usize,
+        dest: &[usize],
+        me_g: usize,
+        y: &mut [f64],
+        ng: usize,
+        vecs_per_item: usize,
+    ) {
+        let plans: Vec<&Redistribution> = dest.iter().map(|&g| &self.to_group[g]).collect();
+        let srcs: Vec<usize> = (0..dest.len()).collect();
+        let mine: Vec<usize> = dest
+            .iter()
+            .enumerate()
+            .filter(|(_, &g)| g == me_g)
+            .map(|(i, _)| i)
+            .collect();
+        Self::exchange(
+            world,
+            &plans,
+            &srcs,
+            x,
+            nf,
+            &mine,
+            y,
+            ng,
+            vecs_per_item,
+            (
+                &mut self.send,
+                &mut self.recv,
+                &mut self.send_counts,
+                &mut self.recv_counts,
+            ),
+        );
+    }
+
+    /// Groups -> fine: group `src_group[i]` sends item i (its local column number
+    /// among its items) back to column i of `y` in the fine layout.
+    #[allow(clippy::too_many_arguments)]
+    fn gather<W: Comm + ?Sized>(
+        &mut self,
+        world: &W,
+        x: &[f64],
+        ng: usize,
+        src_group: &[usize],
+        me_g: usize,
+        y: &mut [f64],
+        nf: usize,
+    ) {
+        let plans: Vec<&Redistribution> = src_group.iter().map(|&g| &self.from_group[g]).collect();
+        // local column of item i in its group's buffer: its rank among that group's items
+        let mut count = vec![0usize; self.from_group.len()];
+        let srcs: Vec<usize> = src_group
+            .iter()
+            .map(|&g| {
+                let c = count[g];
+                count[g] += 1;
+                c
+            })
+            .collect();
+        let all: Vec<usize> = (0..src_group.len()).collect();
+        let _ = me_g;
+        Self::exchange(
+            world,
+            &plans,
+            &srcs,
+            x,
+            ng,
+            &all,
+            y,
+            nf,
+            1,
+            (
+                &mut self.send,
+                &mut self.recv,
+                &mut self.send_counts,
+                &mut self.recv_counts,
+            ),
+        );
+    }
+
+    /// Generic exchange: item i moves column `srcs[i]` (length `nsrc`, `vpi`
+    /// vectors per item stored consecutively) along `plans[i]`; received items
+    /// listed in `recv_items` are stored consecutively in `y` (length `ndst`).
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn exchange<W: Comm + ?Sized>(
+        world: &W,
+        plans: &[&Redistribution],
+        srcs: &[usize],
+        x: &[f64],
+        nsrc: usize,
+        recv_items: &[usize],
+        y: &mut [f64],
+        ndst: usize,
+        vpi: usize,
+        bufs: (
+            &mut Vec<f64>,
+            &mut Vec<f64>,
+            &mut Vec<usize>,
+            &mut Vec<usize>,
+        ),
+    ) {
+        let (send, recv, sc, rc) = bufs;
+        let me = world.rank();
+        let np = world.size();
+        sc.clear();
+        sc.resize(np, 0);
+        rc.clear();
+        rc.resize(np, 0);
+        // Sizes.
+        for (i, p) in plans.iter().enumerate() {
+            for t in p.sends(me) {
+                sc[t.dst] += t.rows.len() * vpi;
+            }
+            if recv_items.contains(&i) {
+                for t in p.recvs(me) {
+                    rc[t.src] += t.rows.len() * vpi;
+                }
+            }
+        }
+        // Pack by destination rank, items in order.
+        let total: usize = sc.iter().sum();
+        send.clear();
+        send.resize(total, 0.0);
+        let mut off = vec![0usize; np + 1];
+        for d in 0..np {
+            off[d + 1] = off[d] + sc[d];
+        }
+        let mut w = off.clone();
+        for (i, p) in plans.iter().enumerate() {
+            let t: Vec<&Transfer> = p.sends(me).collect();
+            for tr in t {
+                for v in 0..vpi {
+                    let col = &x[(srcs[i] * vpi + v) * nsrc..(srcs[i] * vpi + v + 1) * nsrc];
+                    let len = tr.rows.len();
+                    send[w[tr.dst]..w[tr.dst] + len]
+                        .copy_from_slice(&col[tr.src_offset..tr.src_offset + len]);
+                    w[tr.dst] += len;
+                }
+            }
+        }
+        let rtotal: usize = rc.iter().sum();
+        recv.clear();
+        recv.resize(rtotal, 0.0);
+        world.all_to_all_v(send, sc, recv, rc);
+        let mut roff = vec![0usize; np + 1];
+        for s in 0..np {
+            roff[s + 1] = roff[s] + rc[s];
+        }
+        let mut rw = roff.clone();
+        for (slot, &i) in recv_items.iter().enumerate() {
+            for tr in plans[i].recvs(me) {
+                for v in 0..vpi {
+                    let col = &mut y[(slot * vpi + v) * ndst..(slot * vpi + v + 1) * ndst];
+                    let len = tr.rows.len();
+                    col[tr.dst_offset..tr.dst_offset + len]
+                        .copy_from_slice(&recv[rw[tr.src]..rw[tr.src] + len]);
+                    rw[tr.src] += len;
+                }
+            }
+        }
+    }
+}
+
+struct Backend<'g, W: ?Sized, G: Comm> {
+    world: &'g W,
+    group: &'g G,
+    lbs: Option<GroupLbs<'g, G, G>>,
+    balance: Balance,
+    ngroups: usize,
+    my_group: usize,
+    mover: Mover,
+    op: DistCsrOperator<'g, G>,
+    pc: Option<BoxedPreconditioner>,
+    diag: Vec<f64>,
+    nf: usize,
+    ng: usize,
+    xl: Vec<f64>,
+    nl: usize,
+    solver: Bicgstab,
+    decided: bool,
+    stats: MultigrainStats,
+    precond: PrecondChoice,
+}
+
+impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
+    fn on_lock(&mut self, x: &[f64], stats: &mut Stats) {
+        // every group needs the locked vector in its own layout
+        let dest: Vec<usize> = (0..self.ngroups).collect();
+        let xs: Vec<f64> = (0..self.ngroups).flat_map(|_| x.iter().copied()).collect();
+        let mut y = vec![0.0; self.ng];
+        let t0 = Instant::now();
+        self.mover.scatter(
+            self.world,
+            &xs,
+            self.nf,
+            &dest,
+            self.my_group,
+            &mut y,
+            self.ng,
+            1,
+        );
+        self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
+        stats.global_sums += 1;
+        self.xl.extend_from_slice(&y);
+        self.nl += 1;
+    }
+
+    fn correct_block(
+        &mut self,
+        ctx: &CorrectionCtx<'_>,
+        t: &mut [f64],
+        stats: &mut Stats,
+    ) -> Vec<usize> {
+        let s = ctx.shifts.len();
+        let (nf, ng) = (self.nf, self.ng);
+        self.stats.phases += 1;
+        // Control phase: T and the groups' ranking (fastest last in `index`).
+        let balanced = self.balance != Balance::None && self.lbs.is_some();
+        let mut order: Vec<usize> = (0..self.ngroups).collect();
+        if balanced && self.decided {
+            let lbs = self.lbs.as_mut().expect("balanced");
+            let method = if self.balance == Balance::Fastest {
+                Method::Fastest
+            } else {
+                Method::Slowest
+            };
+            if let Ok(tl) = lbs.decide(ctx.maxits as f64, method) {
+                self.stats.time_limits.push(tl);
+            }
+            if let (Ok(idx), Ok(rates)) = (lbs.index(), lbs.rates()) {
+                // leaders are ordered by group id: idx[j] is a group; fastest first
+                order = idx.iter().rev().copied().collect();
+                let mut gr = vec![0.0; self.ngroups];
+                for (&g, &r) in idx.iter().zip(rates) {
+                    if g < gr.len() {
+                        gr[g] = r;
+                    }
+                }
+                self.stats.group_rates = gr;
+            }
+        }
+        // Pair i (extreme-most first) goes to the i-th fastest group, round robin.
+        let dest: Vec<usize> = (0..s).map(|i| order[i % self.ngroups]).collect();
+        let mine: Vec<usize> = (0..s).filter(|&i| dest[i] == self.my_group).collect();
+        // x and r travel together: item i = [x_i, r_i].
+        let mut xr = vec![0.0; 2 * nf * s];
+        for i in 0..s {
+            xr[2 * i * nf..(2 * i + 1) * nf].copy_from_slice(&ctx.x[i * nf..(i + 1) * nf]);
+            xr[(2 * i + 1) * nf..(2 * i + 2) * nf].copy_from_slice(&ctx.r[i * nf..(i + 1) * nf]);
+        }
+        let mut gxr = vec![0.0; 2 * ng * mine.len()];
+        let t0 = Instant::now();
+        self.mover
+            .scatter(self.world, &xr, nf, &dest, self.my_group, &mut gxr, ng, 2);
+        self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
+        // Flexible phase: this group's equations.
+        let mut eps = vec![0.0; ng * mine.len()];
+        let mut steps_mine = vec![0usize; mine.len()];
+        if !mine.is_empty() {
+            let section = balanced;
+            if section {
+                let _ = self.lbs.as_mut().expect("balanced").section_start();
+            }
+            let mut ops = 0usize;
+            let nmine = mine.len();
+            for (slot, &i) in mine.iter().enumerate() {
+                let x = &gxr[2 * slot * ng..(2 * slot + 1) * ng];
+                let r = &gxr[(2 * slot + 1) * ng..(2 * slot + 2) * ng];
+                let budget_ops = if nmine > 1 {
+                    Some((slot + 1) as f64 / nmine as f64)
+                } else {
+                    None
+                };
+                let steps = self.solve_one(
+                    ctx,
+                    i,
+                    x,
+                    r,
+                    &mut eps[slot * ng..(slot + 1) * ng],
+                    stats,
+                    section,
+                    &mut ops,
+                    budget_ops,
+                );
+                steps_mine[slot] = steps;
+            }
+            if section {
+                if let Ok(_rate) = self
+                    .lbs
+                    .as_mut()
+                    .expect("balanced")
+                    .section_end(ops.max(1) as f64)
+                {
+                    self.decided = true;
+                }
+            }
+            if self.stats.group_inner_steps.len() < self.ngroups {
+                self.stats.group_inner_steps.resize(self.ngroups, 0);
+            }
+            self.stats.group_inner_steps[self.my_group] += ops as u64;
+        }
+        // Back to the fine layout.
+        let t0 = Instant::now();
+        self.mover.gather(
+            self.world,
+            &eps,
+            ng,
+            &dest,
+            self.my_group,
+            &mut t[..nf * s],
+            nf,
+        );
+        self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
+        // Steps per pair, known everywhere (one reduction over the world).
+        let mut all_steps = vec![0.0; s];
+        if self.group.rank() == 0 {
+            for (slot, &i) in mine.iter().enumerate() {
+                all_steps[i] = steps_mine[slot] as f64;
+            }
+        }
+        self.world.all_reduce(&mut all_steps, lblib::ReduceOp::Sum);
+        stats.global_sums += 1;
+        let total: f64 = all_steps.iter().sum();
+        // Counters are global: count every group's work once.
+        stats.inner_steps += total as u64;
+        stats.matvecs += 2 * total as u64;
+        if self.precond != PrecondChoice::None {
+            stats.precond_applications += 2 * total as u64;
+        }
+        all_steps.iter().map(|&v| v as usize).collect()
+    }
+}
+
+impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
+    /// One correction equation on this group's communicator.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_one(
+        &mut self,
+        ctx: &CorrectionCtx<'_>,
+        i: usize,
+        x: &[f64],
+        r: &[f64],
+        out: &mut [f64],
+        stats: &mut Stats,
+        section: bool,
+        ops: &mut usize,
+        share: Option<f64>,
+    ) -> usize {
+        let ng = self.ng;
+        let nq = self.nl + 1;
+        let mut q = Vec::with_capacity(ng * nq);
+        q.extend_from_slice(&self.xl[..ng * self.nl]);
+        q.extend_from_slice(x);
+        let shift = ctx.shifts[i];
+        let inner = match (self.precond, &self.pc) {
+            (PrecondChoice::None, _) => Inner::Identity,
+            (PrecondChoice::Jacobi, _) => Inner::Diagonal {
+                diag: &self.diag,
+                shift,
+            },
+            (_, Some(m)) => Inner::Built(m.as_ref()),
+            _ => Inner::Identity,
+        };
+        let op = ProjectedOperator {
+            a: &self.op,
+            comm: self.group,
+            q: &q,
+            nq,
+            n: ng,
+            shift,
+            coef: std::cell::RefCell::new(vec![0.0; nq]),
+            global_sums: std::cell::Cell::new(0),
+        };
+        let mut pc = ProjectedPreconditioner {
+            inner,
+            comm: self.group,
+            q: &q,
+            nq,
+            n: ng,
+            kx: Vec::new(),
+            mu: 0.0,
+            coef: std::cell::RefCell::new(vec![0.0; nq]),
+            global_sums: std::cell::Cell::new(0),
+        };
+        pc.prepare();
+        let mut rhs: Vec<f64> = r.iter().map(|v| -v).collect();
+        let mut coef = vec![0.0; nq];
+        project_out(&q, ng, nq, &mut rhs, &mut coef, self.group);
+        let r0 = self.solver.start(&op, self.group, &rhs, None);
+        let mut steps = 0usize;
+        let t_section = self.group.wtime();
+        let tl = self.lbs.as_ref().and_then(|l| l.time_limit());
+        if r0 > 0.0 {
+            loop {
+                let go = if section {
+                    let lbs = self.lbs.as_mut().expect("balanced");
+                    let mut c = lbs.should_continue(*ops as f64, 1.0).unwrap_or(false);
+                    if let (Some(frac), Some(tl), true) = (share, tl, c) {
+                        // several equations in one section: split T evenly
+                        let mut el = [self.group.wtime() - t_section];
+                        self.group.broadcast(&mut el, 0);
+                        c = el[0] < frac * tl;
+                    }
+                    c
+                } else {
+                    steps < ctx.maxits
+                };
+                if !go {
+                    break;
+                }
+                match self.solver.step(&op, &pc, self.group) {
+                    Ok(rn) => {
+                        steps += 1;
+                        *ops += 1;
+                        let converged = rn <= ctx.floors[i]
+                            || (!section && ctx.inner == InnerStop::Adaptive && rn <= ctx.rel * r0);
+                        if converged && !section {
+                            break;
+                        }
+                        // In a balanced section the group keeps iterating until T
+                        // (stopping early would only idle it, §4).
+                        if !section && rn <= ctx.floors[i] {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        // Reductions inside the group are the group's own; `Stats::global_sums`
+        // counts the fine-grain (all-process) ones only.
+        let _ = stats;
+        let sol = self.solver.solution();
+        if steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0) {
+            out.copy_from_slice(sol);
+        } else {
+            use precond::Preconditioner;
+            pc.apply(&rhs, out);
+        }
+        steps
+    }
+}
+
+/// Each rank's SpMV rate (nonzeros per second of its clock) on an nnz-balanced
+/// share of `a`, known on every rank (one all-gather).
+fn measure_rates<W: Comm + ?Sized>(
+    a: &CsrMatrix,
+    world: &W,
+    threads: usize,
+) -> Result<Vec<f64>, JdError> {
+    use precond::Operator;
+    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let np = world.size();
+    let part = RowPartition::balanced_by_nnz(a, np).map_err(|e| invalid(&e))?;
+    let r = part.range(world.rank());
+    let local = a.row_slice(r.start, r.end);
+    // square local block so that the plain CSR operator applies: use local columns only
+    let block = precond::preconditioners::diagonal_block(&local, 0..local.nrows(), r.start)
+        .map_err(|e| JdError::Preconditioner(e.to_string()))?;
+    let op = precond::spmv::CsrOperator::new(&block, threads).map_err(|e| invalid(&e))?;
+    let x = vec![1.0; block.nrows()];
+    let mut y = vec![0.0; block.nrows()];
+    let t0 = world.wtime();
+    let mut reps = 0usize;
+    // at least 5 products and about 2 ms of this rank's clock
+    while reps < 5 || (world.wtime() - t0 < 2e-3 && reps < 1000) {
+        op.apply(&x, &mut y);
+        reps += 1;
+    }
+    let dt = (world.wtime() - t0).max(1e-12);
+    let rate = (block.nnz().max(1) * reps) as f64 / dt;
+    let mut rates = vec![0.0; np];
+    world.all_gather(&[rate], &mut rates);
+    Ok(rates)
+}
+
+/// Options of [`solve_multigrain`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MultigrainParams {
+    /// Global ranks of each solve group (must cover every rank exactly once).
+    pub groups: Vec<Vec<usize>>,
+    /// Load balancing of the correction phase. Default none.
+    pub balance: Balance,
+    /// Split the fine-grain rows in proportion to each rank's measured SpMV rate
+    /// (otherwise equal nonzeros). Default true.
+    pub rate_weighted_rows: bool,
+}
+
+impl Default for MultigrainParams {
+    fn default() -> Self {
+        Self {
+            groups: Vec::new(),
+            balance: Balance::None,
+            rate_weighted_rows: true,
+        }
+    }
+}
+
+/// Parses `--groups`: `equal` (P/k equal groups of consecutive ranks, k = block
+/// size), `N` (N equal groups), or explicit rank lists such as `0-3,4-5,6,7`.
+///
+/// # Errors
+/// `InvalidParams` naming the problem.
+pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<usize>>, JdError> {
+    let bad = |m: String| JdError::InvalidParams(format!("--groups {spec}: {m}"));
+    let groups = if spec == "equal" {
+        matrices::partition::split_ranks(nranks, block.clamp(1, nranks))
+            .map_err(|e| bad(e.to_string()))?
+    } else if let Ok(g) = spec.parse::<usize>() {
+        matrices::partition::split_ranks(nranks, g).map_err(|e| bad(e.to_string()))?
+    } else {
+        let mut out = Vec::new();
+        for part in spec.split(',') {
+            let ranks: Vec<usize> = match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b): (usize, usize) = (
+                        a.trim()
+                            .parse()
+                            .map_err(|_| bad(format!("bad rank '{a}'")))?,
+                        b.trim()
+                            .parse()
+                            .map_err(|_| bad(format!("bad rank '{b}'")))?,
+                    );
+                    if a > b {
+                        return Err(bad(format!("empty range {a}-{b}")));
+                    }
+                    (a..=b).collect()
+                }
+                None => vec![part
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("bad rank '{part}'")))?],
+            };
+            out.push(ranks);
+        }
+        out
+    };
+    let mut seen = vec![false; nranks];
+    for g in &groups {
+        for &r in g {
+            if r >= nranks || std::mem::replace(&mut seen[r], true) {
+                return Err(bad(format!(
+                    "rank {r} is out of range or repeated (P = {nranks})"
+                )));
+            }
+        }
+    }
+    if seen.iter().any(|s| !s) {
+        return Err(bad(format!(
+            "every rank 0..{nranks} must belong to a group"
+        )));
+    }
+    Ok(groups)
+}
+
+/// Multigrain (or coarse-grain, one process per group) block JD: fine-grain
+/// projection over `world`, correction equations solved by solve groups.
+///
+/// `world` carries the fine-grain collectives (wrap it in `lblib::Traced` to
+/// measure imbalance); `base` must be the same set of processes in the same
+/// order and is used to create the group and leader communicators (so that
+/// intra-group calls are not traced, as in the paper §7.1). Collective.
+///
+/// # Errors
+/// As [`crate::solve_distributed`], plus `InvalidParams` for bad groups.
+pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
+    a: &CsrMatrix,
+    world: &W,
+    base: &B,
+    params: &JdParams,
+    mg: &MultigrainParams,
+) -> Result<MultigrainSolution, JdError> {
+    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let np = world.size();
+    let me = world.rank();
+    if a.nrows() != a.ncols() {
+        return Err(JdError::InvalidParams("the matrix must be square".into()));
+    }
+    if mg.groups.is_empty() {
+        return Err(JdError::InvalidParams("no solve groups".into()));
+    }
+    let ngroups = mg.groups.len();
+    let my_group = mg
+        .groups
+        .iter()
+        .position(|g| g.contains(&me))
+        .ok_or_else(|| invalid(&"rank not in any group"))?;
+    let n = a.nrows();
+    // Fine layout over all ranks: rows weighted by each rank's measured SpMV rate
+    // (lblib-style rate-driven allocation), so that slow ranks get fewer rows.
+    let fine = if mg.rate_weighted_rows {
+        let weights = measure_rates(a, world, params.threads)?;
+        RowPartition::weighted_by_nnz(a, &weights).map_err(|e| invalid(&e))?
+    } else {
+        RowPartition::balanced_by_nnz(a, np).map_err(|e| invalid(&e))?
+    };
+    let frange = fine.range(me);
+    let flocal = a.row_slice(frange.start, frange.end);
+    let sizes = params.resolve(n)?;
+    let fopts = DistOptions {
+        threads: params.threads,
+        overlap: false,
+        max_block: sizes.max_basis,
+    };
+    let fop = DistCsrOperator::new(&flocal, &fine, world, fopts).map_err(|e| invalid(&e))?;
+    let fdiag: Vec<f64> = (0..flocal.nrows())
+        .map(|i| flocal.get(i, frange.start + i))
+        .collect();
+    // Group layouts: each group partitions all rows over its own ranks.
+    let fine_g = GroupPartition::all(fine.clone());
+    let mut to_group = Vec::with_capacity(ngroups);
+    let mut from_group = Vec::with_capacity(ngroups);
+    let mut my_gpart = None;
+    for (g, ranks) in mg.groups.iter().enumerate() {
+        let rows = RowPartition::balanced_by_nnz(a, ranks.len()).map_err(|e| invalid(&e))?;
+        let gp = GroupPartition::new(rows, ranks.clone(), np).map_err(|e| invalid(&e))?;
+        to_group.push(Redistribution::between(&fine_g, &gp).map_err(|e| invalid(&e))?);
+        from_group.push(Redistribution::between(&gp, &fine_g).map_err(|e| invalid(&e))?);
+        if g == my_group {
+            my_gpart = Some(gp);
+        }
+    }
+    let gpart = my_gpart.expect("my group");
+    // Group communicator ordered like the group's rank list; leaders ordered by group.
+    let key = mg.groups[my_group]
+        .iter()
+        .position(|&r| r == me)
+        .expect("member");
+    let group = base.split(my_group, key);
+    let is_leader = group.rank() == 0;
+    let leaders = base.split(if is_leader { 0 } else { 1 }, my_group);
+    let grange = gpart.rows().range(group.rank());
+    let glocal = a.row_slice(grange.start, grange.end);
+    let gopts = DistOptions {
+        threads: params.threads,
+        overlap: false,
+        max_block: 1,
+    };
+    let gop =
+        DistCsrOperator::new(&glocal, gpart.rows(), &group, gopts).map_err(|e| invalid(&e))?;
+    let gdiag: Vec<f64> = (0..glocal.nrows())
+        .map(|i| glocal.get(i, grange.start + i))
+        .collect();
+    let t0 = Instant::now();
+    let gblock = precond::preconditioners::diagonal_block(&glocal, 0..glocal.nrows(), grange.start)
+        .map_err(|e| JdError::Preconditioner(e.to_string()))?;
+    let gpc = build_preconditioner(params, &gblock, precond_shift(params, a))?;
+    let setup = t0.elapsed().as_secs_f64();
+    let cfg = LbsConfig {
+        first_section_ops: params.maxits as f64,
+        ..LbsConfig::default()
+    };
+    let lbs = if mg.balance != Balance::None {
+        Some(
+            GroupLbs::new(&group, if is_leader { Some(&leaders) } else { None }, cfg)
+                .map_err(|e| invalid(&e))?,
+        )
+    } else {
+        None
+    };
+    let ng = glocal.nrows();
+    let mut backend = Backend {
+        world,
+        group: &group,
+        lbs,
+        balance: mg.balance,
+        ngroups,
+        my_group,
+        mover: Mover {
+            to_group,
+            from_group,
+            send: Vec::new(),
+            recv: Vec::new(),
+            send_counts: Vec::new(),
+            recv_counts: Vec::new(),
+        },
+        op: gop,
+        pc: gpc,
+        diag: gdiag,
+        nf: flocal.nrows(),
+        ng,
+        xl: Vec::new(),
+        nl: 0,
+        solver: Bicgstab::new(ng),
+        decided: false,
+        stats: MultigrainStats {
+            groups: ngroups,
+            my_group,
+            group_inner_steps: vec![0; ngroups],
+            ..Default::default()
+        },
+        precond: params.precond,
+    };
+    let pb = Problem {
+        a: &fop,
+        comm: world,
+        n_global: n,
+        row_offset: frange.start,
+        diagonal: Some(&fdiag),
+        precond: None,
+    };
+    let res = solve_with(&pb, params, None, Some(&mut backend));
+    // Per-group steps known everywhere.
+    let mut gs: Vec<f64> = backend
+        .stats
+        .group_inner_steps
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    if !is_leader {
+        gs.iter_mut().for_each(|v| *v = 0.0);
+    }
+    world.all_reduce(&mut gs, lblib::ReduceOp::Sum);
+    backend.stats.group_inner_steps = gs.iter().map(|&v| v as u64).collect();
+    let mgstats = backend.stats.clone();
+    match res {
+        Ok(mut s) => {
+            s.stats.setup_seconds = setup;
+            Ok(MultigrainSolution {
+                solution: s,
+                multigrain: mgstats,
+            })
+        }
+        Err(JdError::NotConverged {
+            wanted,
+            mut partial,
+        }) => {
+            partial.stats.setup_seconds = setup;
+            Err(JdError::NotConverged { wanted, partial })
+        }
+        Err(e) => Err(e),
+    }
+}
