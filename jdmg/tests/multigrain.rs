@@ -6,11 +6,10 @@ use jdmg::{solve_distributed, solve_multigrain, Balance, InnerStop, JdParams, Mu
 use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig, Traced};
 use matrices::generate::{generate, GenSpec};
 
-fn run(
-    balance: Balance,
-    slowdowns: &[f64],
-    params: &JdParams,
-) -> Vec<(Vec<f64>, f64, Vec<u64>, Vec<f64>)> {
+/// Per rank: eigenvalues, %imbalance, inner steps per group, time limits T.
+type RankResult = (Vec<f64>, f64, Vec<u64>, Vec<f64>);
+
+fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult> {
     let spec: GenSpec = "lap3d:14".parse().unwrap();
     let a = generate(&spec).unwrap();
     let cfg = ThreadConfig::with_slowdowns(slowdowns, ClockMode::Virtual);
