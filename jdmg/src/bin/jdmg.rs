@@ -82,6 +82,13 @@ enum Prec {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum BalanceArg {
+    None,
+    Fastest,
+    Slowest,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Inner {
     Adaptive,
     Fixed,
@@ -148,6 +155,17 @@ struct SolveArgs {
     /// Run over MPI (launch with mpirun; needs the `mpi` feature).
     #[arg(long)]
     mpi: bool,
+    /// Multigrain solve groups (seeds/003 §6): `equal` (P/k equal groups), a group
+    /// count, or rank lists like `0-3,4-5,6,7`. Needs --ranks > 1 or --mpi.
+    #[arg(long)]
+    groups: Option<String>,
+    /// Load balancing of the multigrain correction phase (seeds/003 §4, §7).
+    #[arg(long, value_enum, default_value = "none")]
+    balance: BalanceArg,
+    /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
+    /// processors: virtual clocks on the thread backend, sleeping under MPI.
+    #[arg(long, value_delimiter = ',')]
+    slowdown: Vec<f64>,
     /// Parameters file (TOML or JSON, keys of JdParams); flags override it.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -400,19 +418,112 @@ fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let live = std::io::stderr().is_terminal() && !a.json;
     let mut obs = |ev: &IterationEvent| progress(ev);
     let observer: Option<jdmg::jd::Observer<'_>> = if live { Some(&mut obs) } else { None };
-    let (res, nprocs) = if a.ranks > 1 {
-        let out = lblib::ThreadComm::run(a.ranks, |comm| {
-            let r = jdmg::solve_distributed(&m, &comm, &params, None);
-            gather(&comm, m.nrows(), r)
-        });
-        (out.into_iter().next().expect("rank 0"), a.ranks)
+    if a.groups.is_some() && a.ranks < 2 {
+        return Err(Fail(
+            EXIT_BAD_INPUT,
+            "--groups needs --ranks N (N > 1) or --mpi".into(),
+        ));
+    }
+    let (res, nprocs, extra) = if a.ranks > 1 {
+        let slow = if a.slowdown.is_empty() {
+            vec![1.0; a.ranks]
+        } else {
+            a.slowdown.clone()
+        };
+        if slow.len() != a.ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(Fail(
+                EXIT_BAD_INPUT,
+                format!("--slowdown needs {} positive factors", a.ranks),
+            ));
+        }
+        let clock = if a.slowdown.is_empty() {
+            lblib::ClockMode::Real
+        } else {
+            lblib::ClockMode::Virtual
+        };
+        let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+        let out = lblib::ThreadComm::run_with(cfg, |comm| run_distributed(a, &params, &m, &comm));
+        let first = out.into_iter().next().expect("rank 0");
+        (first.0?, a.ranks, first.1)
     } else {
-        (jdmg::solve_matrix(&m, &params, observer), 1)
+        if !a.slowdown.is_empty() {
+            return Err(Fail(
+                EXIT_BAD_INPUT,
+                "--slowdown needs --ranks N or --mpi".into(),
+            ));
+        }
+        (
+            jdmg::solve_matrix(&m, &params, observer),
+            1,
+            serde_json::json!({}),
+        )
     };
     if live {
         eprintln!();
     }
-    report(a, &params, &source, &m, res, nprocs)
+    report(a, &params, &source, &m, res, nprocs, extra)
+}
+
+type DistOutcome = (Result<Result<Solution, JdError>, Fail>, serde_json::Value);
+
+/// Fine grain (or multigrain with --groups) on the processes of `base`, with the
+/// paper's imbalance tracer on the fine-grain communicator. Collective.
+fn run_distributed<B: Comm>(
+    a: &SolveArgs,
+    params: &JdParams,
+    m: &CsrMatrix,
+    base: &B,
+) -> DistOutcome {
+    let world = lblib::Traced::new(base.split(0, base.rank()));
+    let mut extra = serde_json::Map::new();
+    let r = match &a.groups {
+        Some(spec) => {
+            let k = if params.block == 0 {
+                params.nev.min(4)
+            } else {
+                params.block
+            };
+            let groups = match jdmg::parse_groups(spec, base.size(), k) {
+                Ok(g) => g,
+                Err(e) => {
+                    return (
+                        Err(Fail(EXIT_BAD_INPUT, e.to_string())),
+                        serde_json::json!({}),
+                    )
+                }
+            };
+            let balance = match a.balance {
+                BalanceArg::None => jdmg::Balance::None,
+                BalanceArg::Fastest => jdmg::Balance::Fastest,
+                BalanceArg::Slowest => jdmg::Balance::Slowest,
+            };
+            let mg = jdmg::MultigrainParams {
+                groups: groups.clone(),
+                balance,
+                ..Default::default()
+            };
+            extra.insert("mode".into(), "multigrain".into());
+            extra.insert("groups".into(), serde_json::json!(groups));
+            extra.insert("balance".into(), serde_json::json!(balance));
+            match jdmg::solve_multigrain(m, &world, base, params, &mg) {
+                Ok(s) => {
+                    extra.insert("multigrain".into(), serde_json::json!(s.multigrain));
+                    Ok((s.solution, 0..0))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        None => {
+            extra.insert("mode".into(), "fine".into());
+            jdmg::solve_distributed(m, &world, params, None)
+        }
+    };
+    if let Ok(rep) = world.report() {
+        extra.insert("imbalance_percent".into(), rep.imbalance_percent.into());
+        extra.insert("imbalance".into(), serde_json::json!(rep));
+    }
+    let res = gather(base, m.nrows(), r);
+    (Ok(res), serde_json::Value::Object(extra))
 }
 
 /// Collects the eigenvectors of a distributed solution on every rank.
@@ -457,6 +568,7 @@ fn report(
     m: &CsrMatrix,
     res: Result<Solution, JdError>,
     nprocs: usize,
+    extra: serde_json::Value,
 ) -> Result<(), Fail> {
     let (sol, converged) = match res {
         Ok(s) => (s, true),
@@ -486,6 +598,10 @@ fn report(
             "params": params,
             "stats": sol.stats,
         });
+        let mut obj = obj;
+        if let (Some(o), serde_json::Value::Object(e)) = (obj.as_object_mut(), extra) {
+            o.extend(e);
+        }
         println!("{obj}");
     } else {
         println!(
@@ -519,6 +635,24 @@ fn report(
             s.setup_seconds,
             s.anorm_estimate
         );
+        if let Some(p) = extra.get("imbalance_percent").and_then(|v| v.as_f64()) {
+            println!("imbalance {p:.2}% (seeds/003 §4 metric, fine-grain collectives)");
+        }
+        if let Some(mg) = extra.get("multigrain") {
+            println!(
+                "solve groups {}  inner steps per group {}  rates {}",
+                extra
+                    .get("groups")
+                    .map(|g| g.to_string())
+                    .unwrap_or_default(),
+                mg.get("group_inner_steps")
+                    .map(|g| g.to_string())
+                    .unwrap_or_default(),
+                mg.get("group_rates")
+                    .map(|g| g.to_string())
+                    .unwrap_or_default()
+            );
+        }
     }
     let _ = std::io::stdout().flush();
     if all_conv {
@@ -553,11 +687,22 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
             })
         }
     };
-    let r = jdmg::solve_distributed(&m, &world, params, None);
-    let r = gather(&world, m.nrows(), r);
+    let factor = if a.slowdown.is_empty() {
+        1.0
+    } else if a.slowdown.len() == world.size() {
+        a.slowdown[world.rank()]
+    } else {
+        return Err(Fail(
+            EXIT_BAD_INPUT,
+            format!("--slowdown needs {} factors", world.size()),
+        ));
+    };
+    let slowed = lblib::Slowed::new(world.split(0, world.rank()), factor);
+    let (r, extra) = run_distributed(a, params, &m, &slowed);
+    let r = r?;
     let size = world.size();
     if world.rank() == 0 {
-        report(a, params, &source, &m, r, size)
+        report(a, params, &source, &m, r, size, extra)
     } else {
         match r {
             Ok(_) => Ok(()),
