@@ -46,6 +46,7 @@ pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
             ..IlutParams::default()
         })),
         PrecondChoice::Spai => Some(PrecondKind::Spai(SpaiParams::default())),
+        PrecondChoice::Fsai => Some(PrecondKind::Fsai),
     }
 }
 

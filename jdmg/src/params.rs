@@ -57,8 +57,10 @@ pub enum PrecondChoice {
     Ilu0,
     /// ILUT(fill, drop_tol) of A − σI (the paper uses ILUT(20, 0)).
     Ilut,
-    /// Sparse approximate inverse of A − σI (ParaSails-like).
+    /// Sparse approximate inverse of A − σI (least squares on A's pattern).
     Spai,
+    /// Factorized sparse approximate inverse GᵀG of A − σI (ParaSails' SPD variant).
+    Fsai,
 }
 
 /// Parameters of [`crate::solve`]. Every field has a documented default

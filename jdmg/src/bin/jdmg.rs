@@ -79,6 +79,7 @@ enum Prec {
     Ilu0,
     Ilut,
     Spai,
+    Fsai,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -327,6 +328,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
             Prec::Ilu0 => PrecondChoice::Ilu0,
             Prec::Ilut => PrecondChoice::Ilut,
             Prec::Spai => PrecondChoice::Spai,
+            Prec::Fsai => PrecondChoice::Fsai,
         };
     }
     if a.precond_shift.is_some() {
