@@ -70,7 +70,8 @@ pub enum PrecondChoice {
 pub struct JdParams {
     /// Number of eigenpairs wanted. Default 4.
     pub nev: usize,
-    /// Block size k: Ritz pairs corrected per outer iteration. Default 0 = min(nev, 4).
+    /// Block size k: Ritz pairs corrected per outer iteration. Default 0 = min(nev, 8)
+    /// (a block at least as large as a cluster or multiplicity finds it whole).
     pub block: usize,
     /// Which eigenvalues. Default `Smallest`.
     pub target: Target,
@@ -80,9 +81,10 @@ pub struct JdParams {
     pub conv: ConvTest,
     /// ‖A‖ if known (used by `ConvTest::Norm`); default None = estimated.
     pub anorm: Option<f64>,
-    /// Maximum basis size. Default 0 = max(3·k + nev, 24) capped by n.
+    /// Maximum basis size. Default 0 = max(6·k + nev, 30) capped by n.
     pub max_basis: usize,
-    /// Basis size after a thick restart (Ritz vectors kept). Default 0 = max_basis / 2.
+    /// Basis size after a thick restart (Ritz vectors kept, plus k previous
+    /// directions). Default 0 = max(2·max_basis/5, 2·k).
     pub restart_size: usize,
     /// Keep the previous iteration's Ritz directions at restart (GD+k / LOBPCG-like
     /// thick restart). Default true.
@@ -190,13 +192,13 @@ impl JdParams {
             return bad("threads must be at least 1".into());
         }
         let k = if self.block == 0 {
-            self.nev.min(4)
+            self.nev.min(8)
         } else {
             self.block
         }
         .min(n);
         let mut max_basis = if self.max_basis == 0 {
-            (3 * k + self.nev).max(24)
+            (6 * k + self.nev).max(30)
         } else {
             self.max_basis
         };

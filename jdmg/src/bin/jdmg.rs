@@ -481,7 +481,7 @@ fn run_distributed<B: Comm>(
     let r = match &a.groups {
         Some(spec) => {
             let k = if params.block == 0 {
-                params.nev.min(4)
+                params.nev.min(8)
             } else {
                 params.block
             };
