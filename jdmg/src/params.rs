@@ -84,7 +84,7 @@ pub struct JdParams {
     /// Maximum basis size. Default 0 = max(6·k + nev, 30) capped by n.
     pub max_basis: usize,
     /// Basis size after a thick restart (Ritz vectors kept, plus k previous
-    /// directions). Default 0 = max(2·max_basis/5, 2·k).
+    /// directions). Default 0 = max_basis / 2.
     pub restart_size: usize,
     /// Keep the previous iteration's Ritz directions at restart (GD+k / LOBPCG-like
     /// thick restart). Default true.
