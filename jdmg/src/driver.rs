@@ -121,16 +121,24 @@ pub fn solve_matrix_on<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
     };
-    let with_setup = |mut s: Solution| {
-        s.stats.setup_seconds = setup;
-        s
-    };
-    match solve(&pb, params, observer) {
-        Ok(s) => Ok(with_setup(s)),
-        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
+    with_setup(solve(&pb, params, observer), setup)
+}
+
+/// Records the preconditioner setup time in a solution or in the partial solution
+/// of `NotConverged`.
+pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Solution, JdError> {
+    match r {
+        Ok(mut s) => {
+            s.stats.setup_seconds = setup;
+            Ok(s)
+        }
+        Err(JdError::NotConverged {
             wanted,
-            partial: Box::new(with_setup(*partial)),
-        }),
+            mut partial,
+        }) => {
+            partial.stats.setup_seconds = setup;
+            Err(JdError::NotConverged { wanted, partial })
+        }
         Err(e) => Err(e),
     }
 }
@@ -190,18 +198,5 @@ pub fn solve_distributed<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
     };
-    match solve(&pb, params, observer) {
-        Ok(mut s) => {
-            s.stats.setup_seconds = setup;
-            Ok((s, range))
-        }
-        Err(JdError::NotConverged {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.setup_seconds = setup;
-            Err(JdError::NotConverged { wanted, partial })
-        }
-        Err(e) => Err(e),
-    }
+    with_setup(solve(&pb, params, observer), setup).map(|s| (s, range))
 }

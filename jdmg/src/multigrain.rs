@@ -26,7 +26,7 @@ use precond::preconditioners::BoxedPreconditioner;
 use serde::{Deserialize, Serialize};
 
 use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
-use crate::driver::{build_preconditioner, precond_shift};
+use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
 use crate::solution::{JdError, Solution, Stats};
@@ -806,21 +806,8 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     world.all_reduce(&mut gs, lblib::ReduceOp::Sum);
     backend.stats.group_inner_steps = gs.iter().map(|&v| v as u64).collect();
     let mgstats = backend.stats.clone();
-    match res {
-        Ok(mut s) => {
-            s.stats.setup_seconds = setup;
-            Ok(MultigrainSolution {
-                solution: s,
-                multigrain: mgstats,
-            })
-        }
-        Err(JdError::NotConverged {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.setup_seconds = setup;
-            Err(JdError::NotConverged { wanted, partial })
-        }
-        Err(e) => Err(e),
-    }
+    with_setup(res, setup).map(|s| MultigrainSolution {
+        solution: s,
+        multigrain: mgstats,
+    })
 }
