@@ -1,0 +1,986 @@
+//! Grid experiments of issue 5 (seeds/003 §4 Table 1, §7 Table 3) under `mpirun` on
+//! one machine: every run is a fresh `mpirun --oversubscribe --bind-to none` of
+//! `jdmg solve --mpi ... --json`; the harness collects the JSON printed by rank 0 and
+//! writes `DIR/<experiment>.json` (every run and the medians), `DIR/<experiment>.md`
+//! (a markdown table of medians) and `DIR/<experiment>.svg` (bars of time and
+//! %imbalance per configuration). Logs of every run go to `DIR/logs/`.
+//!
+//! Usage (build first: `CARGO_TARGET_DIR=target-exp cargo build --release -p jdmg -p
+//! lblib --features jdmg/mpi,lblib/mpi --bins --examples`):
+//!
+//! ```text
+//! CARGO_TARGET_DIR=target-exp cargo run --release -p bench --bin grid -- \
+//!     --experiment hetero|competing|changing [--jdmg target-exp/release/jdmg] [--np 4]
+//!     [--problem lap3d:20] [--repeat 3] [--out bench/out] [--maxits 100] [--slow 4]
+//! ```
+//!
+//! As root, the harness sets `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`
+//! for mpirun itself.
+//!
+//! * **hetero** (Table 3): two solve groups (first and second half of the ranks); the
+//!   second group is `--slow` times slower (`--slowdown`, lblib::Slowed: sleeps
+//!   `slow − 1` times each compute segment, so the cores are really left idle).
+//!   Configurations: fine grain without slowdown (reference), fine grain, multigrain
+//!   (`--balance none`) and balanced multigrain (`--balance fastest`), all with the same
+//!   slowdown. Rank r is pinned (taskset) to CPU r mod #CPUs, so that on two cores
+//!   each core runs one fast and one slow rank (`--pin none` to let the kernel place
+//!   them, `--pin 0,0,1,1` for another layout).
+//!   Acceptance (issue 5): balanced multigrain %imbalance ≤ 10 and time ≤ 0.6 × the
+//!   unbalanced multigrain time, same eigenvalues to tolerance.
+//! * **competing** (Table 1): three JDcg jobs (`--block NP --groups equal`, one rank
+//!   per solve group) run at the same time on the machine's cores, and the paper's
+//!   node overlap (jobs on nodes 1-4, 3-6, 4,7-9: node 3 runs two jobs, node 4 three) is
+//!   emulated by `--slowdown`: job 1 = 1,1,2,3; job 2 = 2,3,1,1; job 3 = 3,1,1,1. One
+//!   round without balancing (all three jobs `--balance none`), one with
+//!   (`--balance fastest`); per job: time, matvecs, %imbalance.
+//! * **changing**: two solve groups, ranks pinned by `--pin` (default: first half on
+//!   CPU 0, second half on CPU 1); for each of `--balance none|fastest`, a quiet run,
+//!   then a run where `--competitors` busy processes pinned to `--competitor-cpu`
+//!   start halfway through (at half of the quiet run's time of the same repetition).
+//!   Per-phase group rates are not in jdmg's JSON; the table shows the total inner
+//!   steps per group, the last measured group rates, and the plot the time limit T of
+//!   every balanced phase.
+//!
+//! Eigenvalues are checked against the analytic spectrum of the generated problem:
+//! a run is "same" when every eigenvalue is within `tol·‖A‖` of the exact one.
+//! Competitors run under `timeout` (so they end even if the harness is killed) and are
+//! killed by the harness when their run ends.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use matrices::generate::{exact_eigenvalues, GenSpec};
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Experiment {
+    Hetero,
+    Competing,
+    Changing,
+}
+
+impl Experiment {
+    fn name(self) -> &'static str {
+        match self {
+            Experiment::Hetero => "hetero",
+            Experiment::Competing => "competing",
+            Experiment::Changing => "changing",
+        }
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "mpirun grid experiments of issue 5 (seeds/003 Tables 1 and 3)")]
+struct Args {
+    /// Which experiment.
+    #[arg(long, value_enum)]
+    experiment: Experiment,
+    /// The jdmg binary (built with --features jdmg/mpi).
+    #[arg(long, default_value = "target-exp/release/jdmg")]
+    jdmg: PathBuf,
+    /// MPI ranks per job.
+    #[arg(long, default_value_t = 4)]
+    np: usize,
+    /// Generator spec of the matrix.
+    #[arg(long, default_value = "lap3d:20")]
+    problem: String,
+    /// Repetitions (interleaved); medians are reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Output directory.
+    #[arg(long, default_value = "bench/out")]
+    out: PathBuf,
+    /// Eigenpairs wanted (smallest).
+    #[arg(long, default_value_t = 2)]
+    nev: usize,
+    /// Block size (= number of solve groups) of hetero and changing; competing uses NP.
+    #[arg(long, default_value_t = 2)]
+    block: usize,
+    /// Convergence tolerance (‖r‖ ≤ tol·‖A‖).
+    #[arg(long, default_value_t = 1e-8)]
+    tol: f64,
+    /// Inner BiCGSTAB step cap (and first-phase step count of balanced runs).
+    #[arg(long, default_value_t = 100)]
+    maxits: usize,
+    /// Inner stopping rule of jdmg (fixed | adaptive).
+    #[arg(long, default_value = "fixed")]
+    inner: String,
+    /// hetero: slowdown factor of the second solve group.
+    #[arg(long, default_value_t = 4.0)]
+    slow: f64,
+    /// Per-rank CPU for taskset, e.g. 0,1,0,1, or "none". Default: hetero and
+    /// competing rank r on CPU r mod #CPUs (each core gets fast and slow ranks);
+    /// changing: first half of the ranks on CPU 0, second half on CPU 1.
+    #[arg(long, value_delimiter = ',')]
+    pin: Vec<String>,
+    /// changing: number of busy competitor processes.
+    #[arg(long, default_value_t = 2)]
+    competitors: usize,
+    /// changing: CPU the competitors are pinned to.
+    #[arg(long, default_value = "1")]
+    competitor_cpu: String,
+    /// Extra jdmg solve arguments, whitespace-separated (e.g. "--precond jacobi").
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    extra: String,
+    /// Seconds before a run is killed.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// The mpirun command.
+    #[arg(long, default_value = "mpirun")]
+    mpirun: String,
+}
+
+/// One mpirun job.
+#[derive(Clone, Debug)]
+struct Job {
+    /// Configuration label (table row).
+    label: String,
+    /// jdmg solve arguments after the common ones.
+    args: Vec<String>,
+    /// Per-rank taskset CPU lists (empty: no pinning).
+    pin: Vec<String>,
+}
+
+/// A running job.
+struct Running {
+    child: Child,
+    start: Instant,
+    out: PathBuf,
+    err: PathBuf,
+    cmdline: String,
+}
+
+/// Busy processes; killed (process group) on drop.
+struct Competitors(Vec<Child>);
+
+impl Competitors {
+    fn start(n: usize, cpu: &str, max_secs: u64) -> Competitors {
+        let mut v = Vec::new();
+        for _ in 0..n {
+            let mut c = Command::new("timeout");
+            c.arg(max_secs.to_string());
+            if !cpu.is_empty() {
+                c.args(["taskset", "-c", cpu]);
+            }
+            c.args(["sh", "-c", "while :; do :; done"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0);
+            match c.spawn() {
+                Ok(ch) => v.push(ch),
+                Err(e) => eprintln!("grid: cannot start competitor: {e}"),
+            }
+        }
+        Competitors(v)
+    }
+}
+
+impl Drop for Competitors {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            kill_group(c.id());
+            let _ = c.wait();
+        }
+    }
+}
+
+/// SIGKILL to the process group `pgid` (the harness starts every child as the leader
+/// of its own group).
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let k = v.len();
+    if k == 0 {
+        f64::NAN
+    } else if k % 2 == 1 {
+        v[k / 2]
+    } else {
+        0.5 * (v[k / 2 - 1] + v[k / 2])
+    }
+}
+
+fn fmt_list(v: &[f64], prec: usize) -> String {
+    let s: Vec<String> = v.iter().map(|x| format!("{x:.prec$}")).collect();
+    s.join(" / ")
+}
+
+struct Ctx {
+    args: Args,
+    exact: Vec<f64>,
+    anorm: f64,
+    logs: PathBuf,
+    counter: usize,
+}
+
+impl Ctx {
+    fn common(&self) -> Vec<String> {
+        let a = &self.args;
+        let mut v: Vec<String> = vec![
+            "solve".into(),
+            "--mpi".into(),
+            "--generate".into(),
+            a.problem.clone(),
+            "--nev".into(),
+            a.nev.to_string(),
+            "--tol".into(),
+            a.tol.to_string(),
+            "--maxits".into(),
+            a.maxits.to_string(),
+            "--inner".into(),
+            a.inner.clone(),
+            "--threads".into(),
+            "1".into(),
+            "--json".into(),
+        ];
+        v.extend(a.extra.split_whitespace().map(String::from));
+        v
+    }
+
+    /// Starts `job` under mpirun (own process group), stdout/stderr to log files.
+    fn launch(&mut self, job: &Job, tag: &str) -> std::io::Result<Running> {
+        self.counter += 1;
+        let stem = format!(
+            "{}_{:03}_{}_{}",
+            self.args.experiment.name(),
+            self.counter,
+            tag,
+            job.label.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        );
+        let out = self.logs.join(format!("{stem}.out"));
+        let err = self.logs.join(format!("{stem}.err"));
+        let np = self.args.np;
+        let mut solve = self.common();
+        solve.extend(job.args.iter().cloned());
+        let jdmg = self.args.jdmg.to_string_lossy().to_string();
+        let mut argv: Vec<String> =
+            vec!["--oversubscribe".into(), "--bind-to".into(), "none".into()];
+        if job.pin.is_empty() {
+            argv.extend(["-np".into(), np.to_string(), jdmg]);
+            argv.extend(solve);
+        } else {
+            // MPMD: one application context per rank, each under its own taskset.
+            for r in 0..np {
+                if r > 0 {
+                    argv.push(":".into());
+                }
+                let cpu = job.pin[r % job.pin.len()].clone();
+                argv.extend([
+                    "-np".into(),
+                    "1".into(),
+                    "taskset".into(),
+                    "-c".into(),
+                    cpu,
+                    jdmg.clone(),
+                ]);
+                argv.extend(solve.iter().cloned());
+            }
+        }
+        let cmdline = format!("{} {}", self.args.mpirun, argv.join(" "));
+        let mut c = Command::new(&self.args.mpirun);
+        c.args(&argv)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&out)?)
+            .stderr(fs::File::create(&err)?)
+            .process_group(0);
+        eprintln!("grid: {cmdline}");
+        let child = c.spawn()?;
+        Ok(Running {
+            child,
+            start: Instant::now(),
+            out,
+            err,
+            cmdline,
+        })
+    }
+
+    /// Waits for all running jobs (killing those past the timeout); while waiting,
+    /// `at(elapsed)` is called so that competitors can be started.
+    fn wait_all(
+        &self,
+        mut runs: Vec<(Job, Running)>,
+        mut at: impl FnMut(f64),
+        rep: usize,
+    ) -> Vec<Value> {
+        let timeout = Duration::from_secs(self.args.timeout);
+        let t0 = Instant::now();
+        let mut done: Vec<Option<(Option<i32>, f64, bool)>> = vec![None; runs.len()];
+        while done.iter().any(|d| d.is_none()) {
+            at(t0.elapsed().as_secs_f64());
+            for (i, (_, r)) in runs.iter_mut().enumerate() {
+                if done[i].is_some() {
+                    continue;
+                }
+                match r.child.try_wait() {
+                    Ok(Some(st)) => {
+                        done[i] = Some((st.code(), r.start.elapsed().as_secs_f64(), false))
+                    }
+                    Ok(None) if r.start.elapsed() > timeout => {
+                        kill_group(r.child.id());
+                        let _ = r.child.wait();
+                        done[i] = Some((None, r.start.elapsed().as_secs_f64(), true));
+                    }
+                    Ok(None) => {}
+                    Err(_) => done[i] = Some((None, r.start.elapsed().as_secs_f64(), false)),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        runs.iter()
+            .zip(done)
+            .map(|((job, r), d)| {
+                let (code, secs, killed) = d.unwrap_or((None, f64::NAN, false));
+                self.record(job, r, code, secs, killed, rep)
+            })
+            .collect()
+    }
+
+    fn record(
+        &self,
+        job: &Job,
+        r: &Running,
+        code: Option<i32>,
+        secs: f64,
+        killed: bool,
+        rep: usize,
+    ) -> Value {
+        let so = fs::read_to_string(&r.out).unwrap_or_default();
+        let parsed: Option<Value> = so
+            .find('{')
+            .and_then(|i| serde_json::from_str(so[i..].trim()).ok());
+        let j = parsed.unwrap_or(Value::Null);
+        let f = |p: &str| j.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        let arr = |p: &str| -> Vec<f64> {
+            j.pointer(p)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default()
+        };
+        let mut ev = arr("/eigenvalues");
+        ev.sort_by(f64::total_cmp);
+        let err = if ev.len() == self.args.nev && self.exact.len() >= ev.len() {
+            ev.iter()
+                .zip(&self.exact)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
+        } else {
+            f64::INFINITY
+        };
+        let converged = j.get("converged").and_then(Value::as_bool).unwrap_or(false);
+        let same = err <= self.args.tol * self.anorm;
+        let wall = f("/wall_seconds");
+        let corr = f("/stats/correction_seconds");
+        let tail = if j.is_null() {
+            let se = fs::read_to_string(&r.err).unwrap_or_default();
+            let n = se.len();
+            se[n.saturating_sub(400)..].to_string()
+        } else {
+            String::new()
+        };
+        if j.is_null() || !converged {
+            eprintln!(
+                "grid: {} rep {rep}: exit {code:?} killed {killed} converged {converged}; {}",
+                job.label,
+                tail.trim()
+            );
+        } else {
+            eprintln!(
+                "grid: {} rep {rep}: {:.2} s, {} matvecs, imbalance {:.1}%, |dλ| {err:.1e}",
+                job.label,
+                wall,
+                f("/matvecs"),
+                f("/imbalance_percent")
+            );
+        }
+        json!({
+            "label": job.label,
+            "rep": rep,
+            "command": r.cmdline,
+            "exit_code": code,
+            "killed": killed,
+            "harness_seconds": secs,
+            "converged": converged,
+            "same_eigenvalues": same,
+            "eig_error": if err.is_finite() { json!(err) } else { Value::Null },
+            "wall_seconds": wall,
+            "matvecs": f("/matvecs"),
+            "outer_iterations": f("/outer_iterations"),
+            "imbalance_percent": f("/imbalance_percent"),
+            "projection_seconds": f("/stats/projection_seconds"),
+            "correction_seconds": corr,
+            "correction_fraction": corr / wall,
+            "alltoall_seconds": f("/multigrain/alltoall_seconds"),
+            "phases": f("/multigrain/phases"),
+            "group_inner_steps": arr("/multigrain/group_inner_steps"),
+            "group_rates": arr("/multigrain/group_rates"),
+            "time_limits": arr("/multigrain/time_limits"),
+            "eigenvalues": ev,
+            "stderr_tail": tail,
+        })
+    }
+
+    fn run_one(&mut self, job: &Job, rep: usize) -> Value {
+        match self.launch(job, &format!("r{rep}")) {
+            Ok(r) => self.wait_all(vec![(job.clone(), r)], |_| {}, rep).remove(0),
+            Err(e) => json!({"label": job.label, "rep": rep, "error": e.to_string()}),
+        }
+    }
+}
+
+fn num(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+fn vecf(v: &Value, k: &str) -> Vec<f64> {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+/// Medians per label, in first-appearance order.
+fn summarize(runs: &[Value]) -> Vec<Value> {
+    let mut labels: Vec<String> = Vec::new();
+    for r in runs {
+        if let Some(l) = r.get("label").and_then(Value::as_str) {
+            if !labels.iter().any(|x| x == l) {
+                labels.push(l.to_string());
+            }
+        }
+    }
+    labels
+        .iter()
+        .map(|l| {
+            let rs: Vec<&Value> = runs
+                .iter()
+                .filter(|r| r.get("label").and_then(Value::as_str) == Some(l))
+                .collect();
+            let ok: Vec<&Value> = rs
+                .iter()
+                .copied()
+                .filter(|r| r.get("converged").and_then(Value::as_bool) == Some(true))
+                .collect();
+            let med = |k: &str| median(ok.iter().map(|r| num(r, k)).collect());
+            let medv = |k: &str| -> Vec<f64> {
+                let n = ok.iter().map(|r| vecf(r, k).len()).max().unwrap_or(0);
+                (0..n)
+                    .map(|i| median(ok.iter().filter_map(|r| vecf(r, k).get(i).copied()).collect()))
+                    .collect()
+            };
+            let same = ok
+                .iter()
+                .all(|r| r.get("same_eigenvalues").and_then(Value::as_bool) == Some(true));
+            let err = ok.iter().map(|r| num(r, "eig_error")).fold(0.0, f64::max);
+            json!({
+                "label": l,
+                "runs": rs.len(),
+                "converged_runs": ok.len(),
+                "same_eigenvalues": same && !ok.is_empty(),
+                "max_eig_error": err,
+                "wall_seconds": med("wall_seconds"),
+                "wall_seconds_all": rs.iter().map(|r| num(r, "wall_seconds")).collect::<Vec<_>>(),
+                "matvecs": med("matvecs"),
+                "imbalance_percent": med("imbalance_percent"),
+                "imbalance_percent_all": rs.iter().map(|r| num(r, "imbalance_percent")).collect::<Vec<_>>(),
+                "correction_fraction": med("correction_fraction"),
+                "alltoall_seconds": med("alltoall_seconds"),
+                "phases": med("phases"),
+                "group_inner_steps": medv("group_inner_steps"),
+                "group_rates": medv("group_rates"),
+                "time_limits": medv("time_limits"),
+            })
+        })
+        .collect()
+}
+
+fn markdown(title: &str, summary: &[Value], notes: &[String]) -> String {
+    let mut s = format!("## {title}\n\n");
+    s.push_str(
+        "| configuration | runs ok | time (s) | matvecs | %imbal | correction % | all-to-all (s) | phases | inner steps per group | last group rates (steps/s) | max \\|Δλ\\| |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for r in summary {
+        let f = |k: &str| num(r, k);
+        let opt = |x: f64, p: usize| {
+            if x.is_finite() {
+                format!("{x:.p$}")
+            } else {
+                "–".into()
+            }
+        };
+        s.push_str(&format!(
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1e}{} |\n",
+            r["label"].as_str().unwrap_or(""),
+            f("converged_runs"),
+            f("runs"),
+            opt(f("wall_seconds"), 2),
+            opt(f("matvecs"), 0),
+            opt(f("imbalance_percent"), 1),
+            opt(100.0 * f("correction_fraction"), 0),
+            opt(f("alltoall_seconds"), 3),
+            opt(f("phases"), 0),
+            fmt_list(&vecf(r, "group_inner_steps"), 0),
+            fmt_list(&vecf(r, "group_rates"), 0),
+            f("max_eig_error"),
+            if r["same_eigenvalues"].as_bool() == Some(true) {
+                ""
+            } else {
+                " (differs)"
+            },
+        ));
+    }
+    s.push_str("\nMedians over the converged runs; time = jdmg's wall_seconds (rank 0).\n");
+    for n in notes {
+        s.push_str(&format!("\n{n}\n"));
+    }
+    s
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Two horizontal bar panels (time, %imbalance) per configuration, and when any
+/// configuration has time limits, a third panel with T per balanced phase.
+fn svg(title: &str, summary: &[Value]) -> String {
+    let n = summary.len().max(1);
+    let label_w = 260.0;
+    let panel_w = 300.0;
+    let bar_h = 22.0;
+    let top = 50.0;
+    let height_bars = top + n as f64 * (bar_h + 8.0) + 40.0;
+    let series: Vec<(String, Vec<f64>)> = summary
+        .iter()
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap_or("").to_string(),
+                vecf(r, "time_limits"),
+            )
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let line_h = if series.is_empty() { 0.0 } else { 260.0 };
+    let width = label_w + 2.0 * (panel_w + 40.0) + 20.0;
+    let height = height_bars + line_h;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+        xml(title)
+    );
+    let colors = [
+        "#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
+    ];
+    for (p, (key, name)) in [
+        ("wall_seconds", "time (s)"),
+        ("imbalance_percent", "%imbalance"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let x0 = label_w + p as f64 * (panel_w + 40.0);
+        let vmax = summary
+            .iter()
+            .map(|r| num(r, key))
+            .filter(|x| x.is_finite())
+            .fold(0.0, f64::max)
+            .max(if *key == "imbalance_percent" {
+                10.0
+            } else {
+                1e-9
+            });
+        s.push_str(&format!(
+            "<text x=\"{x0}\" y=\"{}\" font-weight=\"bold\">{name}</text>\n",
+            top - 10.0
+        ));
+        for (i, r) in summary.iter().enumerate() {
+            let y = top + i as f64 * (bar_h + 8.0);
+            if p == 0 {
+                s.push_str(&format!(
+                    "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                    label_w - 8.0,
+                    y + bar_h * 0.7,
+                    xml(r["label"].as_str().unwrap_or(""))
+                ));
+            }
+            let v = num(r, key);
+            let w = if v.is_finite() {
+                v / vmax * panel_w
+            } else {
+                0.0
+            };
+            s.push_str(&format!(
+                "<rect x=\"{x0}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+                colors[i % colors.len()],
+                x0 + w + 4.0,
+                y + bar_h * 0.7,
+                if v.is_finite() { format!("{v:.2}") } else { "failed".into() }
+            ));
+        }
+        if *key == "imbalance_percent" {
+            let x10 = x0 + 10.0 / vmax * panel_w;
+            s.push_str(&format!(
+                "<line x1=\"{x10:.1}\" y1=\"{}\" x2=\"{x10:.1}\" y2=\"{}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>\n<text x=\"{x10:.1}\" y=\"{}\" font-size=\"10\">10%</text>\n",
+                top - 4.0,
+                top + n as f64 * (bar_h + 8.0),
+                top + n as f64 * (bar_h + 8.0) + 12.0
+            ));
+        }
+    }
+    if !series.is_empty() {
+        let y0 = height_bars;
+        let (px, pw, ph) = (60.0, width - 100.0, line_h - 70.0);
+        let nmax = series
+            .iter()
+            .map(|(_, v)| v.len())
+            .max()
+            .unwrap_or(1)
+            .max(2);
+        let tmax = series
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .fold(0.0, f64::max)
+            .max(1e-9);
+        s.push_str(&format!(
+            "<text x=\"10\" y=\"{}\" font-weight=\"bold\">time limit T per balanced correction phase (s, max {tmax:.3})</text>\n<line x1=\"{px}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n<line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"black\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">phase</text>\n",
+            y0 + 15.0,
+            y0 + 30.0 + ph,
+            px + pw,
+            y0 + 30.0 + ph,
+            y0 + 30.0,
+            y0 + 30.0 + ph,
+            px + pw,
+            y0 + 45.0 + ph
+        ));
+        for (k, (name, v)) in series.iter().enumerate() {
+            let pts: Vec<String> = v
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    format!(
+                        "{:.1},{:.1}",
+                        px + i as f64 / (nmax - 1) as f64 * pw,
+                        y0 + 30.0 + ph - t / tmax * ph
+                    )
+                })
+                .collect();
+            let c = colors[k % colors.len()];
+            s.push_str(&format!(
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n<text x=\"{}\" y=\"{}\" fill=\"{c}\">{}</text>\n",
+                pts.join(" "),
+                px + 10.0,
+                y0 + 45.0 + 14.0 * k as f64,
+                xml(name)
+            ));
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Rank lists of two halves: "0-1,2-3" (or "0,1").
+fn halves(np: usize) -> String {
+    let h = np / 2;
+    let part = |a: usize, b: usize| {
+        if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        }
+    };
+    format!("{},{}", part(0, h - 1), part(h, np - 1))
+}
+
+fn csv(v: &[f64]) -> String {
+    let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+    s.join(",")
+}
+
+fn sv(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The per-rank CPUs of `--pin`, or `default` when not given ("none": no pinning).
+fn pins(a: &Args, default: impl Fn(usize) -> String) -> Vec<String> {
+    if a.pin.len() == 1 && a.pin[0] == "none" {
+        Vec::new()
+    } else if a.pin.is_empty() {
+        (0..a.np).map(default).collect()
+    } else {
+        a.pin.clone()
+    }
+}
+
+fn ncpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn hetero(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
+    let a = &ctx.args;
+    let np = a.np;
+    let slow: Vec<f64> = (0..np)
+        .map(|r| if r < np / 2 { 1.0 } else { a.slow })
+        .collect();
+    let sd = csv(&slow);
+    let groups = halves(np);
+    let block = a.block.to_string();
+    let pin = pins(a, |r| (r % ncpus()).to_string());
+    let mk = |label: &str, extra: Vec<String>| Job {
+        label: label.into(),
+        args: extra,
+        pin: pin.clone(),
+    };
+    let jobs = vec![
+        mk("fine grain, no slowdown", sv(&["--block", &block])),
+        mk(
+            &format!("fine grain, slowdown {sd}"),
+            sv(&["--block", &block, "--slowdown", &sd]),
+        ),
+        mk(
+            &format!("multigrain {groups}"),
+            sv(&[
+                "--block",
+                &block,
+                "--groups",
+                &groups,
+                "--balance",
+                "none",
+                "--slowdown",
+                &sd,
+            ]),
+        ),
+        mk(
+            &format!("balanced multigrain {groups}"),
+            sv(&[
+                "--block",
+                &block,
+                "--groups",
+                &groups,
+                "--balance",
+                "fastest",
+                "--slowdown",
+                &sd,
+            ]),
+        ),
+    ];
+    let mut runs = Vec::new();
+    for rep in 0..ctx.args.repeat {
+        for j in &jobs {
+            runs.push(ctx.run_one(j, rep));
+        }
+    }
+    let s = summarize(&runs);
+    let get = |i: usize, k: &str| s.get(i).map(|r| num(r, k)).unwrap_or(f64::NAN);
+    let ratio = get(3, "wall_seconds") / get(2, "wall_seconds");
+    let imb = get(3, "imbalance_percent");
+    let same = s
+        .get(3)
+        .and_then(|r| r["same_eigenvalues"].as_bool())
+        .unwrap_or(false);
+    let notes = vec![format!(
+        "Groups {groups}; --slowdown {sd} (lblib::Slowed sleeps); ranks pinned to CPUs {}.",
+        if pin.is_empty() { "none".to_string() } else { pin.join(",") }
+    ), format!(
+        "Acceptance (issue 5): balanced multigrain %imbalance {imb:.1} (≤ 10: {}), time ratio balanced/unbalanced multigrain {ratio:.2} (≤ 0.6: {}), same eigenvalues to tol·‖A‖: {same}.",
+        if imb <= 10.0 { "PASS" } else { "FAIL" },
+        if ratio <= 0.6 { "PASS" } else { "FAIL" },
+    )];
+    (runs, notes)
+}
+
+fn competing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
+    let np = ctx.args.np;
+    // Paper node overlap: job 1 on nodes 1-4, job 2 on 3-6, job 3 on 4,7,8,9; node 3
+    // runs two jobs (2x slower), node 4 three (3x).
+    let paper = [
+        [1.0, 1.0, 2.0, 3.0],
+        [2.0, 3.0, 1.0, 1.0],
+        [3.0, 1.0, 1.0, 1.0],
+    ];
+    let block = np.to_string();
+    let mut runs = Vec::new();
+    for rep in 0..ctx.args.repeat {
+        for bal in ["none", "fastest"] {
+            let mut started = Vec::new();
+            for (j, f) in paper.iter().enumerate() {
+                let sd: Vec<f64> = (0..np).map(|r| f[r % 4]).collect();
+                let job = Job {
+                    label: format!("job {} ({}), balance {bal}", j + 1, csv(&sd)),
+                    args: sv(&[
+                        "--block",
+                        &block,
+                        "--groups",
+                        "equal",
+                        "--balance",
+                        bal,
+                        "--slowdown",
+                        &csv(&sd),
+                    ]),
+                    pin: pins(&ctx.args, |r| (r % ncpus()).to_string()),
+                };
+                match ctx.launch(&job, &format!("r{rep}")) {
+                    Ok(r) => started.push((job, r)),
+                    Err(e) => eprintln!("grid: launch failed: {e}"),
+                }
+            }
+            runs.extend(ctx.wait_all(started, |_| {}, rep));
+        }
+    }
+    let notes = vec![format!(
+        "Three {np}-rank JDcg jobs (--block {np} --groups equal) run at the same time on this machine's cores; the paper's node sharing is emulated with --slowdown (lblib::Slowed)."
+    )];
+    (runs, notes)
+}
+
+fn changing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
+    let np = ctx.args.np;
+    let pin = pins(
+        &ctx.args,
+        |r| if r < np / 2 { "0".into() } else { "1".into() },
+    );
+    let groups = halves(np);
+    let block = ctx.args.block.to_string();
+    let ncomp = ctx.args.competitors;
+    let ccpu = ctx.args.competitor_cpu.clone();
+    let tmax = ctx.args.timeout;
+    let mut runs = Vec::new();
+    for rep in 0..ctx.args.repeat {
+        for bal in ["none", "fastest"] {
+            let base = sv(&["--block", &block, "--groups", &groups, "--balance", bal]);
+            let quiet = Job {
+                label: format!("balance {bal}, quiet"),
+                args: base.clone(),
+                pin: pin.clone(),
+            };
+            let q = ctx.run_one(&quiet, rep);
+            let tq = num(&q, "harness_seconds");
+            runs.push(q);
+            let delay = if tq.is_finite() { tq / 2.0 } else { 1.0 };
+            let job = Job {
+                label: format!("balance {bal}, {ncomp} busy on CPU {ccpu} from t/2"),
+                args: base,
+                pin: pin.clone(),
+            };
+            let r = match ctx.launch(&job, &format!("r{rep}")) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("grid: launch failed: {e}");
+                    continue;
+                }
+            };
+            let mut comp: Option<Competitors> = None;
+            let res = ctx.wait_all(
+                vec![(job, r)],
+                |t| {
+                    if comp.is_none() && t >= delay {
+                        comp = Some(Competitors::start(ncomp, &ccpu, tmax));
+                    }
+                },
+                rep,
+            );
+            drop(comp);
+            for mut v in res {
+                v["competitor_start_seconds"] = json!(delay);
+                runs.push(v);
+            }
+        }
+    }
+    let notes = vec![format!(
+        "Groups {groups}, ranks pinned to CPUs {}; {ncomp} busy loops pinned to CPU {ccpu} start at half of the quiet run's time (same repetition) and are killed when the run ends. Group rates are the last measured ones (per-phase rates are not in jdmg's JSON).",
+        pin.join(",")
+    )];
+    (runs, notes)
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.np < 2 {
+        eprintln!("grid: --np must be at least 2");
+        std::process::exit(2);
+    }
+    let spec: GenSpec = match args.problem.parse() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("grid: {}: {e}", args.problem);
+            std::process::exit(2);
+        }
+    };
+    let mut all = exact_eigenvalues(&spec).unwrap_or_default();
+    all.sort_by(f64::total_cmp);
+    let anorm = all.iter().map(|x| x.abs()).fold(0.0, f64::max);
+    let exact: Vec<f64> = all.iter().take(args.nev).copied().collect();
+    if !args.jdmg.exists() {
+        eprintln!("grid: {} not found (build it first)", args.jdmg.display());
+        std::process::exit(2);
+    }
+    let logs = args.out.join("logs");
+    if let Err(e) = fs::create_dir_all(&logs) {
+        eprintln!("grid: {}: {e}", logs.display());
+        std::process::exit(2);
+    }
+    let exp = args.experiment;
+    let mut ctx = Ctx {
+        args,
+        exact,
+        anorm,
+        logs,
+        counter: 0,
+    };
+    let (runs, notes) = match exp {
+        Experiment::Hetero => hetero(&mut ctx),
+        Experiment::Competing => competing(&mut ctx),
+        Experiment::Changing => changing(&mut ctx),
+    };
+    let summary = summarize(&runs);
+    let a = &ctx.args;
+    let title = format!(
+        "grid {}: {} on {} ranks, nev {}, tol {:e}, maxits {}, inner {}, {} repeats",
+        exp.name(),
+        a.problem,
+        a.np,
+        a.nev,
+        a.tol,
+        a.maxits,
+        a.inner,
+        a.repeat
+    );
+    let md = markdown(&title, &summary, &notes);
+    let out: &Path = &a.out;
+    let doc = json!({
+        "experiment": exp.name(),
+        "title": title,
+        "problem": a.problem,
+        "np": a.np,
+        "exact_eigenvalues": ctx.exact,
+        "anorm": ctx.anorm,
+        "notes": notes,
+        "summary": summary,
+        "runs": runs,
+    });
+    let write = |name: String, text: String| {
+        let p = out.join(name);
+        if let Err(e) = fs::write(&p, text) {
+            eprintln!("grid: {}: {e}", p.display());
+        }
+    };
+    write(
+        format!("{}.json", exp.name()),
+        serde_json::to_string_pretty(&doc).unwrap_or_default(),
+    );
+    write(format!("{}.md", exp.name()), md.clone());
+    write(format!("{}.svg", exp.name()), svg(&title, &summary));
+    println!("{md}");
+}
