@@ -579,15 +579,22 @@ fn summarize(args: &Args, problems: &[Problem], runs: &[Value]) -> (String, Valu
             .filter_map(|r| r["max_abs_error"].as_f64())
             .fold(0.0f64, f64::max);
         let wrong = g.iter().filter(|r| r["right_set"] != json!(true)).count();
+        let returned = g
+            .iter()
+            .any(|r| r["eigenvalues"].as_array().is_some_and(|a| !a.is_empty()));
         let err_s = match wrong {
+            _ if !returned => "none returned".to_string(),
             0 => fmt_sig(err),
             w if w == nruns => format!("wrong set ({})", fmt_sig(err)),
             w => format!("wrong set in {w}/{nruns} ({})", fmt_sig(err)),
         };
-        let res = g
-            .iter()
-            .filter_map(|r| r["max_residual_over_anorm"].as_f64())
-            .fold(0.0f64, f64::max);
+        let res = if returned {
+            g.iter()
+                .filter_map(|r| r["max_residual_over_anorm"].as_f64())
+                .fold(0.0f64, f64::max)
+        } else {
+            f64::NAN
+        };
         let conv = status.iter().filter(|s| **s == "ok").count();
         let fake = status.iter().filter(|s| **s == "false convergence").count();
         let conv_s = if fake > 0 {
