@@ -169,11 +169,10 @@ pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
 impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C> {
     fn new(pb: &'p Problem<'a, A, C>, prm: &'p JdParams, sz: Sizes, n: usize) -> Self {
         let mb = sz.max_basis;
-        let par = if prm.threads > 1 {
-            Par::rayon(prm.threads)
-        } else {
-            Par::Seq
-        };
+        // Dense tall-skinny kernels run on the calling thread: they are bound by
+        // memory bandwidth, and a second rayon pool beside the SpMV pool made 2-thread
+        // runs on a loaded 2-core machine up to 8x slower (bench/eigbench).
+        let par = Par::Seq;
         Self {
             backend: None,
             pb,
