@@ -14,6 +14,14 @@
 //!     [--problem lap3d:20] [--repeat 3] [--out bench/out] [--maxits 100] [--slow 4]
 //! ```
 //!
+//! The documented runs (2 cores; results in the issue 5 report):
+//!
+//! ```text
+//! target-exp/release/grid --experiment hetero --problem lap3d:40 --repeat 3
+//! target-exp/release/grid --experiment competing --problem lap3d:30 --scale 4 --repeat 3
+//! target-exp/release/grid --experiment changing --np 2 --problem lap3d:40 --repeat 3
+//! ```
+//!
 //! As root, the harness sets `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`
 //! for mpirun itself.
 //!
@@ -117,6 +125,10 @@ struct Args {
     /// changing: first half of the ranks on CPU 0, second half on CPU 1.
     #[arg(long, value_delimiter = ',')]
     pin: Vec<String>,
+    /// competing: every job's slowdown factors are multiplied by this (the paper's
+    /// 1/2/3 node sharing × scale), so that 12 ranks fit on few cores.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
     /// changing: number of busy competitor processes.
     #[arg(long, default_value_t = 2)]
     competitors: usize,
@@ -816,7 +828,7 @@ fn competing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
         for bal in ["none", "fastest"] {
             let mut started = Vec::new();
             for (j, f) in paper.iter().enumerate() {
-                let sd: Vec<f64> = (0..np).map(|r| f[r % 4]).collect();
+                let sd: Vec<f64> = (0..np).map(|r| f[r % 4] * ctx.args.scale).collect();
                 let job = Job {
                     label: format!("job {} ({}), balance {bal}", j + 1, csv(&sd)),
                     args: sv(&[
@@ -840,7 +852,8 @@ fn competing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
         }
     }
     let notes = vec![format!(
-        "Three {np}-rank JDcg jobs (--block {np} --groups equal) run at the same time on this machine's cores; the paper's node sharing is emulated with --slowdown (lblib::Slowed)."
+        "Three {np}-rank JDcg jobs (--block {np} --groups equal) run at the same time on this machine's cores; the paper's node sharing is emulated with --slowdown (lblib::Slowed), factors × {}.",
+        ctx.args.scale
     )];
     (runs, notes)
 }
@@ -891,16 +904,27 @@ fn changing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
                 },
                 rep,
             );
+            let started = comp.is_some();
             drop(comp);
+            if !started {
+                eprintln!("grid: run ended before t/2 = {delay:.2} s: competitor never started");
+            }
             for mut v in res {
                 v["competitor_start_seconds"] = json!(delay);
+                v["competitor_started"] = json!(started);
                 runs.push(v);
             }
         }
     }
     let notes = vec![format!(
-        "Groups {groups}, ranks pinned to CPUs {}; {ncomp} busy loops pinned to CPU {ccpu} start at half of the quiet run's time (same repetition) and are killed when the run ends. Group rates are the last measured ones (per-phase rates are not in jdmg's JSON).",
-        pin.join(",")
+        "Groups {groups}, ranks pinned to CPUs {}; {ncomp} busy loops pinned to CPU {ccpu} start at half of the quiet run's time (same repetition) and are killed when the run ends ({} of {} competitor runs ended before the competitor started). Group rates are the last measured ones (per-phase rates are not in jdmg's JSON).",
+        pin.join(","),
+        runs.iter()
+            .filter(|r| r.get("competitor_started") == Some(&json!(false)))
+            .count(),
+        runs.iter()
+            .filter(|r| r.get("competitor_started").is_some())
+            .count()
     )];
     (runs, notes)
 }
