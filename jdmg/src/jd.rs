@@ -377,7 +377,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
     /// Appends the first `b` columns of `t` (orthonormalized) to the basis.
     fn extend_basis(&mut self, b: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
-        let t0 = Instant::now();
         self.pb
             .a
             .apply_block(&self.t[..n * b], &mut self.wt[..n * b], b);
@@ -410,7 +409,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
         self.w[m * n..(m + b) * n].copy_from_slice(&self.wt[..n * b]);
         self.m += b;
-        let _ = t0;
     }
 
     /// Compact copy of the m×m projected matrix.
@@ -610,8 +608,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.locked = self.nl();
                 if self.nl() >= nev {
                     self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                    self.emit(observer, &theta, &ritz_seen, &[]);
-                    return Ok(self.finish(true, &[]));
+                    self.emit(observer, &ritz_seen, &[]);
+                    return Ok(self.finish(&[]));
                 }
                 if !locked_pos.is_empty() {
                     // Remove locked directions: V <- V Y[:, rest].
@@ -634,12 +632,12 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.lam = theta[..nev].to_vec();
                 self.res = ritz_seen.iter().take(nev).map(|r| r.1).collect();
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                return Ok(self.finish(true, &[]));
+                return Ok(self.finish(&[]));
             }
             if basis_full && sel.is_empty() {
                 // Nothing left to add: every Ritz pair is exact.
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                return Ok(self.finish(true, &[]));
+                return Ok(self.finish(&[]));
             }
             // Thick restart (GD+k) when the next block does not fit.
             let bnext = sel.len().max(1);
@@ -657,7 +655,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             if self.stats.matvecs >= self.prm.max_matvecs
                 || self.stats.outer_iterations >= self.prm.max_outer
             {
-                self.emit(observer, &theta, &ritz_seen, &[]);
+                self.emit(observer, &ritz_seen, &[]);
                 return Err(self.not_converged(&last_ritz));
             }
             // (8) correction equations.
@@ -695,7 +693,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.fill_random(0);
             }
             self.stats.correction_seconds += tc.elapsed().as_secs_f64();
-            self.emit(observer, &theta, &ritz_seen, &steps);
+            self.emit(observer, &ritz_seen, &steps);
         }
     }
 
@@ -901,13 +899,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         steps
     }
 
-    fn emit(
-        &mut self,
-        observer: &mut Option<Observer<'_>>,
-        _theta: &[f64],
-        ritz: &[(f64, f64)],
-        steps: &[usize],
-    ) {
+    fn emit(&mut self, observer: &mut Option<Observer<'_>>, ritz: &[(f64, f64)], steps: &[usize]) {
         if let Some(obs) = observer.as_mut() {
             let ev = IterationEvent {
                 outer_iteration: self.stats.outer_iterations,
@@ -925,7 +917,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
 
     /// Assembles the solution from the locked pairs (plus `extra` estimates),
     /// ordered by the target.
-    fn finish(&mut self, _all: bool, extra: &[(f64, f64, bool)]) -> Solution {
+    fn finish(&mut self, extra: &[(f64, f64, bool)]) -> Solution {
         let n = self.n;
         let mut items: Vec<(f64, f64, bool, usize)> = (0..self.nl())
             .map(|j| (self.lam[j], self.res[j], true, j))
@@ -978,7 +970,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
             }
         }
-        let partial = self.finish(false, &extra);
+        let partial = self.finish(&extra);
         JdError::NotConverged {
             wanted: self.prm.nev,
             partial: Box::new(partial),
