@@ -1,0 +1,153 @@
+//! End-to-end tests of the `jdmg` command: outputs and documented exit codes
+//! (0 converged, 2 bad input or options, 3 not converged with partial results).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn jdmg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jdmg"))
+        .args(args)
+        .output()
+        .expect("run jdmg")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().expect("a JSON line")).expect("valid JSON")
+}
+
+fn tmp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jdmg-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn solve_generated_prints_json_and_exits_0() {
+    let out = jdmg(&[
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--tol",
+        "1e-10",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["converged"], true);
+    assert_eq!(v["nprocs"], 1);
+    assert!(v["matvecs"].as_u64().unwrap() > 0);
+    // exact: 3 (2 - 2 cos(pi/9)) and the triple 2(2 - 2cos(pi/9)) + 2 - 2cos(2pi/9)
+    let e = |i: f64| 2.0 - 2.0 * (std::f64::consts::PI * i / 9.0).cos();
+    let want = [3.0 * e(1.0), 2.0 * e(1.0) + e(2.0)];
+    let got: Vec<f64> = v["eigenvalues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 1e-9, "{g} vs {w}");
+    }
+}
+
+#[test]
+fn eigenvectors_are_written_as_matrix_market_array() {
+    let dir = std::env::temp_dir().join(format!("jdmg-cli-ev-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ev.mtx");
+    let out = jdmg(&[
+        "solve",
+        "--generate",
+        "lap2d:6",
+        "--nev",
+        "3",
+        "--eigenvectors",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = matrices::mm::read_dense_array(&path).unwrap();
+    assert_eq!((ev.nrows, ev.ncols), (36, 3));
+    let n0: f64 = (0..36).map(|i| ev.get(i, 0).powi(2)).sum();
+    assert!((n0 - 1.0).abs() < 1e-10, "unit eigenvectors: {n0}");
+}
+
+#[test]
+fn bad_inputs_exit_2_with_a_message() {
+    let missing = jdmg(&["solve", "/nonexistent/dir/a.mtx"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/dir/a.mtx"));
+
+    let bad = tmp(
+        "bad.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n3 1 2.0\n",
+    );
+    let out = jdmg(&["solve", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let nonsym = tmp(
+        "nonsym.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1.0\n2 2 1.0\n1 2 0.5\n",
+    );
+    let out = jdmg(&["solve", nonsym.to_str().unwrap(), "--nev", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not symmetric") && err.contains("5.000e-1"),
+        "{err}"
+    );
+
+    let big = jdmg(&["solve", "--generate", "lap2d:3", "--nev", "10"]);
+    assert_eq!(big.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&big.stderr).contains("exceeds the matrix dimension"));
+
+    let flag = jdmg(&["solve", "--generate", "lap2d:3", "--precond", "magic"]);
+    assert_eq!(flag.status.code(), Some(2));
+}
+
+#[test]
+fn not_converged_exits_3_and_still_prints() {
+    let out = jdmg(&[
+        "solve",
+        "--generate",
+        "lap3d:10",
+        "--nev",
+        "4",
+        "--tol",
+        "1e-12",
+        "--max-matvecs",
+        "40",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(v["converged"], false);
+    assert_eq!(v["eigenvalues"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn info_reports_symmetry_and_gershgorin() {
+    let p = tmp("sym.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n1 1 2.0\n2 2 2.0\n3 3 2.0\n2 1 -1.0\n");
+    let out = jdmg(&["info", p.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["nrows"], 3);
+    assert_eq!(v["nnz"], 5);
+    assert_eq!(v["symmetric"], true);
+    assert_eq!(v["gershgorin_lower"].as_f64(), Some(1.0));
+    assert_eq!(v["gershgorin_upper"].as_f64(), Some(3.0));
+}
