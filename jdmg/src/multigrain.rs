@@ -55,6 +55,9 @@ pub struct MultigrainStats {
     pub group_inner_steps: Vec<u64>,
     /// Latest measured rate (steps per second) of each group, from lblib.
     pub group_rates: Vec<f64>,
+    /// The groups' rates at every balanced phase (one row per phase), to follow
+    /// changing loads over iterations.
+    pub group_rate_history: Vec<Vec<f64>>,
     /// Time limit T of each balanced phase.
     pub time_limits: Vec<f64>,
     /// Seconds spent in the fine↔group all-to-alls.
@@ -328,6 +331,7 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                         gr[g] = r;
                     }
                 }
+                self.stats.group_rate_history.push(gr.clone());
                 self.stats.group_rates = gr;
             }
         }
