@@ -4,8 +4,8 @@
 use lblib::comm::Comm;
 
 use super::{
-    axpy, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, IterPair, KrylovResult,
-    KrylovStats, Stepwise, StopCriteria,
+    axpy, common_stepwise, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, IterPair,
+    KrylovResult, KrylovStats, Stepwise, StopCriteria,
 };
 use crate::operator::{Operator, Preconditioner};
 
@@ -232,87 +232,6 @@ impl Bicgstab {
     }
 }
 
-impl Stepwise for Bicgstab {
-    fn len(&self) -> usize {
-        self.n
-    }
-
-    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-        b: &[f64],
-        x0: Option<&[f64]>,
-    ) -> f64 {
-        assert_eq!(b.len(), self.n, "Bicgstab::start: b has wrong length");
-        if let Some(x) = x0 {
-            assert_eq!(x.len(), self.n, "Bicgstab::start: x0 has wrong length");
-        }
-        self.stats = KrylovStats::default();
-        self.b.copy_from_slice(b);
-        self.x.reset(x0, f64::INFINITY);
-        self.started = true;
-        let res = self.init_residual(a, comm, x0.is_none(), true);
-        self.x.best_norm = res;
-        res
-    }
-
-    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        m: &M,
-        comm: &C,
-    ) -> Result<f64, Breakdown> {
-        assert!(self.started, "Bicgstab::step called before start");
-        // After a breakdown the recurrences are invalid until `restart`/`start`.
-        if let Some(e) = self.broken {
-            return Err(e);
-        }
-        let r = self.step_inner(a, m, comm);
-        if let Err(e) = r {
-            self.broken = Some(e);
-        }
-        r
-    }
-
-    fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64 {
-        assert!(self.started, "Bicgstab::restart called before start");
-        self.x.rewind();
-        let res = self.init_residual(a, comm, false, false);
-        self.x.best_norm = res;
-        res
-    }
-
-    fn residual_norm(&self) -> f64 {
-        self.res
-    }
-
-    fn b_norm(&self) -> f64 {
-        self.b_norm
-    }
-
-    fn solution(&self) -> &[f64] {
-        self.x.best()
-    }
-
-    fn true_residual_norm<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-    ) -> f64 {
-        a.apply(self.x.best(), &mut self.t);
-        self.stats.matvecs += 1;
-        for (ti, bi) in self.t.iter_mut().zip(&self.b) {
-            *ti = bi - *ti;
-        }
-        let mut s = [dot(&self.t, &self.t)];
-        global_sum(comm, &mut s, &mut self.stats);
-        s[0].sqrt()
-    }
-
-    fn stats(&self) -> KrylovStats {
-        self.stats
-    }
-}
+common_stepwise!(Bicgstab, "Bicgstab", t);
 
 inherent_stepwise!(Bicgstab);

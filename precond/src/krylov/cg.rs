@@ -3,8 +3,8 @@
 use lblib::comm::Comm;
 
 use super::{
-    axpy, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, IterPair, KrylovResult,
-    KrylovStats, Stepwise, StopCriteria,
+    axpy, common_stepwise, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, IterPair,
+    KrylovResult, KrylovStats, Stepwise, StopCriteria,
 };
 use crate::operator::{Operator, Preconditioner};
 
@@ -163,87 +163,6 @@ impl Cg {
     }
 }
 
-impl Stepwise for Cg {
-    fn len(&self) -> usize {
-        self.n
-    }
-
-    fn start<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-        b: &[f64],
-        x0: Option<&[f64]>,
-    ) -> f64 {
-        assert_eq!(b.len(), self.n, "Cg::start: b has wrong length");
-        if let Some(x) = x0 {
-            assert_eq!(x.len(), self.n, "Cg::start: x0 has wrong length");
-        }
-        self.stats = KrylovStats::default();
-        self.b.copy_from_slice(b);
-        self.x.reset(x0, f64::INFINITY);
-        self.started = true;
-        let res = self.init_residual(a, comm, x0.is_none(), true);
-        self.x.best_norm = res;
-        res
-    }
-
-    fn step<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        m: &M,
-        comm: &C,
-    ) -> Result<f64, Breakdown> {
-        assert!(self.started, "Cg::step called before start");
-        // After a breakdown the recurrences are invalid until `restart`/`start`.
-        if let Some(e) = self.broken {
-            return Err(e);
-        }
-        let r = self.step_inner(a, m, comm);
-        if let Err(e) = r {
-            self.broken = Some(e);
-        }
-        r
-    }
-
-    fn restart<A: Operator + ?Sized, C: Comm + ?Sized>(&mut self, a: &A, comm: &C) -> f64 {
-        assert!(self.started, "Cg::restart called before start");
-        self.x.rewind();
-        let res = self.init_residual(a, comm, false, false);
-        self.x.best_norm = res;
-        res
-    }
-
-    fn residual_norm(&self) -> f64 {
-        self.res
-    }
-
-    fn b_norm(&self) -> f64 {
-        self.b_norm
-    }
-
-    fn solution(&self) -> &[f64] {
-        self.x.best()
-    }
-
-    fn true_residual_norm<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-    ) -> f64 {
-        a.apply(self.x.best(), &mut self.q);
-        self.stats.matvecs += 1;
-        for (qi, bi) in self.q.iter_mut().zip(&self.b) {
-            *qi = bi - *qi;
-        }
-        let mut s = [dot(&self.q, &self.q)];
-        global_sum(comm, &mut s, &mut self.stats);
-        s[0].sqrt()
-    }
-
-    fn stats(&self) -> KrylovStats {
-        self.stats
-    }
-}
+common_stepwise!(Cg, "Cg", q);
 
 inherent_stepwise!(Cg);
