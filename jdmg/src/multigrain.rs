@@ -593,8 +593,34 @@ impl Default for MultigrainParams {
     }
 }
 
+/// One solve group per distinct key (e.g. a hash of each rank's host name: one
+/// group per cluster node, `seeds/003` §6 "solve groups chosen ... to correspond to
+/// the physical boundaries"), groups ordered by their lowest rank.
+pub fn groups_by_key(keys: &[u64]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
+    for (rank, &k) in keys.iter().enumerate() {
+        match groups.iter_mut().find(|g| g.0 == k) {
+            Some(g) => g.1.push(rank),
+            None => groups.push((k, vec![rank])),
+        }
+    }
+    groups.into_iter().map(|g| g.1).collect()
+}
+
+/// FNV-1a hash of this machine's host name (from `/proc/sys/kernel/hostname`, else
+/// `$HOSTNAME`), for [`groups_by_key`].
+pub fn host_key() -> u64 {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default();
+    name.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Parses `--groups`: `equal` (P/k equal groups of consecutive ranks, k = block
-/// size), `N` (N equal groups), or explicit rank lists such as `0-3,4-5,6,7`.
+/// size), `N` (N equal groups), or explicit rank lists such as `0-3,4-5,6,7`
+/// (`host` is resolved by the caller with [`groups_by_key`] and [`host_key`]).
 ///
 /// # Errors
 /// `InvalidParams` naming the problem.

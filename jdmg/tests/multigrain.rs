@@ -88,3 +88,30 @@ fn balanced_multigrain_matches_fine_grain_and_removes_imbalance() {
     let st = &balanced[0].2;
     assert!(st[0] > 2 * st[1], "group steps {st:?}");
 }
+
+#[test]
+fn groups_from_keys_and_specs() {
+    assert_eq!(
+        jdmg::multigrain::groups_by_key(&[7, 7, 3, 7, 3]),
+        vec![vec![0, 1, 3], vec![2, 4]]
+    );
+    assert_eq!(
+        jdmg::parse_groups("equal", 4, 2).unwrap(),
+        vec![vec![0, 1], vec![2, 3]]
+    );
+    assert_eq!(
+        jdmg::parse_groups("0-1,2,3", 4, 2).unwrap(),
+        vec![vec![0, 1], vec![2], vec![3]]
+    );
+    assert!(jdmg::parse_groups("0-1,1", 4, 2).is_err(), "repeated rank");
+    assert!(
+        jdmg::parse_groups("0-1", 4, 2).is_err(),
+        "ranks 2, 3 missing"
+    );
+    // the same host on every rank: one group
+    let k = jdmg::multigrain::host_key();
+    assert_eq!(
+        jdmg::multigrain::groups_by_key(&[k, k, k]),
+        vec![vec![0, 1, 2]]
+    );
+}

@@ -157,7 +157,8 @@ struct SolveArgs {
     #[arg(long)]
     mpi: bool,
     /// Multigrain solve groups (seeds/003 §6): `equal` (P/k equal groups), a group
-    /// count, or rank lists like `0-3,4-5,6,7`. Needs --ranks > 1 or --mpi.
+    /// count, rank lists like `0-3,4-5,6,7`, or `host` (one group per host).
+    /// Needs --ranks > 1 or --mpi.
     #[arg(long)]
     groups: Option<String>,
     /// Load balancing of the multigrain correction phase (seeds/003 §4, §7).
@@ -485,13 +486,20 @@ fn run_distributed<B: Comm>(
             } else {
                 params.block
             };
-            let groups = match jdmg::parse_groups(spec, base.size(), k) {
-                Ok(g) => g,
-                Err(e) => {
-                    return (
-                        Err(Fail(EXIT_BAD_INPUT, e.to_string())),
-                        serde_json::json!({}),
-                    )
+            let groups = if spec == "host" {
+                // one solve group per host: all-gather a hash of each rank's host name
+                let mut keys = vec![0u64; base.size()];
+                base.all_gather_u64(&[jdmg::multigrain::host_key()], &mut keys);
+                jdmg::multigrain::groups_by_key(&keys)
+            } else {
+                match jdmg::parse_groups(spec, base.size(), k) {
+                    Ok(g) => g,
+                    Err(e) => {
+                        return (
+                            Err(Fail(EXIT_BAD_INPUT, e.to_string())),
+                            serde_json::json!({}),
+                        )
+                    }
                 }
             };
             let balance = match a.balance {
