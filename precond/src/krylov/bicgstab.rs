@@ -4,8 +4,8 @@
 use lblib::comm::Comm;
 
 use super::{
-    axpy, common_stepwise, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, IterPair,
-    KrylovResult, KrylovStats, Stepwise, StopCriteria,
+    axpy, common_stepwise, dot, global_sum, inherent_stepwise, initial_residual, Breakdown,
+    BreakdownKind, IterPair, KrylovResult, KrylovStats, Stepwise, StopCriteria,
 };
 use crate::operator::{Operator, Preconditioner};
 
@@ -86,30 +86,22 @@ impl Bicgstab {
         with_b: bool,
     ) -> f64 {
         self.broken = None;
-        if zero_x {
-            self.r.copy_from_slice(&self.b);
-        } else {
-            a.apply(self.x.current(), &mut self.r);
-            self.stats.matvecs += 1;
-            for (ri, bi) in self.r.iter_mut().zip(&self.b) {
-                *ri = bi - *ri;
-            }
-        }
-        let mut sums = [
-            dot(&self.r, &self.r),
-            if with_b { dot(&self.b, &self.b) } else { 0.0 },
-        ];
-        global_sum(
+        let (rr, b_norm) = initial_residual(
+            a,
             comm,
-            &mut sums[..if with_b { 2 } else { 1 }],
+            &self.b,
+            self.x.current(),
+            zero_x,
+            with_b,
+            &mut self.r,
             &mut self.stats,
         );
-        if with_b {
-            self.b_norm = sums[1].sqrt();
+        if let Some(bn) = b_norm {
+            self.b_norm = bn;
         }
         self.rhat.copy_from_slice(&self.r);
-        self.rho = sums[0];
-        self.res = sums[0].sqrt();
+        self.rho = rr;
+        self.res = rr.sqrt();
         self.rhat_norm = self.res;
         self.alpha = 1.0;
         self.omega = 1.0;

@@ -396,6 +396,34 @@ impl IterPair {
 
 /// Generates inherent methods delegating to [`Stepwise`], so callers need not import the
 /// trait (`Bicgstab::new(n).start(…)` works directly).
+/// `r = b − A x` (`r = b` when `zero_x`, no product), then one global sum of
+/// `(r, r)` fused with `‖b‖²` when `with_b`. Returns `(r, r)` and `‖b‖` if computed.
+/// Shared by the start and restart of [`Bicgstab`] and [`Cg`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn initial_residual<A: Operator + ?Sized, C: Comm + ?Sized>(
+    a: &A,
+    comm: &C,
+    b: &[f64],
+    x: &[f64],
+    zero_x: bool,
+    with_b: bool,
+    r: &mut [f64],
+    stats: &mut KrylovStats,
+) -> (f64, Option<f64>) {
+    if zero_x {
+        r.copy_from_slice(b);
+    } else {
+        a.apply(x, r);
+        stats.matvecs += 1;
+        for (ri, bi) in r.iter_mut().zip(b) {
+            *ri = bi - *ri;
+        }
+    }
+    let mut sums = [dot(r, r), if with_b { dot(b, b) } else { 0.0 }];
+    global_sum(comm, &mut sums[..if with_b { 2 } else { 1 }], stats);
+    (sums[0], with_b.then(|| sums[1].sqrt()))
+}
+
 /// The [`Stepwise`] impl shared by [`Bicgstab`] and [`Cg`]: both keep `n`, `b`,
 /// `b_norm`, `res`, `x` (best-iterate tracker), `stats`, `started`, `broken` and a
 /// scratch vector, and provide `init_residual` and `step_inner`.
