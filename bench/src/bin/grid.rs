@@ -5,6 +5,16 @@
 //! (a markdown table of medians) and `DIR/<experiment>.svg` (bars of time and
 //! %imbalance per configuration). Logs of every run go to `DIR/logs/`.
 //!
+//! Per-phase group rates (hetero and changing): jdmg's JSON of a balanced multigrain
+//! run has `multigrain.group_rate_history` (row p−1: every solve group's rate, inner
+//! steps per second, measured in correction phase p) and `multigrain.time_limits`
+//! (T of phases 2, 3, ...). Each run record keeps them; for every configuration that
+//! has them, the converged run of median time is the representative one: its rates
+//! are drawn in `DIR/<experiment>_rates.svg` (one panel per configuration: a line per
+//! group, T on a right axis), summarized in the markdown (first, middle and last
+//! phase per group; with a competitor, the medians before and after it and each
+//! group's share of the steps) and stored under `summary[i].rates` in the JSON.
+//!
 //! Usage (build first: `CARGO_TARGET_DIR=target-exp cargo build --release -p jdmg -p
 //! lblib --features jdmg/mpi,lblib/mpi --bins --examples`):
 //!
@@ -45,9 +55,12 @@
 //!   CPU 0, second half on CPU 1); for each of `--balance none|fastest`, a quiet run,
 //!   then a run where `--competitors` busy processes pinned to `--competitor-cpu`
 //!   start halfway through (at half of the quiet run's time of the same repetition).
-//!   Per-phase group rates are not in jdmg's JSON; the table shows the total inner
-//!   steps per group, the last measured group rates, and the plot the time limit T of
-//!   every balanced phase.
+//!   The table shows the total inner steps per group and the last measured group
+//!   rates; the rate plot and table show every phase's rates of the balanced runs.
+//!   jdmg's JSON has no per-phase times, so the phase where the competitor started is
+//!   bracketed from timing (shaded in the plot; see `RateRun::new`: an early-biased
+//!   estimate and a bound), and the first sustained rate drop (< 70 % of the group's
+//!   earlier median) is marked as the data's own evidence.
 //!
 //! Eigenvalues are checked against the analytic spectrum of the generated problem:
 //! a run is "same" when every eigenvalue is within `tol·‖A‖` of the exact one.
@@ -381,6 +394,20 @@ impl Ctx {
                 .map(|a| a.iter().filter_map(Value::as_f64).collect())
                 .unwrap_or_default()
         };
+        let rows = |p: &str| -> Vec<Vec<f64>> {
+            j.pointer(p)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|row| {
+                            row.as_array()
+                                .map(|r| r.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
+                                .unwrap_or_default()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         let mut ev = arr("/eigenvalues");
         ev.sort_by(f64::total_cmp);
         let err = if ev.len() == self.args.nev && self.exact.len() >= ev.len() {
@@ -439,6 +466,8 @@ impl Ctx {
             "group_inner_steps": arr("/multigrain/group_inner_steps"),
             "group_rates": arr("/multigrain/group_rates"),
             "time_limits": arr("/multigrain/time_limits"),
+            // row k: every group's rate (inner steps/s) measured in correction phase k+1
+            "group_rate_history": rows("/multigrain/group_rate_history"),
             "eigenvalues": ev,
             "stderr_tail": tail,
         })
@@ -703,6 +732,572 @@ fn svg(title: &str, summary: &[Value]) -> String {
     s
 }
 
+/// The `group_rate_history` rows of a run record (row p−1: the rates measured in
+/// correction phase p).
+fn rate_hist(v: &Value) -> Vec<Vec<f64>> {
+    v.get("group_rate_history")
+        .and_then(Value::as_array)
+        .map(|rows| {
+            rows.iter()
+                .map(|row| {
+                    row.as_array()
+                        .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Per-phase group rates of one representative run of a configuration (the converged
+/// run of median time), with the estimated phase in which a competitor started.
+struct RateRun {
+    label: String,
+    rep: f64,
+    wall: f64,
+    /// Row p−1: each group's rate (inner steps per second) measured in correction
+    /// phase p (jdmg's `group_rate_history`: the rates gathered by the decide of
+    /// phase p+1; the last phase's rates are never gathered).
+    hist: Vec<Vec<f64>>,
+    /// `limits[k]`: time limit T of correction phase k+2 (phase 1 is not balanced).
+    limits: Vec<f64>,
+    ngroups: usize,
+    /// Competitor start in seconds after the solve started (estimated), if one started.
+    comp_secs: Option<f64>,
+    /// Correction phase during which the competitor started, estimated from timing
+    /// (biased early: see [`RateRun::new`]).
+    comp_phase: Option<usize>,
+    /// The competitor started in this phase or earlier (bound from timing).
+    comp_phase_max: Option<usize>,
+    /// First phase (and group) whose rate fell below 70 % of the group's median over
+    /// the earlier phases and stayed there over the next phases.
+    drop: Option<(usize, usize)>,
+}
+
+/// Relative drop that [`rate_drop`] looks for.
+const DROP: f64 = 0.7;
+
+fn rate_drop(hist: &[Vec<f64>], ngroups: usize) -> Option<(usize, usize)> {
+    let col = |g: usize, a: usize, b: usize| -> Vec<f64> {
+        hist[a..b]
+            .iter()
+            .filter_map(|r| r.get(g).copied())
+            .collect()
+    };
+    for k in 3..hist.len() {
+        for g in 0..ngroups {
+            let base = median(col(g, 0, k));
+            let now = hist[k].get(g).copied().unwrap_or(f64::NAN);
+            let next = median(col(g, k, (k + 3).min(hist.len())));
+            if now < DROP * base && next < DROP * base {
+                return Some((k + 1, g));
+            }
+        }
+    }
+    None
+}
+
+impl RateRun {
+    /// From a run record. jdmg's JSON has no per-phase times, so the competitor's
+    /// phase is bracketed from timing. Phase durations d_1 = maxits / (slowest rate
+    /// of phase 1) and d_p = T of phase p (the fastest group works about T seconds)
+    /// are lower bounds of the phases' wall times. The competitor started `delay`
+    /// seconds after mpirun's launch, so at most `delay` seconds into the solve: it
+    /// started no later than the first phase p with Σ_{q≤p} d_q ≥ delay
+    /// (`comp_phase_max`). The estimate `comp_phase` moves the start to the solve's
+    /// clock (minus mpirun's start-up, taken as harness time − jdmg wall time) and
+    /// spreads the wall time over the phases in proportion to d_p; it is biased early
+    /// because the loaded rank also slows the fine-grain projection and the
+    /// all-to-alls after the competitor starts. The detected rate drop (`drop`) is
+    /// the data's own marker.
+    fn new(label: &str, r: &Value, maxits: usize) -> RateRun {
+        let hist = rate_hist(r);
+        let limits = vecf(r, "time_limits");
+        let ngroups = hist.iter().map(Vec::len).max().unwrap_or(0);
+        let wall = num(r, "wall_seconds");
+        let p = num(r, "phases");
+        let phases = if p.is_finite() && p as usize > hist.len() {
+            p as usize
+        } else {
+            hist.len() + 1
+        };
+        let tdefault = median(limits.clone());
+        let dur: Vec<f64> = (1..=phases)
+            .map(|p| {
+                if p == 1 {
+                    let slow = hist
+                        .first()
+                        .map(|row| {
+                            row.iter()
+                                .copied()
+                                .filter(|x| *x > 0.0)
+                                .fold(f64::INFINITY, f64::min)
+                        })
+                        .unwrap_or(f64::NAN);
+                    maxits as f64 / slow
+                } else {
+                    limits.get(p - 2).copied().unwrap_or(tdefault)
+                }
+            })
+            .map(|d| if d.is_finite() && d > 0.0 { d } else { 0.0 })
+            .collect();
+        let total: f64 = dur.iter().sum();
+        let started = r.get("competitor_started").and_then(Value::as_bool) == Some(true);
+        let comp_secs = if started {
+            let overhead = (num(r, "harness_seconds") - wall).max(0.0);
+            let c = num(r, "competitor_start_seconds") - overhead;
+            c.is_finite().then_some(c.max(0.0))
+        } else {
+            None
+        };
+        let comp_phase = comp_secs.and_then(|c| {
+            if !(total > 0.0 && wall.is_finite()) {
+                return None;
+            }
+            let mut cum = 0.0;
+            for (i, d) in dur.iter().enumerate() {
+                cum += d;
+                if wall * cum / total > c {
+                    return Some(i + 1);
+                }
+            }
+            None
+        });
+        let comp_phase_max = if started {
+            let delay = num(r, "competitor_start_seconds");
+            let mut cum = 0.0;
+            dur.iter().position(|d| {
+                cum += d;
+                cum >= delay
+            })
+        } else {
+            None
+        }
+        .map(|i| i + 1);
+        let drop = rate_drop(&hist, ngroups);
+        RateRun {
+            label: label.to_string(),
+            rep: num(r, "rep"),
+            wall,
+            hist,
+            limits,
+            ngroups,
+            comp_secs,
+            comp_phase,
+            comp_phase_max,
+            drop,
+        }
+    }
+
+    /// Group g's rates of the phases p (1-based) with `keep(p)`.
+    fn col(&self, g: usize, keep: impl Fn(usize) -> bool) -> Vec<f64> {
+        self.hist
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| keep(k + 1))
+            .filter_map(|(_, r)| r.get(g).copied())
+            .collect()
+    }
+
+    /// T of the phases p with `keep(p)`.
+    fn tcol(&self, keep: impl Fn(usize) -> bool) -> Vec<f64> {
+        self.limits
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| keep(k + 2))
+            .map(|(_, t)| *t)
+            .collect()
+    }
+
+    /// The phases before (`p < first`) and after (`p > last`) the competitor's start:
+    /// `first` = the timing estimate, `last` = the detected rate drop if it is not
+    /// earlier, else the timing bound.
+    fn split(&self) -> Option<(usize, usize)> {
+        let first = self.comp_phase?;
+        let last = match (self.drop, self.comp_phase_max) {
+            (Some((d, _)), _) if d >= first => d,
+            (_, Some(m)) => m.max(first),
+            _ => first,
+        };
+        Some((first, last))
+    }
+
+    /// Median rate per group and median T of the phases before and after the
+    /// competitor's start ([`RateRun::split`]; the phases between are left out).
+    fn before_after(&self) -> Option<[(Vec<f64>, f64); 2]> {
+        let (first, last) = self.split()?;
+        let side = |after: bool| {
+            let keep = |p: usize| if after { p > last } else { p < first };
+            (
+                (0..self.ngroups)
+                    .map(|g| median(self.col(g, keep)))
+                    .collect(),
+                median(self.tcol(keep)),
+            )
+        };
+        Some([side(false), side(true)])
+    }
+
+    fn to_json(&self) -> Value {
+        let ba = self.before_after();
+        let share = |v: &[f64]| -> Vec<f64> {
+            let s: f64 = v.iter().sum();
+            v.iter().map(|x| x / s).collect()
+        };
+        json!({
+            "representative_rep": self.rep,
+            "representative": "converged run of median wall time",
+            "wall_seconds": self.wall,
+            "group_rate_history": self.hist,
+            "time_limits": self.limits,
+            "competitor_start_solve_seconds_est": self.comp_secs,
+            "competitor_phase_est": self.comp_phase,
+            "competitor_phase_max": self.comp_phase_max,
+            "before_phases_below": self.split().map(|s| s.0),
+            "after_phases_above": self.split().map(|s| s.1),
+            "rate_drop_phase": self.drop.map(|d| d.0),
+            "rate_drop_group": self.drop.map(|d| d.1),
+            "rates_before": ba.as_ref().map(|b| b[0].0.clone()),
+            "rates_after": ba.as_ref().map(|b| b[1].0.clone()),
+            "step_share_before": ba.as_ref().map(|b| share(&b[0].0)),
+            "step_share_after": ba.as_ref().map(|b| share(&b[1].0)),
+            "time_limit_before": ba.as_ref().map(|b| b[0].1),
+            "time_limit_after": ba.as_ref().map(|b| b[1].1),
+        })
+    }
+}
+
+/// The representative [`RateRun`] of every configuration that has rate history.
+fn rate_runs(runs: &[Value], summary: &[Value], maxits: usize) -> Vec<RateRun> {
+    summary
+        .iter()
+        .filter_map(|s| {
+            let label = s["label"].as_str()?;
+            let mut c: Vec<&Value> = runs
+                .iter()
+                .filter(|r| {
+                    r.get("label").and_then(Value::as_str) == Some(label)
+                        && r.get("converged").and_then(Value::as_bool) == Some(true)
+                        && !rate_hist(r).is_empty()
+                })
+                .collect();
+            c.sort_by(|a, b| num(a, "wall_seconds").total_cmp(&num(b, "wall_seconds")));
+            let r = c.get(c.len().checked_sub(1)? / 2)?;
+            Some(RateRun::new(label, r, maxits))
+        })
+        .collect()
+}
+
+fn group_name(names: &[String], g: usize) -> String {
+    names
+        .get(g)
+        .cloned()
+        .unwrap_or_else(|| format!("group {g}"))
+}
+
+/// Markdown table of the per-phase rates: first, middle and last phase per group and,
+/// with a competitor, the medians before and after its phase.
+fn rates_markdown(rr: &[RateRun], names: &[String]) -> String {
+    if rr.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n### Per-phase group rates (inner steps/s; representative run = median time)\n\n",
+    );
+    s.push_str("| configuration (rep, time) | group | first phase | middle phase | last phase | median before competitor | median after | step share before → after |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    let opt = |x: Option<f64>, p: usize| match x {
+        Some(v) if v.is_finite() => format!("{v:.p$}"),
+        _ => "–".into(),
+    };
+    for r in rr {
+        let n = r.hist.len();
+        let ba = r.before_after();
+        let cell = |k: usize, g: usize| {
+            format!(
+                "{} (p{})",
+                opt(r.hist.get(k).and_then(|row| row.get(g).copied()), 0),
+                k + 1
+            )
+        };
+        for g in 0..r.ngroups {
+            let (b, a, sh) = match &ba {
+                Some([(b, _), (a, _)]) => {
+                    let sb: f64 = b.iter().sum();
+                    let sa: f64 = a.iter().sum();
+                    (
+                        opt(b.get(g).copied(), 0),
+                        opt(a.get(g).copied(), 0),
+                        format!(
+                            "{} → {} %",
+                            opt(b.get(g).map(|x| 100.0 * x / sb), 0),
+                            opt(a.get(g).map(|x| 100.0 * x / sa), 0)
+                        ),
+                    )
+                }
+                None => ("–".into(), "–".into(), "–".into()),
+            };
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {b} | {a} | {sh} |\n",
+                if g == 0 {
+                    format!("{} (rep {}, {:.2} s)", r.label, r.rep, r.wall)
+                } else {
+                    String::new()
+                },
+                group_name(names, g),
+                cell(0, g),
+                cell(n / 2, g),
+                cell(n.saturating_sub(1), g),
+            ));
+        }
+        let m = r.limits.len();
+        let tcell = |k: usize| format!("{} (p{})", opt(r.limits.get(k).map(|t| 1e3 * t), 1), k + 2);
+        s.push_str(&format!(
+            "| | T (ms) | {} | {} | {} | {} | {} | |\n",
+            tcell(0),
+            tcell(m / 2),
+            tcell(m.saturating_sub(1)),
+            opt(ba.as_ref().map(|b| 1e3 * b[0].1), 1),
+            opt(ba.as_ref().map(|b| 1e3 * b[1].1), 1),
+        ));
+    }
+    s.push_str("\nThe rates of phase p are those measured in correction phase p (gathered by the next phase's decide; phase 1 is unbalanced, T starts at phase 2). Step share = the group's share of the summed rates (all groups work the same T).\n");
+    for r in rr {
+        if let Some(c) = r.comp_secs {
+            let (b, a) = r.split().unwrap_or((0, 0));
+            s.push_str(&format!(
+                "\n{}: the competitor started ≈ {c:.2} s into the solve; from timing (no per-phase times in jdmg's JSON) in phase ≈ {} (early-biased estimate) and no later than phase {}, of {}; first sustained rate drop (< {:.0} % of the group's earlier median): {}. Before = phases < {b}, after = phases > {a}.\n",
+                r.label,
+                r.comp_phase.map_or("–".into(), |p| p.to_string()),
+                r.comp_phase_max.map_or("–".into(), |p| p.to_string()),
+                r.hist.len() + 1,
+                100.0 * DROP,
+                r.drop
+                    .map_or("none".into(), |(p, g)| format!("phase {p}, {}", group_name(names, g))),
+            ));
+        }
+    }
+    s
+}
+
+/// A "nice" tick step (1, 2 or 5 × 10^k) for about `n` ticks up to `max`.
+fn nice_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(1e-12);
+    let p = 10f64.powf(raw.log10().floor());
+    let f = raw / p;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * p
+}
+
+fn tick_label(v: f64, step: f64) -> String {
+    let d = (-step.log10().floor()).max(0.0) as usize;
+    format!("{v:.d$}")
+}
+
+/// One line-plot panel per [`RateRun`]: each group's rate per correction phase (left
+/// axis), T per phase (right axis, dashed grey) and the estimated competitor start.
+fn rates_svg(title: &str, rr: &[RateRun], names: &[String]) -> String {
+    let width = 960.0;
+    let (ml, mr, ph, gap, top) = (80.0, 80.0, 200.0, 130.0, 40.0);
+    let pw = width - ml - mr;
+    let height = top + rr.len() as f64 * (ph + gap) + 10.0;
+    let colors = [
+        "#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
+    ];
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+        xml(&format!("{title}: per-phase group rates"))
+    );
+    for (i, r) in rr.iter().enumerate() {
+        let y0 = top + i as f64 * (ph + gap) + 30.0;
+        let xmax = r.hist.len().max(r.limits.len() + 1).max(2) as f64;
+        let x = |p: f64| ml + (p - 1.0) / (xmax - 1.0) * pw;
+        let rmax = r
+            .hist
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
+            .max(1e-9);
+        let ystep = nice_step(rmax, 5.0);
+        let ymax = (rmax / ystep).ceil() * ystep;
+        let y = |v: f64| y0 + ph - v / ymax * ph;
+        let tmax = 1e3
+            * r.limits
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+                .max(1e-12);
+        let tstep = nice_step(tmax, 5.0);
+        let tymax = (tmax / tstep).ceil() * tstep;
+        let ty = |v: f64| y0 + ph - v / tymax * ph;
+        s.push_str(&format!(
+            "<text x=\"{ml}\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
+            y0 - 10.0,
+            xml(&format!(
+                "{} — repetition {} (median time, {:.2} s)",
+                r.label, r.rep, r.wall
+            ))
+        ));
+        // grid and axes
+        let mut v = 0.0;
+        while v <= ymax + 1e-9 * ymax {
+            s.push_str(&format!(
+                "<line x1=\"{ml}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"#ddd\"/>\n<text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\">{4}</text>\n",
+                y(v),
+                ml + pw,
+                ml - 6.0,
+                y(v) + 4.0,
+                tick_label(v, ystep)
+            ));
+            v += ystep;
+        }
+        let mut t = 0.0;
+        while !r.limits.is_empty() && t <= tymax + 1e-9 * tymax {
+            s.push_str(&format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#666\">{}</text>\n",
+                ml + pw + 6.0,
+                ty(t) + 4.0,
+                tick_label(t, tstep)
+            ));
+            t += tstep;
+        }
+        let xstep = nice_step(xmax, 10.0).max(1.0).round();
+        let mut p = xstep;
+        let mut xt = vec![1.0];
+        while p <= xmax {
+            xt.push(p);
+            p += xstep;
+        }
+        for p in xt {
+            s.push_str(&format!(
+                "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"black\"/>\n<text x=\"{0:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">{p}</text>\n",
+                x(p),
+                y0 + ph,
+                y0 + ph + 4.0,
+                y0 + ph + 17.0
+            ));
+        }
+        s.push_str(&format!(
+            "<rect x=\"{ml}\" y=\"{y0}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"black\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">correction phase (rates measured in the phase; T = its time limit)</text>\n<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">inner steps per second</text>\n",
+            ml + pw / 2.0,
+            y0 + ph + 34.0,
+            ml - 52.0,
+            y0 + ph / 2.0
+        ));
+        if !r.limits.is_empty() {
+            s.push_str(&format!(
+                "<text transform=\"translate({:.1},{:.1}) rotate(90)\" text-anchor=\"middle\" fill=\"#666\">time limit T (ms)</text>\n",
+                ml + pw + 56.0,
+                y0 + ph / 2.0
+            ));
+        }
+        // competitor start
+        // (colour, name, stroke attributes of the legend swatch)
+        let solid = "stroke-width=\"2\"";
+        let dashed = "stroke-width=\"2\" stroke-dasharray=\"5 3\"";
+        let mut legend: Vec<(String, String, &str)> = Vec::new();
+        if let Some(cp) = r.comp_phase {
+            // timing bracket of the competitor's start: shaded band
+            let hi = r.comp_phase_max.unwrap_or(cp).max(cp) as f64 + 0.5;
+            let (xa, xb) = (x((cp as f64 - 0.5).max(1.0)), x(hi.min(xmax)));
+            s.push_str(&format!(
+                "<rect x=\"{xa:.1}\" y=\"{y0}\" width=\"{:.1}\" height=\"{ph}\" fill=\"#f2c14e\" fill-opacity=\"0.25\"/>\n",
+                (xb - xa).max(1.0)
+            ));
+            legend.push((
+                "#f2c14e".into(),
+                format!(
+                    "competitor start by timing (phases {cp}–{})",
+                    r.comp_phase_max.map_or("?".into(), |m| m.to_string())
+                ),
+                "stroke-width=\"10\" stroke-opacity=\"0.4\"",
+            ));
+            if let Some((d, g)) = r.drop {
+                let xd = x(d as f64);
+                s.push_str(&format!(
+                    "<line x1=\"{xd:.1}\" y1=\"{y0}\" x2=\"{xd:.1}\" y2=\"{:.1}\" stroke=\"black\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>\n",
+                    y0 + ph
+                ));
+                legend.push((
+                    "black".into(),
+                    format!("sustained rate drop detected (phase {d}, group {g})"),
+                    "stroke-width=\"1.5\" stroke-dasharray=\"2 3\"",
+                ));
+            }
+        }
+        // T
+        if !r.limits.is_empty() {
+            let pts: Vec<String> = r
+                .limits
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.is_finite())
+                .map(|(k, t)| format!("{:.1},{:.1}", x(k as f64 + 2.0), ty(1e3 * t)))
+                .collect();
+            s.push_str(&format!(
+                "<polyline fill=\"none\" stroke=\"#888\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\" points=\"{}\"/>\n",
+                pts.join(" ")
+            ));
+        }
+        for g in 0..r.ngroups {
+            let c = colors[g % colors.len()];
+            let pts: Vec<(f64, f64)> = r
+                .hist
+                .iter()
+                .enumerate()
+                .filter_map(|(k, row)| row.get(g).map(|v| (k, *v)))
+                .filter(|(_, v)| v.is_finite())
+                .map(|(k, v)| (x(k as f64 + 1.0), y(v)))
+                .collect();
+            let line: Vec<String> = pts.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
+            s.push_str(&format!(
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n",
+                line.join(" ")
+            ));
+            for (a, b) in &pts {
+                s.push_str(&format!(
+                    "<circle cx=\"{a:.1}\" cy=\"{b:.1}\" r=\"2\" fill=\"{c}\"/>\n"
+                ));
+            }
+            legend.insert(g, (c.into(), group_name(names, g), solid));
+        }
+        if !r.limits.is_empty() {
+            legend.push(("#888".into(), "time limit T (right axis)".into(), dashed));
+        }
+        // legend rows under the x-axis label
+        let (mut lx, mut ly) = (ml, y0 + ph + 56.0);
+        for (c, name, style) in legend {
+            let w = 40.0 + 6.8 * name.chars().count() as f64;
+            if lx > ml && lx + w > ml + pw {
+                lx = ml;
+                ly += 17.0;
+            }
+            s.push_str(&format!(
+                "<line x1=\"{lx:.1}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"{c}\" {style}/>\n<text x=\"{2:.1}\" y=\"{3:.1}\">{4}</text>\n",
+                ly - 4.0,
+                lx + 24.0,
+                lx + 29.0,
+                ly,
+                xml(&name)
+            ));
+            lx += w;
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 /// Rank lists of two halves: "0-1,2-3" (or "0,1").
 fn halves(np: usize) -> String {
     let h = np / 2;
@@ -740,7 +1335,10 @@ fn ncpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn hetero(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
+/// Runs, notes, and names of the solve groups (for the rate plots).
+type Outcome = (Vec<Value>, Vec<String>, Vec<String>);
+
+fn hetero(ctx: &mut Ctx) -> Outcome {
     let a = &ctx.args;
     let np = a.np;
     let slow: Vec<f64> = (0..np)
@@ -810,10 +1408,15 @@ fn hetero(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
         if imb <= 10.0 { "PASS" } else { "FAIL" },
         if ratio <= 0.6 { "PASS" } else { "FAIL" },
     )];
-    (runs, notes)
+    let (g0, g1) = groups.split_once(',').unwrap_or((&groups, ""));
+    let names = vec![
+        format!("group 0 (ranks {g0}, slowdown 1)"),
+        format!("group 1 (ranks {g1}, slowdown {})", ctx.args.slow),
+    ];
+    (runs, notes, names)
 }
 
-fn competing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
+fn competing(ctx: &mut Ctx) -> Outcome {
     let np = ctx.args.np;
     // Paper node overlap: job 1 on nodes 1-4, job 2 on 3-6, job 3 on 4,7,8,9; node 3
     // runs two jobs (2x slower), node 4 three (3x).
@@ -855,10 +1458,10 @@ fn competing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
         "Three {np}-rank JDcg jobs (--block {np} --groups equal) run at the same time on this machine's cores; the paper's node sharing is emulated with --slowdown (lblib::Slowed), factors × {}.",
         ctx.args.scale
     )];
-    (runs, notes)
+    (runs, notes, Vec::new())
 }
 
-fn changing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
+fn changing(ctx: &mut Ctx) -> Outcome {
     let np = ctx.args.np;
     let pin = pins(
         &ctx.args,
@@ -917,7 +1520,7 @@ fn changing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
         }
     }
     let notes = vec![format!(
-        "Groups {groups}, ranks pinned to CPUs {}; {ncomp} busy loops pinned to CPU {ccpu} start at half of the quiet run's time (same repetition) and are killed when the run ends ({} of {} competitor runs ended before the competitor started). Group rates are the last measured ones (per-phase rates are not in jdmg's JSON).",
+        "Groups {groups}, ranks pinned to CPUs {}; {ncomp} busy loops pinned to CPU {ccpu} start at half of the quiet run's time (same repetition) and are killed when the run ends ({} of {} competitor runs ended before the competitor started). The main table's group rates are the last measured ones; per-phase rates of the balanced runs follow.",
         pin.join(","),
         runs.iter()
             .filter(|r| r.get("competitor_started") == Some(&json!(false)))
@@ -926,7 +1529,20 @@ fn changing(ctx: &mut Ctx) -> (Vec<Value>, Vec<String>) {
             .filter(|r| r.get("competitor_started").is_some())
             .count()
     )];
-    (runs, notes)
+    let (g0, g1) = groups.split_once(',').unwrap_or((&groups, ""));
+    let cpu = |r: usize| pin.get(r).cloned().unwrap_or_else(|| "any".into());
+    let comp = |c: String| {
+        if c == ccpu {
+            format!("CPU {c}, the competitors' CPU")
+        } else {
+            format!("CPU {c}")
+        }
+    };
+    let names = vec![
+        format!("group 0 (ranks {g0}, {})", comp(cpu(0))),
+        format!("group 1 (ranks {g1}, {})", comp(cpu(np / 2))),
+    ];
+    (runs, notes, names)
 }
 
 fn main() {
@@ -963,13 +1579,26 @@ fn main() {
         logs,
         counter: 0,
     };
-    let (runs, notes) = match exp {
+    let (runs, notes, names) = match exp {
         Experiment::Hetero => hetero(&mut ctx),
         Experiment::Competing => competing(&mut ctx),
         Experiment::Changing => changing(&mut ctx),
     };
-    let summary = summarize(&runs);
+    let mut summary = summarize(&runs);
     let a = &ctx.args;
+    let rr = if exp == Experiment::Competing {
+        Vec::new()
+    } else {
+        rate_runs(&runs, &summary, a.maxits)
+    };
+    for r in &rr {
+        if let Some(e) = summary
+            .iter_mut()
+            .find(|s| s["label"].as_str() == Some(r.label.as_str()))
+        {
+            e["rates"] = r.to_json();
+        }
+    }
     let title = format!(
         "grid {}: {} on {} ranks, nev {}, tol {:e}, maxits {}, inner {}, {} repeats",
         exp.name(),
@@ -981,7 +1610,7 @@ fn main() {
         a.inner,
         a.repeat
     );
-    let md = markdown(&title, &summary, &notes);
+    let md = markdown(&title, &summary, &notes) + &rates_markdown(&rr, &names);
     let out: &Path = &a.out;
     let doc = json!({
         "experiment": exp.name(),
@@ -1006,5 +1635,11 @@ fn main() {
     );
     write(format!("{}.md", exp.name()), md.clone());
     write(format!("{}.svg", exp.name()), svg(&title, &summary));
+    if !rr.is_empty() {
+        write(
+            format!("{}_rates.svg", exp.name()),
+            rates_svg(&title, &rr, &names),
+        );
+    }
     println!("{md}");
 }
