@@ -13,7 +13,8 @@ pub mod solution;
 pub use driver::{solve_distributed, solve_matrix, solve_matrix_on};
 pub use jd::{solve, Problem};
 pub use multigrain::{
-    parse_groups, solve_multigrain, Balance, MultigrainParams, MultigrainSolution, MultigrainStats,
+    fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
+    MultigrainSolution, MultigrainStats,
 };
 pub use params::{ConvTest, InnerStop, JdParams, PrecondChoice, Target};
 pub use solution::{IterationEvent, JdError, Solution, Stats};

@@ -13,12 +13,21 @@
 //! step count, bounded by `maxits`) on the leaders' communicator, the fastest groups
 //! receive the extreme-most residuals, and every group iterates until T (leaders call
 //! `should_continue` and broadcast the decision inside their group).
+//!
+//! Hierarchical partitioning (§6, "Multigrain algorithm for MPP's"): when the k solve
+//! groups all have g processes, the rows are first split into g coarse parts (the
+//! layout of every group: the member at position m of each group owns coarse part m),
+//! and each coarse part m into k fine sub-parts, sub-part j owned by the member at
+//! position m of group j. The k owners of coarse part m form *all-to-all group* m, and
+//! the fine↔group exchanges run inside those groups of k processes instead of over
+//! all P. Groups of unequal sizes (clusters of clusters, §6 "Multigrain algorithm for
+//! Grids of clusters") keep independent partitionings and a global all-to-all.
 
 use std::time::Instant;
 
 use lblib::lbs::GroupLbs;
 use lblib::{Comm, LbsConfig, Method};
-use matrices::partition::{GroupPartition, Redistribution, RowPartition, Transfer};
+use matrices::partition::{GroupPartition, Redistribution, RowPartition};
 use matrices::CsrMatrix;
 use precond::dist::{DistCsrOperator, DistOptions};
 use precond::krylov::Bicgstab;
@@ -44,6 +53,19 @@ pub enum Balance {
     Slowest,
 }
 
+/// Which processes take part in the fine↔group all-to-alls (`seeds/003` §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AlltoallScope {
+    /// One all-to-all-v over all P processes (independent fine and group
+    /// partitionings; unequal or user-chosen groups, or `hierarchical: false`).
+    #[default]
+    Global,
+    /// Hierarchical partitioning: all-to-alls inside all-to-all groups of k processes
+    /// (the owners of one coarse part), "Multigrain algorithm for MPP's".
+    Hierarchical,
+}
+
 /// Per-run figures of the multigrain correction phases.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MultigrainStats {
@@ -62,8 +84,42 @@ pub struct MultigrainStats {
     pub time_limits: Vec<f64>,
     /// Seconds spent in the fine↔group all-to-alls.
     pub alltoall_seconds: f64,
+    /// Global or hierarchical all-to-alls (§6).
+    pub alltoall_scope: AlltoallScope,
+    /// Processes taking part in each of this process's all-to-alls (k when
+    /// hierarchical, P when global).
+    pub alltoall_group_size: usize,
+    /// f64 values this process sent to other processes in all fine↔group
+    /// exchanges (values it keeps for itself are not counted).
+    pub alltoall_values_sent: u64,
+    /// [`MultigrainStats::alltoall_values_sent`] summed over all processes.
+    pub alltoall_values_sent_total: u64,
+    /// Hierarchical scheme: seconds this process waited in the all-to-alls beyond
+    /// the quickest member of its all-to-all group (the §4 imbalance metric, traced on
+    /// the all-to-all group: these calls are synchronous but not fine-grain
+    /// collectives, §7.1). 0 in the global scheme, where the all-to-all is a traced
+    /// fine-grain collective.
+    pub alltoall_imbalance_seconds: f64,
+    /// [`MultigrainStats::alltoall_imbalance_seconds`] summed over all processes.
+    pub alltoall_imbalance_seconds_total: f64,
     /// Correction phases run.
     pub phases: usize,
+}
+
+impl MultigrainStats {
+    /// The §4 %imbalance of a run: the imbalance of the traced fine-grain
+    /// collectives (`fine`, the report of the `lblib::Traced` world passed to
+    /// [`solve_multigrain`]) plus, with the hierarchical scheme, the waits in the
+    /// all-to-all groups, over the total wall-clock time of all processes. Equal to
+    /// `fine.imbalance_percent` in the global scheme.
+    pub fn imbalance_percent(&self, fine: &lblib::ImbalanceReport) -> f64 {
+        if fine.wall_seconds_total > 0.0 {
+            100.0 * (fine.imbalance_seconds_total + self.alltoall_imbalance_seconds_total)
+                / fine.wall_seconds_total
+        } else {
+            fine.imbalance_percent
+        }
+    }
 }
 
 /// Result of [`solve_multigrain`].
@@ -75,10 +131,21 @@ pub struct MultigrainSolution {
 
 /// Moves columns between the fine layout and solve-group layouts with one
 /// all-to-all-v per call. `items[i] = (source column, destination group)`.
+///
+/// Transfers are in fine-grain (world) rank numbering; the exchange runs on a
+/// communicator whose rank `c` is world rank `offset + c`: the world itself
+/// (`offset` 0, global scheme) or this rank's all-to-all group (hierarchical
+/// scheme, `seeds/003` §6, where every transfer stays inside the group).
 struct Mover {
     /// fine -> group g, and group g -> fine.
     to_group: Vec<Redistribution>,
     from_group: Vec<Redistribution>,
+    /// This process's world rank.
+    me: usize,
+    /// World rank of rank 0 of the exchange communicator.
+    offset: usize,
+    /// f64 values sent to other ranks so far.
+    values_sent: u64,
     send: Vec<f64>,
     recv: Vec<f64>,
     send_counts: Vec<usize>,
@@ -90,9 +157,9 @@ impl Mover {
     /// `dest[i]`; this rank (in group `me_g`) receives into `y` (group local
     /// length `ng`), in item order among the items for its group.
     #[allow(clippy::too_many_arguments)]
-    fn scatter<W: Comm + ?Sized>(
+    fn scatter<C: Comm + ?Sized>(
         &mut self,
-        world: &W,
+        comm: &C,
         x: &[f64],
         nf: usize,
         dest: &[usize],
@@ -109,8 +176,9 @@ impl Mover {
             .filter(|(_, &g)| g == me_g)
             .map(|(i, _)| i)
             .collect();
-        Self::exchange(
-            world,
+        self.values_sent += Self::exchange(
+            comm,
+            (self.me, self.offset),
             &plans,
             &srcs,
             x,
@@ -130,14 +198,12 @@ impl Mover {
 
     /// Groups -> fine: group `src_group[i]` sends item i (its local column number
     /// among its items) back to column i of `y` in the fine layout.
-    #[allow(clippy::too_many_arguments)]
-    fn gather<W: Comm + ?Sized>(
+    fn gather<C: Comm + ?Sized>(
         &mut self,
-        world: &W,
+        comm: &C,
         x: &[f64],
         ng: usize,
         src_group: &[usize],
-        me_g: usize,
         y: &mut [f64],
         nf: usize,
     ) {
@@ -153,9 +219,9 @@ impl Mover {
             })
             .collect();
         let all: Vec<usize> = (0..src_group.len()).collect();
-        let _ = me_g;
-        Self::exchange(
-            world,
+        self.values_sent += Self::exchange(
+            comm,
+            (self.me, self.offset),
             &plans,
             &srcs,
             x,
@@ -176,9 +242,13 @@ impl Mover {
     /// Generic exchange: item i moves column `srcs[i]` (length `nsrc`, `vpi`
     /// vectors per item stored consecutively) along `plans[i]`; received items
     /// listed in `recv_items` are stored consecutively in `y` (length `ndst`).
+    /// `(me, offset)`: this process's world rank and the world rank of `comm`'s
+    /// rank 0 (every partner of `me` in `plans` is in `offset..offset + comm.size()`).
+    /// Returns the number of values sent to other ranks.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn exchange<W: Comm + ?Sized>(
-        world: &W,
+    fn exchange<C: Comm + ?Sized>(
+        comm: &C,
+        (me, offset): (usize, usize),
         plans: &[&Redistribution],
         srcs: &[usize],
         x: &[f64],
@@ -193,10 +263,17 @@ impl Mover {
             &mut Vec<usize>,
             &mut Vec<usize>,
         ),
-    ) {
+    ) -> u64 {
         let (send, recv, sc, rc) = bufs;
-        let me = world.rank();
-        let np = world.size();
+        let np = comm.size();
+        // world rank -> rank of `comm`
+        let at = |r: usize| {
+            debug_assert!(
+                (offset..offset + np).contains(&r),
+                "transfer partner {r} outside the exchange communicator"
+            );
+            r - offset
+        };
         sc.clear();
         sc.resize(np, 0);
         rc.clear();
@@ -204,16 +281,17 @@ impl Mover {
         // Sizes.
         for (i, p) in plans.iter().enumerate() {
             for t in p.sends(me) {
-                sc[t.dst] += t.rows.len() * vpi;
+                sc[at(t.dst)] += t.rows.len() * vpi;
             }
             if recv_items.contains(&i) {
                 for t in p.recvs(me) {
-                    rc[t.src] += t.rows.len() * vpi;
+                    rc[at(t.src)] += t.rows.len() * vpi;
                 }
             }
         }
         // Pack by destination rank, items in order.
         let total: usize = sc.iter().sum();
+        let sent = (total - sc[at(me)]) as u64;
         send.clear();
         send.resize(total, 0.0);
         let mut off = vec![0usize; np + 1];
@@ -222,21 +300,21 @@ impl Mover {
         }
         let mut w = off.clone();
         for (i, p) in plans.iter().enumerate() {
-            let t: Vec<&Transfer> = p.sends(me).collect();
-            for tr in t {
+            for tr in p.sends(me) {
+                let d = at(tr.dst);
                 for v in 0..vpi {
                     let col = &x[(srcs[i] * vpi + v) * nsrc..(srcs[i] * vpi + v + 1) * nsrc];
                     let len = tr.rows.len();
-                    send[w[tr.dst]..w[tr.dst] + len]
+                    send[w[d]..w[d] + len]
                         .copy_from_slice(&col[tr.src_offset..tr.src_offset + len]);
-                    w[tr.dst] += len;
+                    w[d] += len;
                 }
             }
         }
         let rtotal: usize = rc.iter().sum();
         recv.clear();
         recv.resize(rtotal, 0.0);
-        world.all_to_all_v(send, sc, recv, rc);
+        comm.all_to_all_v(send, sc, recv, rc);
         let mut roff = vec![0usize; np + 1];
         for s in 0..np {
             roff[s + 1] = roff[s] + rc[s];
@@ -244,21 +322,26 @@ impl Mover {
         let mut rw = roff.clone();
         for (slot, &i) in recv_items.iter().enumerate() {
             for tr in plans[i].recvs(me) {
+                let s = at(tr.src);
                 for v in 0..vpi {
                     let col = &mut y[(slot * vpi + v) * ndst..(slot * vpi + v + 1) * ndst];
                     let len = tr.rows.len();
                     col[tr.dst_offset..tr.dst_offset + len]
-                        .copy_from_slice(&recv[rw[tr.src]..rw[tr.src] + len]);
-                    rw[tr.src] += len;
+                        .copy_from_slice(&recv[rw[s]..rw[s] + len]);
+                    rw[s] += len;
                 }
             }
         }
+        sent
     }
 }
 
 struct Backend<'g, W: ?Sized, G: Comm> {
     world: &'g W,
     group: &'g G,
+    /// This process's all-to-all group (hierarchical scheme, §6), traced for the
+    /// imbalance metric; `None`: the exchanges run over `world`.
+    a2a: Option<&'g lblib::Traced<G>>,
     lbs: Option<GroupLbs<'g, G, G>>,
     balance: Balance,
     ngroups: usize,
@@ -284,18 +367,17 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         let xs: Vec<f64> = (0..self.ngroups).flat_map(|_| x.iter().copied()).collect();
         let mut y = vec![0.0; self.ng];
         let t0 = Instant::now();
-        self.mover.scatter(
-            self.world,
-            &xs,
-            self.nf,
-            &dest,
-            self.my_group,
-            &mut y,
-            self.ng,
-            1,
-        );
+        let (nf, ng, me_g) = (self.nf, self.ng, self.my_group);
+        match self.a2a {
+            Some(c) => self.mover.scatter(c, &xs, nf, &dest, me_g, &mut y, ng, 1),
+            None => {
+                self.mover
+                    .scatter(self.world, &xs, nf, &dest, me_g, &mut y, ng, 1);
+                // a collective over all processes only in the global scheme
+                stats.global_sums += 1;
+            }
+        }
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
-        stats.global_sums += 1;
         self.xl.extend_from_slice(&y);
         self.nl += 1;
     }
@@ -346,8 +428,14 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         }
         let mut gxr = vec![0.0; 2 * ng * mine.len()];
         let t0 = Instant::now();
-        self.mover
-            .scatter(self.world, &xr, nf, &dest, self.my_group, &mut gxr, ng, 2);
+        match self.a2a {
+            Some(c) => self
+                .mover
+                .scatter(c, &xr, nf, &dest, self.my_group, &mut gxr, ng, 2),
+            None => self
+                .mover
+                .scatter(self.world, &xr, nf, &dest, self.my_group, &mut gxr, ng, 2),
+        }
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         // Flexible phase: this group's equations.
         let mut eps = vec![0.0; ng * mine.len()];
@@ -397,15 +485,12 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         }
         // Back to the fine layout.
         let t0 = Instant::now();
-        self.mover.gather(
-            self.world,
-            &eps,
-            ng,
-            &dest,
-            self.my_group,
-            &mut t[..nf * s],
-            nf,
-        );
+        match self.a2a {
+            Some(c) => self.mover.gather(c, &eps, ng, &dest, &mut t[..nf * s], nf),
+            None => self
+                .mover
+                .gather(self.world, &eps, ng, &dest, &mut t[..nf * s], nf),
+        }
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         // Steps per pair, known everywhere (one reduction over the world).
         let mut all_steps = vec![0.0; s];
@@ -579,8 +664,16 @@ pub struct MultigrainParams {
     /// Load balancing of the correction phase. Default none.
     pub balance: Balance,
     /// Split the fine-grain rows in proportion to each rank's measured SpMV rate
-    /// (otherwise equal nonzeros). Default true.
+    /// (otherwise equal nonzeros). Default true. With the hierarchical layout the
+    /// rates split each coarse part among its k owners.
     pub rate_weighted_rows: bool,
+    /// Hierarchical partitioning when all groups have the same size g ≥ 2
+    /// (`seeds/003` §6, "Multigrain algorithm for MPP's"): g coarse parts shared by
+    /// all groups, each split into k fine parts, so that the fine↔group all-to-alls
+    /// involve only the k owners of one coarse part instead of all P processes. The
+    /// fine-grain communicator must then be ordered by [`fine_rank_keys`]. Ignored
+    /// (global all-to-all) for groups of unequal sizes. Default true.
+    pub hierarchical: bool,
 }
 
 impl Default for MultigrainParams {
@@ -589,8 +682,139 @@ impl Default for MultigrainParams {
             groups: Vec::new(),
             balance: Balance::None,
             rate_weighted_rows: true,
+            hierarchical: true,
         }
     }
+}
+
+/// `(k, g)` when the hierarchical layout of `seeds/003` §6 applies to `groups`: k ≥ 1
+/// groups, all of the same size g ≥ 2 (with g = 1, JDcg, it would equal the global
+/// scheme).
+pub fn hierarchical_shape(groups: &[Vec<usize>]) -> Option<(usize, usize)> {
+    let g = groups.first()?.len();
+    (g >= 2 && groups.iter().all(|x| x.len() == g)).then_some((groups.len(), g))
+}
+
+/// The `key` of each process (indexed by its rank in `base`, the communicator the
+/// group lists refer to) for `base.split(0, key)` when creating the fine-grain
+/// communicator of [`solve_multigrain`].
+///
+/// Hierarchical layout (`hierarchical` and [`hierarchical_shape`] applies, `seeds/003`
+/// §6): fine part `m * k + j` (sub-part j of coarse part m) belongs to the member at
+/// position m of group j, so that process gets key `m * k + j`; the k processes with
+/// keys `m * k..(m + 1) * k` are all-to-all group m. Otherwise the identity (fine
+/// parts in base-rank order). Groups that do not cover `0..P` exactly once (P = total
+/// size) also give the identity; [`solve_multigrain`] reports them.
+pub fn fine_rank_keys(groups: &[Vec<usize>], hierarchical: bool) -> Vec<usize> {
+    let p: usize = groups.iter().map(Vec::len).sum();
+    let mut keys: Vec<usize> = (0..p).collect();
+    if !hierarchical || validate_groups(groups, p).is_err() {
+        return keys;
+    }
+    if let Some((k, _)) = hierarchical_shape(groups) {
+        for (j, grp) in groups.iter().enumerate() {
+            for (m, &r) in grp.iter().enumerate() {
+                keys[r] = m * k + j;
+            }
+        }
+    }
+    keys
+}
+
+/// Every rank `0..nranks` in exactly one group.
+fn validate_groups(groups: &[Vec<usize>], nranks: usize) -> Result<(), String> {
+    let mut seen = vec![false; nranks];
+    for g in groups {
+        for &r in g {
+            if r >= nranks || std::mem::replace(&mut seen[r], true) {
+                return Err(format!(
+                    "rank {r} is out of range or repeated (P = {nranks})"
+                ));
+            }
+        }
+    }
+    if seen.iter().any(|s| !s) {
+        return Err(format!("every rank 0..{nranks} must belong to a group"));
+    }
+    Ok(())
+}
+
+/// Row layouts and transfer plans of one multigrain run, in fine-grain (world) rank
+/// numbering: fine part p lives on world rank p.
+#[derive(Debug)]
+struct Layout {
+    fine: RowPartition,
+    /// Each group's layout (part q on world rank `groups[g][q]`).
+    groups: Vec<GroupPartition>,
+    to_group: Vec<Redistribution>,
+    from_group: Vec<Redistribution>,
+}
+
+/// Builds the fine and group layouts (`seeds/003` §6). `groups` in world numbering;
+/// `rates`: per world rank weights of the fine rows (`None`: equal nonzeros).
+///
+/// * global: fine rows over all P ranks (weighted), each group its own
+///   nnz-balanced partition;
+/// * `hierarchical`: g nnz-balanced coarse parts shared by all groups, coarse part m
+///   split among world ranks `m * k..(m + 1) * k` (weighted); requires
+///   `groups[j][m] == m * k + j` (see [`fine_rank_keys`]).
+fn build_layout(
+    a: &CsrMatrix,
+    groups: &[Vec<usize>],
+    rates: Option<&[f64]>,
+    hierarchical: bool,
+) -> Result<Layout, JdError> {
+    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let np: usize = groups.iter().map(Vec::len).sum();
+    validate_groups(groups, np).map_err(|e| invalid(&e))?;
+    if let Some(r) = rates {
+        if r.len() != np {
+            return Err(invalid(&format!("{} rates for {np} ranks", r.len())));
+        }
+    }
+    let ones = vec![1.0; np];
+    let weights = rates.unwrap_or(&ones);
+    let (fine, group_rows) = if hierarchical {
+        let (k, g) = hierarchical_shape(groups)
+            .ok_or_else(|| invalid(&"the hierarchical layout needs groups of equal size ≥ 2"))?;
+        if groups
+            .iter()
+            .enumerate()
+            .any(|(j, grp)| grp.iter().enumerate().any(|(m, &r)| r != m * k + j))
+        {
+            return Err(invalid(
+                &"the hierarchical layout needs member m of group j on fine rank m·k + j",
+            ));
+        }
+        let coarse = RowPartition::balanced_by_nnz(a, g).map_err(|e| invalid(&e))?;
+        let fine =
+            RowPartition::refine_weighted_by_nnz(a, &coarse, weights).map_err(|e| invalid(&e))?;
+        (fine, vec![coarse; k])
+    } else {
+        let fine = RowPartition::weighted_by_nnz(a, weights).map_err(|e| invalid(&e))?;
+        let rows = groups
+            .iter()
+            .map(|grp| RowPartition::balanced_by_nnz(a, grp.len()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| invalid(&e))?;
+        (fine, rows)
+    };
+    let fine_g = GroupPartition::all(fine.clone());
+    let mut out = Layout {
+        fine,
+        groups: Vec::with_capacity(groups.len()),
+        to_group: Vec::with_capacity(groups.len()),
+        from_group: Vec::with_capacity(groups.len()),
+    };
+    for (rows, ranks) in group_rows.into_iter().zip(groups) {
+        let gp = GroupPartition::new(rows, ranks.clone(), np).map_err(|e| invalid(&e))?;
+        out.to_group
+            .push(Redistribution::between(&fine_g, &gp).map_err(|e| invalid(&e))?);
+        out.from_group
+            .push(Redistribution::between(&gp, &fine_g).map_err(|e| invalid(&e))?);
+        out.groups.push(gp);
+    }
+    Ok(out)
 }
 
 /// One solve group per distinct key (e.g. a hash of each rank's host name: one
@@ -658,21 +882,7 @@ pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<u
         }
         out
     };
-    let mut seen = vec![false; nranks];
-    for g in &groups {
-        for &r in g {
-            if r >= nranks || std::mem::replace(&mut seen[r], true) {
-                return Err(bad(format!(
-                    "rank {r} is out of range or repeated (P = {nranks})"
-                )));
-            }
-        }
-    }
-    if seen.iter().any(|s| !s) {
-        return Err(bad(format!(
-            "every rank 0..{nranks} must belong to a group"
-        )));
-    }
+    validate_groups(&groups, nranks).map_err(bad)?;
     Ok(groups)
 }
 
@@ -680,12 +890,19 @@ pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<u
 /// projection over `world`, correction equations solved by solve groups.
 ///
 /// `world` carries the fine-grain collectives (wrap it in `lblib::Traced` to
-/// measure imbalance); `base` must be the same set of processes in the same
-/// order and is used to create the group and leader communicators (so that
-/// intra-group calls are not traced, as in the paper §7.1). Collective.
+/// measure imbalance); `base` must be the same set of processes and is used to
+/// create the group, leader and all-to-all-group communicators (so that
+/// intra-group calls are not traced, as in the paper §7.1). The group lists of
+/// `mg.groups` are `base` ranks. Create `world` as
+/// `base.split(0, fine_rank_keys(&mg.groups, mg.hierarchical)[base.rank()])`: with
+/// the hierarchical layout (`seeds/003` §6, equal groups) fine part `m * k + j`
+/// belongs to member m of group j, so `world` must be ordered by fine part; in the
+/// global scheme any order is accepted. Collective.
 ///
 /// # Errors
-/// As [`crate::solve_distributed`], plus `InvalidParams` for bad groups.
+/// As [`crate::solve_distributed`], plus `InvalidParams` for bad groups, for `world`
+/// and `base` of different processes, or for a `world` not ordered as the
+/// hierarchical layout needs.
 pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     a: &CsrMatrix,
     world: &W,
@@ -702,21 +919,67 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     if mg.groups.is_empty() {
         return Err(JdError::InvalidParams("no solve groups".into()));
     }
-    let ngroups = mg.groups.len();
-    let my_group = mg
+    if base.size() != np {
+        return Err(invalid(&format!(
+            "world has {np} processes, base {}: they must be the same processes",
+            base.size()
+        )));
+    }
+    validate_groups(&mg.groups, np).map_err(|e| invalid(&format!("solve groups: {e}")))?;
+    // Which base rank is each world rank (one all-gather): group lists are base
+    // ranks, layouts and transfers world ranks.
+    let mut gathered = vec![0.0; np];
+    world.all_gather(&[base.rank() as f64], &mut gathered);
+    let mut world_of_base = vec![usize::MAX; np];
+    for (w, &b) in gathered.iter().enumerate() {
+        let b = b as usize;
+        if b >= np || world_of_base[b] != usize::MAX {
+            return Err(invalid(
+                &"world and base are not the same processes (base ranks repeat over world)",
+            ));
+        }
+        world_of_base[b] = w;
+    }
+    let groups_w: Vec<Vec<usize>> = mg
         .groups
+        .iter()
+        .map(|g| g.iter().map(|&b| world_of_base[b]).collect())
+        .collect();
+    let ngroups = mg.groups.len();
+    let my_group = groups_w
         .iter()
         .position(|g| g.contains(&me))
         .ok_or_else(|| invalid(&"rank not in any group"))?;
-    let n = a.nrows();
-    // Fine layout over all ranks: rows weighted by each rank's measured SpMV rate
-    // (lblib-style rate-driven allocation), so that slow ranks get fewer rows.
-    let fine = if mg.rate_weighted_rows {
-        let weights = measure_rates(a, world, params.threads)?;
-        RowPartition::weighted_by_nnz(a, &weights).map_err(|e| invalid(&e))?
+    // Hierarchical layout (§6, MPP's): member m of group j must be fine rank m·k + j.
+    let shape = if mg.hierarchical {
+        hierarchical_shape(&groups_w)
     } else {
-        RowPartition::balanced_by_nnz(a, np).map_err(|e| invalid(&e))?
+        None
     };
+    if let Some((k, _)) = shape {
+        let ordered = groups_w
+            .iter()
+            .enumerate()
+            .all(|(j, g)| g.iter().enumerate().all(|(m, &w)| w == m * k + j));
+        if !ordered {
+            return Err(invalid(
+                &"the hierarchical multigrain layout (seeds/003 §6) needs the fine-grain \
+                  communicator ordered by fine part: create it with base.split(0, \
+                  fine_rank_keys(&groups, true)[base.rank()]), or set hierarchical = false",
+            ));
+        }
+    }
+    let n = a.nrows();
+    // Fine rows weighted by each rank's measured SpMV rate (lblib-style rate-driven
+    // allocation), so that slow ranks get fewer rows; hierarchical: within each
+    // coarse part.
+    let rates = if mg.rate_weighted_rows {
+        Some(measure_rates(a, world, params.threads)?)
+    } else {
+        None
+    };
+    let layout = build_layout(a, &groups_w, rates.as_deref(), shape.is_some())?;
+    let fine = layout.fine;
     let frange = fine.range(me);
     let flocal = a.row_slice(frange.start, frange.end);
     let sizes = params.resolve(n)?;
@@ -729,27 +992,26 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     let fdiag: Vec<f64> = (0..flocal.nrows())
         .map(|i| flocal.get(i, frange.start + i))
         .collect();
-    // Group layouts: each group partitions all rows over its own ranks.
-    let fine_g = GroupPartition::all(fine.clone());
-    let mut to_group = Vec::with_capacity(ngroups);
-    let mut from_group = Vec::with_capacity(ngroups);
-    let mut my_gpart = None;
-    for (g, ranks) in mg.groups.iter().enumerate() {
-        let rows = RowPartition::balanced_by_nnz(a, ranks.len()).map_err(|e| invalid(&e))?;
-        let gp = GroupPartition::new(rows, ranks.clone(), np).map_err(|e| invalid(&e))?;
-        to_group.push(Redistribution::between(&fine_g, &gp).map_err(|e| invalid(&e))?);
-        from_group.push(Redistribution::between(&gp, &fine_g).map_err(|e| invalid(&e))?);
-        if g == my_group {
-            my_gpart = Some(gp);
-        }
-    }
-    let gpart = my_gpart.expect("my group");
+    let gpart = &layout.groups[my_group];
     // Group communicator ordered like the group's rank list; leaders ordered by group.
-    let key = mg.groups[my_group]
+    let key = groups_w[my_group]
         .iter()
         .position(|&r| r == me)
-        .expect("member");
+        .ok_or_else(|| invalid(&"rank not in its group"))?;
     let group = base.split(my_group, key);
+    // All-to-all group m = the owners of coarse part m, ordered by group (§6).
+    let a2a = shape.map(|_| lblib::Traced::new(base.split(key, my_group)));
+    if let (Some(c), Some((k, _))) = (&a2a, shape) {
+        if c.size() != k || c.rank() != my_group {
+            return Err(invalid(
+                &"all-to-all group communicator has an unexpected shape",
+            ));
+        }
+    }
+    let (scope, a2a_size, offset) = match shape {
+        Some((k, _)) => (AlltoallScope::Hierarchical, k, key * k),
+        None => (AlltoallScope::Global, np, 0),
+    };
     let is_leader = group.rank() == 0;
     let leaders = base.split(if is_leader { 0 } else { 1 }, my_group);
     let grange = gpart.rows().range(group.rank());
@@ -785,13 +1047,17 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     let mut backend = Backend {
         world,
         group: &group,
+        a2a: a2a.as_ref(),
         lbs,
         balance: mg.balance,
         ngroups,
         my_group,
         mover: Mover {
-            to_group,
-            from_group,
+            to_group: layout.to_group,
+            from_group: layout.from_group,
+            me,
+            offset,
+            values_sent: 0,
             send: Vec::new(),
             recv: Vec::new(),
             send_counts: Vec::new(),
@@ -810,6 +1076,8 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
             groups: ngroups,
             my_group,
             group_inner_steps: vec![0; ngroups],
+            alltoall_scope: scope,
+            alltoall_group_size: a2a_size,
             ..Default::default()
         },
         precond: params.precond,
@@ -833,11 +1101,165 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     if !is_leader {
         gs.iter_mut().for_each(|v| *v = 0.0);
     }
+    // Waits in the all-to-all groups (collective over each group).
+    if let Some(rep) = a2a.as_ref().and_then(|c| c.report().ok()) {
+        backend.stats.alltoall_imbalance_seconds = rep
+            .per_rank
+            .get(my_group)
+            .map_or(0.0, |r| r.imbalance_seconds);
+    }
+    // and the values sent and waits of every process (counts exact in f64 below 2^53)
+    gs.push(backend.stats.alltoall_imbalance_seconds);
+    gs.push(backend.mover.values_sent as f64);
     world.all_reduce(&mut gs, lblib::ReduceOp::Sum);
+    backend.stats.alltoall_values_sent_total = gs.pop().unwrap_or(0.0) as u64;
+    backend.stats.alltoall_imbalance_seconds_total = gs.pop().unwrap_or(0.0);
     backend.stats.group_inner_steps = gs.iter().map(|&v| v as u64).collect();
+    backend.stats.alltoall_values_sent = backend.mover.values_sent;
     let mgstats = backend.stats.clone();
     with_setup(res, setup).map(|s| MultigrainSolution {
         solution: s,
         multigrain: mgstats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use matrices::generate::{generate, GenSpec};
+
+    fn lap3d(n: usize) -> CsrMatrix {
+        let spec: GenSpec = format!("lap3d:{n}").parse().expect("spec");
+        generate(&spec).expect("matrix")
+    }
+
+    /// Values each world rank sends to other ranks per vector when every group
+    /// receives one vector, and the set of partners of each rank.
+    fn sends_per_rank(l: &Layout, np: usize) -> (Vec<usize>, Vec<Vec<usize>>) {
+        let mut vals = vec![0; np];
+        let mut partners = vec![Vec::new(); np];
+        for t in l.to_group.iter().flat_map(|p| p.transfers()) {
+            if t.src != t.dst {
+                vals[t.src] += t.rows.len();
+            }
+        }
+        for t in l
+            .to_group
+            .iter()
+            .chain(&l.from_group)
+            .flat_map(|p| p.transfers())
+        {
+            if t.src != t.dst && !partners[t.src].contains(&t.dst) {
+                partners[t.src].push(t.dst);
+            }
+        }
+        (vals, partners)
+    }
+
+    #[test]
+    fn fine_rank_keys_order_members_by_coarse_part() {
+        // P = 6, k = 2, g = 3: member m of group j gets key m*k + j
+        let groups = vec![vec![0, 1, 2], vec![3, 4, 5]];
+        assert_eq!(fine_rank_keys(&groups, true), vec![0, 2, 4, 1, 3, 5]);
+        assert_eq!(fine_rank_keys(&groups, false), vec![0, 1, 2, 3, 4, 5]);
+        // P = 6, k = 3, g = 2
+        let g3 = vec![vec![0, 1], vec![2, 3], vec![4, 5]];
+        assert_eq!(fine_rank_keys(&g3, true), vec![0, 3, 1, 4, 2, 5]);
+        // unequal groups, one process per group, invalid lists: identity
+        assert_eq!(
+            fine_rank_keys(&[vec![0, 1, 2], vec![3]], true),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(fine_rank_keys(&[vec![1], vec![0]], true), vec![0, 1]);
+        assert_eq!(fine_rank_keys(&[vec![0, 0]], true), vec![0, 1]);
+        assert_eq!(
+            fine_rank_keys(&[vec![0, 7], vec![1, 2]], true),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(hierarchical_shape(&g3), Some((3, 2)));
+        assert_eq!(hierarchical_shape(&[vec![0], vec![1]]), None);
+        assert_eq!(hierarchical_shape(&[]), None);
+    }
+
+    #[test]
+    fn hierarchical_layout_tiles_coarse_parts_in_proportion() {
+        let a = lap3d(8);
+        let (k, g) = (2, 3);
+        // world numbering: member m of group j is rank m*k + j
+        let groups: Vec<Vec<usize>> = (0..k)
+            .map(|j| (0..g).map(|m| m * k + j).collect())
+            .collect();
+        let rates = [1.0, 3.0, 2.0, 2.0, 1.0, 1.0];
+        let l = build_layout(&a, &groups, Some(&rates), true).expect("layout");
+        let coarse = RowPartition::balanced_by_nnz(&a, g).expect("coarse");
+        // every group uses the same coarse partition
+        for gp in &l.groups {
+            assert_eq!(gp.rows(), &coarse);
+        }
+        let ip = a.indptr();
+        let nnz = |r: std::ops::Range<usize>| (ip[r.end] - ip[r.start]) as f64;
+        for m in 0..g {
+            let c = coarse.range(m);
+            // the k sub-parts tile coarse part m exactly
+            assert_eq!(l.fine.offsets()[m * k], c.start);
+            assert_eq!(l.fine.offsets()[(m + 1) * k], c.end);
+            // nonzeros in proportion to the owners' rates (within one row of 7)
+            let w: f64 = rates[m * k..(m + 1) * k].iter().sum();
+            for j in 0..k {
+                let want = nnz(c.clone()) * rates[m * k + j] / w;
+                let got = nnz(l.fine.range(m * k + j));
+                assert!((got - want).abs() <= 7.0, "part {m},{j}: {got} vs {want}");
+            }
+        }
+        // every transfer stays inside an all-to-all group {m*k .. m*k + k}
+        for plan in l.to_group.iter().chain(&l.from_group) {
+            for t in plan.transfers() {
+                assert_eq!(t.src / k, t.dst / k, "transfer {t:?} leaves its group");
+            }
+        }
+        // each rank keeps its rows for its own group and sends them whole to the
+        // k - 1 other members of its all-to-all group
+        let (vals, partners) = sends_per_rank(&l, k * g);
+        for p in 0..k * g {
+            assert_eq!(vals[p], (k - 1) * l.fine.len(p), "rank {p}");
+            assert_eq!(partners[p], vec![p ^ 1], "rank {p}");
+        }
+        // a world not ordered by fine part is refused
+        let consecutive = vec![vec![0, 1, 2], vec![3, 4, 5]];
+        assert!(matches!(
+            build_layout(&a, &consecutive, None, true),
+            Err(JdError::InvalidParams(_))
+        ));
+        assert!(matches!(
+            build_layout(&a, &[vec![0, 1, 2], vec![3]], None, true),
+            Err(JdError::InvalidParams(_))
+        ));
+    }
+
+    #[test]
+    fn global_layout_talks_to_more_ranks_and_sends_more() {
+        let a = lap3d(8);
+        let (k, g) = (2usize, 3usize);
+        let np = k * g;
+        let hier_groups: Vec<Vec<usize>> = (0..k)
+            .map(|j| (0..g).map(|m| m * k + j).collect())
+            .collect();
+        let h = build_layout(&a, &hier_groups, None, true).expect("hierarchical");
+        let glob = build_layout(&a, &[vec![0, 1, 2], vec![3, 4, 5]], None, false).expect("global");
+        // global: independent partitionings, fine part p on rank p of all P
+        assert_eq!(glob.fine, RowPartition::balanced_by_nnz(&a, np).unwrap());
+        let (vh, ph) = sends_per_rank(&h, np);
+        let (vg, pg) = sends_per_rank(&glob, np);
+        let (th, tg): (usize, usize) = (vh.iter().sum(), vg.iter().sum());
+        // hierarchical: every rank sends n/6 ≈ 85 rows; global about 10/6 n in total
+        assert!(th * 3 < tg * 2, "hierarchical {th} vs global {tg}");
+        assert!(ph.iter().all(|p| p.len() == k - 1));
+        assert!(pg.iter().any(|p| p.len() > k - 1), "{pg:?}");
+        // and some global transfer crosses what would be all-to-all groups
+        assert!(glob
+            .to_group
+            .iter()
+            .flat_map(|p| p.transfers())
+            .any(|t| t.src / k != t.dst / k));
+    }
 }

@@ -2,7 +2,10 @@
 //! slowdowns (virtual clocks): balanced JDmg returns the fine-grain eigenvalues, and
 //! its tracer-measured %imbalance is below 10% where the unbalanced run's is above 30%.
 
-use jdmg::{solve_distributed, solve_multigrain, Balance, InnerStop, JdParams, MultigrainParams};
+use jdmg::{
+    fine_rank_keys, solve_distributed, solve_multigrain, AlltoallScope, Balance, InnerStop,
+    JdError, JdParams, MultigrainParams, MultigrainStats,
+};
 use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig, Traced};
 use matrices::generate::{generate, GenSpec};
 
@@ -14,12 +17,14 @@ fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult
     let a = generate(&spec).unwrap();
     let cfg = ThreadConfig::with_slowdowns(slowdowns, ClockMode::Virtual);
     let groups = jdmg::parse_groups("equal", slowdowns.len(), 2).unwrap();
+    let keys = fine_rank_keys(&groups, true);
     ThreadComm::run_with(cfg, |comm| {
-        let traced = Traced::new(comm.split(0, comm.rank()));
+        let traced = Traced::new(comm.split(0, keys[comm.rank()]));
         let mg = MultigrainParams {
             groups: groups.clone(),
             balance,
             rate_weighted_rows: balance != Balance::None,
+            hierarchical: true,
         };
         let out = solve_multigrain(&a, &traced, &comm, params, &mg).expect("converges");
         let rep = traced.report().unwrap();
@@ -31,9 +36,11 @@ fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult
                 );
             }
         }
+        assert_eq!(out.multigrain.alltoall_scope, AlltoallScope::Hierarchical);
         (
             out.solution.eigenvalues,
-            rep.imbalance_percent,
+            // fine-grain collectives plus the waits in the all-to-all groups
+            out.multigrain.imbalance_percent(&rep),
             out.multigrain.group_inner_steps,
             out.multigrain.time_limits,
         )
@@ -113,5 +120,147 @@ fn groups_from_keys_and_specs() {
     assert_eq!(
         jdmg::multigrain::groups_by_key(&[k, k, k]),
         vec![vec![0, 1, 2]]
+    );
+}
+
+/// Multigrain on the thread backend with the given groups (fine rows split by equal
+/// nonzeros); the fine-grain communicator ordered by `fine_rank_keys`. Per rank: eigenvalues and multigrain stats.
+fn run_layout(
+    spec: &str,
+    groups: &[Vec<usize>],
+    hierarchical: bool,
+    params: &JdParams,
+) -> Vec<(Vec<f64>, MultigrainStats)> {
+    let a = generate(&spec.parse::<GenSpec>().unwrap()).unwrap();
+    let p: usize = groups.iter().map(Vec::len).sum();
+    let keys = fine_rank_keys(groups, hierarchical);
+    ThreadComm::run(p, |comm| {
+        let world = Traced::new(comm.split(0, keys[comm.rank()]));
+        let mg = MultigrainParams {
+            groups: groups.to_vec(),
+            hierarchical,
+            // equal nonzeros: layouts (and values sent) independent of timing
+            rate_weighted_rows: false,
+            ..MultigrainParams::default()
+        };
+        let out = solve_multigrain(&a, &world, &comm, params, &mg).expect("converges");
+        (out.solution.eigenvalues, out.multigrain)
+    })
+}
+
+fn layout_params(k: usize) -> JdParams {
+    JdParams {
+        nev: 2,
+        block: k,
+        tol: 1e-10,
+        maxits: 40,
+        inner: InnerStop::Fixed,
+        max_matvecs: 200_000,
+        ..JdParams::default()
+    }
+}
+
+/// seeds/003 §6 "Multigrain algorithm for MPP's": equal groups use the hierarchical
+/// layout (all-to-alls inside groups of k ranks) and return the fine-grain eigenvalues;
+/// `hierarchical: false` falls back to the global all-to-all with the same result.
+#[test]
+fn hierarchical_equal_groups_match_fine_grain() {
+    let spec = "lap3d:10";
+    let a = generate(&spec.parse::<GenSpec>().unwrap()).unwrap();
+    let exact = matrices::generate::exact_eigenvalues(&spec.parse().unwrap()).unwrap();
+    for (p, k) in [(4usize, 2usize), (6, 2), (6, 3)] {
+        let params = layout_params(k);
+        let fine = ThreadComm::run(p, |comm| {
+            solve_distributed(&a, &comm, &params, None)
+                .unwrap()
+                .0
+                .eigenvalues
+        });
+        let groups = jdmg::parse_groups("equal", p, k).unwrap();
+        let mut totals = Vec::new();
+        for hierarchical in [true, false] {
+            let res = run_layout(spec, &groups, hierarchical, &params);
+            for (r, (vals, st)) in res.iter().enumerate() {
+                for j in 0..2 {
+                    assert!(
+                        (vals[j] - fine[0][j]).abs() < 1e-8,
+                        "P={p} k={k} hier={hierarchical} rank {r}: {} vs fine {}",
+                        vals[j],
+                        fine[0][j]
+                    );
+                    assert!((vals[j] - exact[j]).abs() < 1e-8);
+                }
+                let (scope, size) = if hierarchical {
+                    (AlltoallScope::Hierarchical, k)
+                } else {
+                    (AlltoallScope::Global, p)
+                };
+                assert_eq!(st.alltoall_scope, scope);
+                assert_eq!(st.alltoall_group_size, size);
+                assert!(st.alltoall_values_sent > 0, "rank {r} sent nothing");
+                assert!(st.phases > 0 && st.alltoall_seconds > 0.0);
+            }
+            let total: u64 = res.iter().map(|r| r.1.alltoall_values_sent).sum();
+            assert_eq!(res[0].1.alltoall_values_sent_total, total);
+            totals.push((total, res[0].1.phases));
+            eprintln!(
+                "P={p} k={k} hierarchical={hierarchical}: phases {} values sent {total} \
+                 alltoall {:.2e} s",
+                res[0].1.phases, res[0].1.alltoall_seconds
+            );
+        }
+        // Per correction phase, the hierarchical scheme sends fewer values.
+        let per = |(t, ph): (u64, usize)| t as f64 / ph as f64;
+        assert!(
+            per(totals[0]) < per(totals[1]),
+            "P={p} k={k}: per phase {} vs {}",
+            per(totals[0]),
+            per(totals[1])
+        );
+    }
+}
+
+/// Unequal groups (clusters of clusters, §6) keep the global all-to-all even with
+/// `hierarchical: true`, and a fine-grain communicator in the wrong order for the
+/// hierarchical layout is an `InvalidParams` error on every rank.
+#[test]
+fn unequal_groups_fall_back_to_global_and_bad_order_is_refused() {
+    let spec = "lap3d:10";
+    let a = generate(&spec.parse::<GenSpec>().unwrap()).unwrap();
+    let params = layout_params(2);
+    let fine = ThreadComm::run(4, |comm| {
+        solve_distributed(&a, &comm, &params, None)
+            .unwrap()
+            .0
+            .eigenvalues
+    });
+    let groups = vec![vec![0, 1, 2], vec![3]];
+    assert_eq!(fine_rank_keys(&groups, true), vec![0, 1, 2, 3]);
+    for (vals, st) in run_layout(spec, &groups, true, &params) {
+        assert_eq!(st.alltoall_scope, AlltoallScope::Global);
+        assert_eq!(st.alltoall_group_size, 4);
+        for j in 0..2 {
+            assert!((vals[j] - fine[0][j]).abs() < 1e-8, "{vals:?} vs {fine:?}");
+        }
+    }
+    // equal groups, hierarchical on, but world in base order: refused everywhere
+    let equal = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let errs = ThreadComm::run(4, |comm| {
+        let world = comm.split(0, comm.rank());
+        let mg = MultigrainParams {
+            groups: equal.clone(),
+            ..MultigrainParams::default()
+        };
+        match solve_multigrain(&a, &world, &comm, &params, &mg) {
+            Err(JdError::InvalidParams(m)) => m,
+            other => panic!(
+                "expected InvalidParams, got {:?}",
+                other.map(|s| s.multigrain)
+            ),
+        }
+    });
+    assert!(
+        errs.iter().all(|m| m.contains("fine_rank_keys")),
+        "{errs:?}"
     );
 }

@@ -161,34 +161,63 @@ impl RowPartition {
                 value: 0.0,
             });
         }
-        let n = a.nrows();
-        // Without stored entries, balance rows instead (identity "nonzero" counts).
-        let rows_only: Vec<usize>;
-        let indptr: &[usize] = if a.nnz() == 0 {
-            rows_only = (0..=n).collect();
-            &rows_only
-        } else {
-            a.indptr()
-        };
-        let nnz = indptr[n] as f64;
         let mut offsets = Vec::with_capacity(weights.len() + 1);
         offsets.push(0);
-        let mut cum = 0.0;
-        for (p, &w) in weights.iter().enumerate() {
-            cum += w;
-            let prev = offsets[p];
-            let b = if p + 1 == weights.len() {
-                n
-            } else {
-                let target = nnz * (cum / total);
-                // First row boundary r with indptr[r] >= target, then the closer of r-1, r.
-                let mut r = indptr.partition_point(|&v| (v as f64) < target).min(n);
-                if r > 0 && target - indptr[r - 1] as f64 <= indptr[r] as f64 - target {
-                    r -= 1;
-                }
-                r.max(prev)
-            };
-            offsets.push(b);
+        push_weighted_bounds(a.indptr(), 0, a.nrows(), weights, &mut offsets);
+        Ok(Self { offsets })
+    }
+
+    /// Hierarchical refinement (`seeds/003` §6, "Multigrain algorithm for MPP's"): every
+    /// part `m` of `coarse` is split into `k = weights.len() / coarse.nparts()` contiguous
+    /// sub-parts whose nonzero counts are proportional to `weights[m * k..(m + 1) * k]`;
+    /// sub-part `j` of coarse part `m` is part `m * k + j` of the result. Each coarse
+    /// part is thus tiled exactly by its `k` sub-parts. A coarse part without stored
+    /// entries is split by rows in the same proportions.
+    ///
+    /// # Errors
+    /// [`PartitionError::RowMismatch`] if `coarse` does not cover the rows of `a`;
+    /// [`PartitionError::WeightCount`] if `weights` is empty or not a multiple of the
+    /// number of coarse parts; [`PartitionError::BadWeight`] for a negative or non-finite
+    /// weight, or if the weights of one coarse part are all zero.
+    pub fn refine_weighted_by_nnz(
+        a: &CsrMatrix,
+        coarse: &RowPartition,
+        weights: &[f64],
+    ) -> Result<Self, PartitionError> {
+        if coarse.nrows() != a.nrows() {
+            return Err(PartitionError::RowMismatch {
+                what: "coarse partition",
+                got: coarse.nrows(),
+                expected: a.nrows(),
+            });
+        }
+        let nc = coarse.nparts();
+        if weights.is_empty() || !weights.len().is_multiple_of(nc) {
+            return Err(PartitionError::WeightCount {
+                weights: weights.len(),
+                parts: nc,
+            });
+        }
+        if let Some((i, &w)) = weights
+            .iter()
+            .enumerate()
+            .find(|(_, w)| !w.is_finite() || **w < 0.0)
+        {
+            return Err(PartitionError::BadWeight { index: i, value: w });
+        }
+        let k = weights.len() / nc;
+        let mut offsets = Vec::with_capacity(weights.len() + 1);
+        offsets.push(0);
+        for m in 0..nc {
+            let w = &weights[m * k..(m + 1) * k];
+            if w.iter().sum::<f64>() <= 0.0 {
+                return Err(PartitionError::BadWeight {
+                    index: m * k,
+                    value: 0.0,
+                });
+            }
+            let r = coarse.range(m);
+            push_weighted_bounds(a.indptr(), r.start, r.end, w, &mut offsets);
         }
         Ok(Self { offsets })
     }
@@ -254,6 +283,57 @@ impl RowPartition {
             .windows(2)
             .map(|w| ip[w[1]] - ip[w[0]])
             .collect())
+    }
+}
+
+/// Pushes onto `offsets` the `weights.len()` end boundaries of contiguous blocks of the
+/// rows `lo..hi` (`indptr` is the full row pointer) whose nonzero counts are
+/// proportional to `weights` (validated by the caller: finite, non-negative, positive
+/// sum); each boundary is the row boundary closest to its target. Rows without stored
+/// entries are split by row count instead. `offsets` must end at or before `lo`.
+fn push_weighted_bounds(
+    indptr: &[usize],
+    lo: usize,
+    hi: usize,
+    weights: &[f64],
+    offsets: &mut Vec<usize>,
+) {
+    let total: f64 = weights.iter().sum();
+    let rows_only = indptr[hi] == indptr[lo];
+    let val = |r: usize| {
+        if rows_only {
+            r as f64
+        } else {
+            indptr[r] as f64
+        }
+    };
+    let (v0, v1) = (val(lo), val(hi));
+    let mut cum = 0.0;
+    for (p, &w) in weights.iter().enumerate() {
+        cum += w;
+        let prev = offsets.last().copied().unwrap_or(lo).max(lo);
+        let b = if p + 1 == weights.len() {
+            hi
+        } else {
+            let target = v0 + (v1 - v0) * (cum / total);
+            // First row boundary r in lo..=hi with val(r) >= target (binary search),
+            // then the closer of r - 1 and r.
+            let (mut l, mut h) = (lo, hi + 1);
+            while l < h {
+                let mid = l + (h - l) / 2;
+                if val(mid) < target {
+                    l = mid + 1;
+                } else {
+                    h = mid;
+                }
+            }
+            let mut r = l.min(hi);
+            if r > lo && target - val(r - 1) <= val(r) - target {
+                r -= 1;
+            }
+            r.max(prev)
+        };
+        offsets.push(b);
     }
 }
 
@@ -822,5 +902,80 @@ mod tests {
             RowPartition::from_offsets(vec![0, 3, 2]),
             Err(PartitionError::BadOffsets { position: 2 })
         );
+    }
+
+    #[test]
+    fn refine_tiles_each_coarse_part_in_proportion() {
+        // identity: one nonzero per row, so nnz shares are row shares.
+        let a = CsrMatrix::identity(100);
+        let coarse = RowPartition::from_offsets(vec![0, 40, 100]).unwrap();
+        let fine =
+            RowPartition::refine_weighted_by_nnz(&a, &coarse, &[1.0, 3.0, 1.0, 1.0]).unwrap();
+        // coarse part 0 (40 rows) split 1:3, coarse part 1 (60 rows) split 1:1
+        assert_eq!(fine.offsets(), &[0, 10, 40, 70, 100]);
+        // a zero weight gives an empty sub-part; the coarse boundary stays
+        let fine =
+            RowPartition::refine_weighted_by_nnz(&a, &coarse, &[0.0, 1.0, 2.0, 1.0]).unwrap();
+        assert_eq!(fine.offsets(), &[0, 0, 40, 80, 100]);
+        // rows without entries: split by rows
+        let empty = CsrMatrix::from_triplets(10, 10, &[]).unwrap();
+        let c = RowPartition::from_offsets(vec![0, 5, 10]).unwrap();
+        let f = RowPartition::refine_weighted_by_nnz(&empty, &c, &[4.0, 1.0, 1.0, 4.0]).unwrap();
+        assert_eq!(f.offsets(), &[0, 4, 5, 6, 10]);
+        // equal weights reproduce balanced_by_nnz inside each part of a non-uniform matrix
+        let t: Vec<(usize, usize, f64)> = (0..30)
+            .flat_map(|i| (0..=(i % 4)).map(move |j| (i, (i + j) % 30, 1.0)))
+            .collect();
+        let b = CsrMatrix::from_triplets(30, 30, &t).unwrap();
+        let c = RowPartition::balanced_by_nnz(&b, 2).unwrap();
+        let f = RowPartition::refine_weighted_by_nnz(&b, &c, &[1.0; 6]).unwrap();
+        for m in 0..2 {
+            let r = c.range(m);
+            assert_eq!(f.offsets()[3 * m], r.start);
+            assert_eq!(f.offsets()[3 * m + 3], r.end);
+            let sub = b.row_slice(r.start, r.end);
+            let want = RowPartition::balanced_by_nnz(&sub, 3).unwrap();
+            let got: Vec<usize> = f.offsets()[3 * m..=3 * m + 3]
+                .iter()
+                .map(|&o| o - r.start)
+                .collect();
+            assert_eq!(got, want.offsets());
+        }
+    }
+
+    #[test]
+    fn refine_errors() {
+        let a = CsrMatrix::identity(10);
+        let c = RowPartition::equal_rows(10, 2).unwrap();
+        assert_eq!(
+            RowPartition::refine_weighted_by_nnz(&a, &c, &[1.0, 1.0, 1.0]),
+            Err(PartitionError::WeightCount {
+                weights: 3,
+                parts: 2
+            })
+        );
+        assert_eq!(
+            RowPartition::refine_weighted_by_nnz(&a, &c, &[]),
+            Err(PartitionError::WeightCount {
+                weights: 0,
+                parts: 2
+            })
+        );
+        assert_eq!(
+            RowPartition::refine_weighted_by_nnz(&a, &c, &[1.0, 1.0, 0.0, 0.0]),
+            Err(PartitionError::BadWeight {
+                index: 2,
+                value: 0.0
+            })
+        );
+        assert!(matches!(
+            RowPartition::refine_weighted_by_nnz(&a, &c, &[1.0, f64::INFINITY]),
+            Err(PartitionError::BadWeight { index: 1, .. })
+        ));
+        let c9 = RowPartition::equal_rows(9, 1).unwrap();
+        assert!(matches!(
+            RowPartition::refine_weighted_by_nnz(&a, &c9, &[1.0]),
+            Err(PartitionError::RowMismatch { .. })
+        ));
     }
 }

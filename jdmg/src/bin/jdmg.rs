@@ -90,6 +90,12 @@ enum BalanceArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Inner {
     Adaptive,
     Fixed,
@@ -161,6 +167,11 @@ struct SolveArgs {
     /// Needs --ranks > 1 or --mpi.
     #[arg(long)]
     groups: Option<String>,
+    /// Hierarchical partitioning for equal solve groups (seeds/003 §6, MPP's): the
+    /// fine↔group all-to-alls run inside groups of k processes instead of over all
+    /// P. `off`, or groups of unequal sizes: one global all-to-all.
+    #[arg(long, value_enum, default_value = "on")]
+    hierarchical: OnOff,
     /// Load balancing of the multigrain correction phase (seeds/003 §4, §7).
     #[arg(long, value_enum, default_value = "none")]
     balance: BalanceArg,
@@ -477,31 +488,44 @@ fn run_distributed<B: Comm>(
     m: &CsrMatrix,
     base: &B,
 ) -> DistOutcome {
-    let world = lblib::Traced::new(base.split(0, base.rank()));
+    // Solve groups first: with the hierarchical layout (seeds/003 §6) the fine-grain
+    // communicator is ordered by fine part (jdmg::fine_rank_keys).
+    let k = if params.block == 0 {
+        params.nev.min(8)
+    } else {
+        params.block
+    };
+    let groups = match a.groups.as_deref() {
+        Some("host") => {
+            // one solve group per host: all-gather a hash of each rank's host name
+            let mut keys = vec![0u64; base.size()];
+            base.all_gather_u64(&[jdmg::multigrain::host_key()], &mut keys);
+            Some(jdmg::multigrain::groups_by_key(&keys))
+        }
+        Some(spec) => match jdmg::parse_groups(spec, base.size(), k) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                return (
+                    Err(Fail(EXIT_BAD_INPUT, e.to_string())),
+                    serde_json::json!({}),
+                )
+            }
+        },
+        None => None,
+    };
+    let hierarchical = matches!(a.hierarchical, OnOff::On);
+    let key = match &groups {
+        Some(g) => jdmg::fine_rank_keys(g, hierarchical)
+            .get(base.rank())
+            .copied()
+            .unwrap_or(base.rank()),
+        None => base.rank(),
+    };
+    let world = lblib::Traced::new(base.split(0, key));
     let mut extra = serde_json::Map::new();
-    let r = match &a.groups {
-        Some(spec) => {
-            let k = if params.block == 0 {
-                params.nev.min(8)
-            } else {
-                params.block
-            };
-            let groups = if spec == "host" {
-                // one solve group per host: all-gather a hash of each rank's host name
-                let mut keys = vec![0u64; base.size()];
-                base.all_gather_u64(&[jdmg::multigrain::host_key()], &mut keys);
-                jdmg::multigrain::groups_by_key(&keys)
-            } else {
-                match jdmg::parse_groups(spec, base.size(), k) {
-                    Ok(g) => g,
-                    Err(e) => {
-                        return (
-                            Err(Fail(EXIT_BAD_INPUT, e.to_string())),
-                            serde_json::json!({}),
-                        )
-                    }
-                }
-            };
+    let mut mg_stats = None;
+    let r = match groups {
+        Some(groups) => {
             let balance = match a.balance {
                 BalanceArg::None => jdmg::Balance::None,
                 BalanceArg::Fastest => jdmg::Balance::Fastest,
@@ -510,6 +534,7 @@ fn run_distributed<B: Comm>(
             let mg = jdmg::MultigrainParams {
                 groups: groups.clone(),
                 balance,
+                hierarchical,
                 ..Default::default()
             };
             extra.insert("mode".into(), "multigrain".into());
@@ -518,6 +543,7 @@ fn run_distributed<B: Comm>(
             match jdmg::solve_multigrain(m, &world, base, params, &mg) {
                 Ok(s) => {
                     extra.insert("multigrain".into(), serde_json::json!(s.multigrain));
+                    mg_stats = Some(s.multigrain);
                     Ok((s.solution, 0..0))
                 }
                 Err(e) => Err(e),
@@ -529,10 +555,17 @@ fn run_distributed<B: Comm>(
         }
     };
     if let Ok(rep) = world.report() {
-        extra.insert("imbalance_percent".into(), rep.imbalance_percent.into());
+        // hierarchical multigrain: plus the waits in the all-to-all groups (§4, §6)
+        let pct = mg_stats
+            .as_ref()
+            .map_or(rep.imbalance_percent, |s: &jdmg::MultigrainStats| {
+                s.imbalance_percent(&rep)
+            });
+        extra.insert("imbalance_percent".into(), pct.into());
         extra.insert("imbalance".into(), serde_json::json!(rep));
     }
-    let res = gather(base, m.nrows(), r);
+    // over `world`: its rank order is the order of the fine row blocks
+    let res = gather(&world, m.nrows(), r);
     (Ok(res), serde_json::Value::Object(extra))
 }
 
