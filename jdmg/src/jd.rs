@@ -19,7 +19,8 @@ use precond::{Operator, Preconditioner};
 
 use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
 use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
-use crate::params::{ConvTest, InnerStop, JdParams, Sizes, Target};
+use crate::jdqmr::{JdQmr, QmrSetup};
+use crate::params::{ConvTest, InnerSolver, InnerStop, JdParams, Sizes, Target};
 use crate::random;
 use crate::solution::{IterationEvent, JdError, Solution, Stats};
 
@@ -113,6 +114,16 @@ fn identity(p: usize) -> Vec<f64> {
     c
 }
 
+/// JDQMR's extra stop: the estimated eigenresidual fell below this fraction of
+/// ‖r‖ (PRIMME's JDQMR_ETol uses 0.1).
+const QMR_ETOL: f64 = 0.1;
+
+/// The inner solver's work space.
+enum InnerKrylov {
+    Bicgstab(Box<Bicgstab>),
+    Qmrs(JdQmr),
+}
+
 /// A targeted Ritz pair needing a correction.
 struct Sel {
     theta: f64,
@@ -143,6 +154,12 @@ pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
     backend: Option<&mut dyn CorrectionBackend>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
+    if backend.is_some() && params.inner_solver == InnerSolver::Qmrs {
+        return Err(JdError::InvalidParams(
+            "inner_solver = qmrs is for serial and fine-grain solves; solve groups use bicgstab"
+                .into(),
+        ));
+    }
     let n = pb.a.nrows();
     let mut st = State::new(pb, params, sz, n);
     st.backend = backend;
@@ -451,7 +468,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.fill_random(j);
         }
         let mut b = k;
-        let mut solver = Bicgstab::new(n);
+        let mut solver = match self.prm.inner_solver {
+            InnerSolver::Bicgstab => InnerKrylov::Bicgstab(Box::new(Bicgstab::new(n))),
+            InnerSolver::Qmrs => InnerKrylov::Qmrs(JdQmr::new(n)),
+        };
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
         let mut last_ritz: Vec<(f64, f64)>;
@@ -800,7 +820,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
     /// Returns the inner steps taken.
     fn correct(
         &mut self,
-        solver: &mut Bicgstab,
+        solver: &mut InnerKrylov,
         x: &[f64],
         r: &[f64],
         s: &Sel,
@@ -851,46 +871,91 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let mut coef = vec![0.0; nq];
         project_out(&q, n, nq, &mut rhs, &mut coef, self.pb.comm);
         self.stats.global_sums += 1;
-        let r0 = solver.start(&op, self.pb.comm, &rhs, None);
         let maxits = self.prm.maxits;
-        let it = self.stats.outer_iterations.min(1000) as i32;
-        let rel = 0.5f64.powi(it);
         let floor = 0.1 * self.tol_for(s.theta);
-        let t_start = self.pb.comm.wtime();
-        let mut steps = 0;
-        if r0 > 0.0 && maxits > 0 {
-            // A breakdown ends the solve; the best iterate is kept by the solver.
-            while let Ok(rn) = solver.step(&op, &pc, self.pb.comm) {
-                steps += 1;
-                let done = match self.prm.inner {
-                    InnerStop::Adaptive => rn <= rel * r0 || rn <= floor,
-                    InnerStop::Fixed => rn == 0.0,
-                    InnerStop::Time { seconds } => {
-                        let elapsed = self.pb.comm.wtime() - t_start;
-                        let mut flag = [f64::from(u8::from(elapsed >= seconds))];
-                        self.pb.comm.broadcast(&mut flag, 0);
-                        self.stats.global_sums += 1;
-                        flag[0] > 0.0
+        let steps = match solver {
+            InnerKrylov::Bicgstab(solver) => {
+                let r0 = solver.start(&op, self.pb.comm, &rhs, None);
+                let it = self.stats.outer_iterations.min(1000) as i32;
+                let rel = 0.5f64.powi(it);
+                let t_start = self.pb.comm.wtime();
+                let mut steps = 0;
+                if r0 > 0.0 && maxits > 0 {
+                    // A breakdown ends the solve; the best iterate is kept by the solver.
+                    while let Ok(rn) = solver.step(&op, &pc, self.pb.comm) {
+                        steps += 1;
+                        let done = match self.prm.inner {
+                            InnerStop::Adaptive => rn <= rel * r0 || rn <= floor,
+                            InnerStop::Fixed => rn == 0.0,
+                            InnerStop::Time { seconds } => {
+                                let elapsed = self.pb.comm.wtime() - t_start;
+                                let mut flag = [f64::from(u8::from(elapsed >= seconds))];
+                                self.pb.comm.broadcast(&mut flag, 0);
+                                self.stats.global_sums += 1;
+                                flag[0] > 0.0
+                            }
+                        };
+                        if done || steps >= maxits {
+                            break;
+                        }
                     }
-                };
-                if done || steps >= maxits {
-                    break;
                 }
+                let after = solver.stats();
+                // `start` resets the solver's counters: `after` covers this equation only.
+                self.stats.matvecs += after.matvecs as u64;
+                self.stats.precond_applications += after.precond_applies as u64;
+                self.stats.global_sums += after.global_sums as u64;
+                let tcol = &mut self.t[slot * n..(slot + 1) * n];
+                let sol = solver.solution();
+                let ok =
+                    steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0);
+                if ok {
+                    tcol.copy_from_slice(sol);
+                }
+                (steps, ok)
             }
-        }
-        let after = solver.stats();
+            InnerKrylov::Qmrs(solver) => {
+                // QMRs solves for s with right-hand side r; the correction is −s.
+                rhs.iter_mut().for_each(|v| *v = -*v);
+                let mut rn = [crate::dense::dot(&rhs, &rhs)];
+                self.allreduce(&mut rn);
+                let setup = QmrSetup {
+                    theta: s.theta,
+                    shift,
+                    target: self.prm.target,
+                    maxits,
+                    conv_tol: self.tol_for(s.theta),
+                    ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
+                    etol_factor: QMR_ETOL,
+                    fixed: self.prm.inner == InnerStop::Fixed,
+                };
+                let out = solver.solve(&op, &pc, self.pb.comm, &rhs, rn[0].sqrt(), &setup);
+                self.stats.matvecs += out.matvecs;
+                self.stats.precond_applications += if matches!(pc.inner, Inner::Identity) {
+                    0
+                } else {
+                    out.precond_applies
+                };
+                self.stats.global_sums += out.global_sums;
+                let tcol = &mut self.t[slot * n..(slot + 1) * n];
+                let sol = solver.solution();
+                let ok = out.steps > 0
+                    && sol.iter().all(|v| v.is_finite())
+                    && sol.iter().any(|&v| v != 0.0);
+                if ok {
+                    tcol.iter_mut().zip(sol).for_each(|(t, s)| *t = -s);
+                } else {
+                    rhs.iter_mut().for_each(|v| *v = -*v);
+                }
+                (out.steps, ok)
+            }
+        };
+        let (steps, ok) = steps;
         self.stats.inner_steps += steps as u64;
-        // `start` resets the solver's counters: `after` covers this equation only.
-        self.stats.matvecs += after.matvecs as u64;
-        self.stats.precond_applications += after.precond_applies as u64;
-        self.stats.global_sums +=
-            after.global_sums as u64 + op.global_sums.get() + pc.global_sums.get();
-        let tcol = &mut self.t[slot * n..(slot + 1) * n];
-        let sol = solver.solution();
-        if steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0) {
-            tcol.copy_from_slice(sol);
-        } else {
+        self.stats.global_sums += op.global_sums.get() + pc.global_sums.get();
+        if !ok {
             // Davidson step: t = (I − QQᵀ) K⁻¹ (−r).
+            let tcol = &mut self.t[slot * n..(slot + 1) * n];
             pc.apply(&rhs, tcol);
             if !matches!(pc.inner, Inner::Identity) {
                 self.stats.precond_applications += 1;

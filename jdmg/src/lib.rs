@@ -5,6 +5,7 @@ mod correction;
 mod dense;
 pub mod driver;
 pub mod jd;
+mod jdqmr;
 pub mod multigrain;
 pub mod params;
 mod random;
@@ -16,5 +17,5 @@ pub use multigrain::{
     fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
     MultigrainSolution, MultigrainStats,
 };
-pub use params::{ConvTest, InnerStop, JdParams, PrecondChoice, Target};
+pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target};
 pub use solution::{IterationEvent, JdError, Solution, Stats};

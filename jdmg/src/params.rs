@@ -44,6 +44,23 @@ pub enum InnerStop {
     Time { seconds: f64 },
 }
 
+/// Krylov solver of the correction equations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InnerSolver {
+    /// Right-preconditioned BiCGSTAB, the paper's solver (`seeds/003` §3; default):
+    /// two matvecs per step, any preconditioner.
+    #[default]
+    Bicgstab,
+    /// Symmetric QMR with JDQMR's dynamic stopping (Stathopoulos; PRIMME's
+    /// `inner_solve`): one matvec per step; each solve stops when the estimated
+    /// eigenresidual of the corrected vector stops improving, so `maxits` is only a
+    /// cap (raise it, e.g. 100). Needs a symmetric preconditioner (none, Jacobi,
+    /// ILU(0) or FSAI); serial and fine grain only (solve groups use BiCGSTAB);
+    /// `InnerStop::Time` is not supported.
+    Qmrs,
+}
+
 /// Preconditioner for the correction equations (built by `precond::preconditioners`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -93,11 +110,15 @@ pub struct JdParams {
     pub max_matvecs: u64,
     /// Stop after this many outer iterations. Default 100,000.
     pub max_outer: usize,
-    /// Inner BiCGSTAB steps cap per correction equation. Default 3 (cheap corrections
-    /// and few outer iterations without a preconditioner; raise it with one).
+    /// Inner steps cap per correction equation. Default 3 (cheap BiCGSTAB corrections
+    /// and few outer iterations without a preconditioner; raise it with one, or with
+    /// `Qmrs`, whose dynamic rules stop earlier).
     pub maxits: usize,
-    /// Inner stopping rule. Default `Adaptive` (2^−iter).
+    /// Inner stopping rule. Default `Adaptive` (2^−iter; with `Qmrs`: JDQMR's
+    /// dynamic rules).
     pub inner: InnerStop,
+    /// Inner Krylov solver. Default `Bicgstab`.
+    pub inner_solver: InnerSolver,
     /// Preconditioner. Default none.
     pub precond: PrecondChoice,
     /// Shift σ of the preconditioner (A − σI); default None = σ of `Closest(σ)`,
@@ -131,6 +152,7 @@ impl Default for JdParams {
             max_outer: 100_000,
             maxits: 3,
             inner: InnerStop::Adaptive,
+            inner_solver: InnerSolver::Bicgstab,
             precond: PrecondChoice::None,
             precond_shift: None,
             ilut_fill: 20,
@@ -187,6 +209,9 @@ impl JdParams {
             if !(seconds.is_finite() && seconds >= 0.0) {
                 return bad(format!("inner time budget must be >= 0, got {seconds}"));
             }
+        }
+        if self.inner_solver == InnerSolver::Qmrs && matches!(self.inner, InnerStop::Time { .. }) {
+            return bad("inner = time needs inner_solver = bicgstab".into());
         }
         if self.threads == 0 {
             return bad("threads must be at least 1".into());

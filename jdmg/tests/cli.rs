@@ -151,3 +151,65 @@ fn info_reports_symmetry_and_gershgorin() {
     assert_eq!(v["gershgorin_lower"].as_f64(), Some(1.0));
     assert_eq!(v["gershgorin_upper"].as_f64(), Some(3.0));
 }
+
+/// `--inner-solver qmrs` (JDQMR) from the command line and from a config file; the
+/// multigrain mode rejects it with exit 2.
+#[test]
+fn inner_solver_qmrs_flag_and_config() {
+    let args = [
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "3",
+        "--tol",
+        "1e-10",
+        "--json",
+    ];
+    let mut a = args.to_vec();
+    a.extend(["--inner-solver", "qmrs", "--maxits", "50"]);
+    let out = jdmg(&a);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json(&out);
+    assert_eq!(j["params"]["inner_solver"], "qmrs");
+    let ev: Vec<f64> = j["eigenvalues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    // lap3d:8: λ = Σ 2 − 2cos(πi/9): (1,1,1) and the triple (1,1,2).
+    let e = |i: f64| 2.0 - 2.0 * (std::f64::consts::PI * i / 9.0).cos();
+    let want = [3.0 * e(1.0), 2.0 * e(1.0) + e(2.0), 2.0 * e(1.0) + e(2.0)];
+    for (g, w) in ev.iter().zip(want) {
+        assert!((g - w).abs() < 1e-9, "{g} vs {w}");
+    }
+    let cfg = tmp("qmrs.toml", "inner_solver = \"qmrs\"\nmaxits = 50\n");
+    let mut a = args.to_vec();
+    a.extend(["--config", cfg.to_str().unwrap()]);
+    let out = jdmg(&a);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["params"]["inner_solver"], "qmrs");
+    let out = jdmg(&[
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--block",
+        "2",
+        "--ranks",
+        "2",
+        "--groups",
+        "equal",
+        "--inner-solver",
+        "qmrs",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("qmrs"));
+}

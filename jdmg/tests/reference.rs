@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use jdmg::{solve_matrix, JdParams, PrecondChoice, Target};
+use jdmg::{solve_matrix, InnerSolver, JdParams, PrecondChoice, Target};
 use matrices::mm::read_matrix_market;
 
 fn shared() -> PathBuf {
@@ -34,6 +34,20 @@ fn reference(name: &str) -> (Vec<f64>, Vec<f64>) {
 }
 
 fn check(name: &str, target: Target, precond: PrecondChoice) {
+    check_with(name, target, precond, JdParams::default());
+}
+
+/// JDQMR inner solver (symmetric QMR, dynamic stopping) instead of BiCGSTAB.
+fn check_qmrs(name: &str, target: Target, precond: PrecondChoice) {
+    let base = JdParams {
+        inner_solver: InnerSolver::Qmrs,
+        maxits: 100,
+        ..JdParams::default()
+    };
+    check_with(name, target, precond, base);
+}
+
+fn check_with(name: &str, target: Target, precond: PrecondChoice, base: JdParams) {
     if std::env::var("JDMG_SKIP_SHARED").is_ok_and(|v| v == "1") {
         return;
     }
@@ -56,7 +70,7 @@ fn check(name: &str, target: Target, precond: PrecondChoice) {
         target,
         precond,
         max_matvecs: 400_000,
-        ..JdParams::default()
+        ..base
     };
     let sol = solve_matrix(&a, &params, None).unwrap_or_else(|e| panic!("{name} {target:?}: {e}"));
     assert_eq!(sol.eigenvalues.len(), nev);
@@ -106,6 +120,14 @@ macro_rules! reference_tests {
             #[test]
             fn largest() {
                 check($name, Target::Largest, PrecondChoice::None);
+            }
+            #[test]
+            fn smallest_qmrs() {
+                check_qmrs($name, Target::Smallest, $small_pc);
+            }
+            #[test]
+            fn largest_qmrs() {
+                check_qmrs($name, Target::Largest, PrecondChoice::None);
             }
         }
     )*};

@@ -96,6 +96,11 @@ struct Args {
     /// jdmg preconditioner per problem, NAME=PREC (e.g. bcsstk13=jacobi).
     #[arg(long, value_delimiter = ',', default_value = "bcsstk13=jacobi")]
     jdmg_precond: Vec<String>,
+    /// Extra jdmg configurations, NAME=ARGS (e.g. `jdqmr=--inner-solver qmrs --maxits
+    /// 100`, repeatable); list NAME in --solvers to run `jdmg solve ... ARGS` under it.
+    /// A variant's own `--precond` replaces --jdmg-precond.
+    #[arg(long)]
+    jdmg_variant: Vec<String>,
     /// Directory of the real matrices (default $JDMG_MATRICES or ../shared/matrices).
     #[arg(long)]
     matrices: Option<PathBuf>,
@@ -258,7 +263,9 @@ fn measure(
 ) -> Value {
     let t = threads.to_string();
     let mut cmd;
-    if solver == "jdmg" {
+    let variant = lookup(&args.jdmg_variant, solver);
+    let is_jdmg = solver == "jdmg" || variant.is_some();
+    if is_jdmg {
         cmd = Command::new(&args.jdmg);
         cmd.arg("solve")
             .arg(&p.file)
@@ -266,9 +273,15 @@ fn measure(
             .args(["--tol", &args.tol.to_string()])
             .args(["--threads", &t])
             .arg("--json");
+        let extra: Vec<&str> = variant
+            .map(|v| v.split_whitespace().collect())
+            .unwrap_or_default();
         if let Some(pc) = lookup(&args.jdmg_precond, &p.name) {
-            cmd.args(["--precond", pc]);
+            if !extra.contains(&"--precond") {
+                cmd.args(["--precond", pc]);
+            }
         }
+        cmd.args(&extra);
         if cap > 0 {
             cmd.args(["--max-matvecs", &cap.to_string()]);
         }
@@ -317,19 +330,19 @@ fn measure(
             .map(|a| a.iter().filter_map(Value::as_f64).collect())
             .unwrap_or_default()
     };
-    let status = match (solver, o["status"].as_str()) {
-        ("jdmg", _) => {
+    let status = match (is_jdmg, o["status"].as_str()) {
+        (true, _) => {
             if o["converged"].as_bool() == Some(true) {
                 "ok"
             } else {
                 "not converged"
             }
         }
-        (_, Some(s)) => s,
+        (false, Some(s)) => s,
         _ => "error",
     };
     rec["status"] = json!(status);
-    if solver == "jdmg" {
+    if is_jdmg {
         rec["jdmg_stats"] = o["stats"].clone();
     }
     for k in [

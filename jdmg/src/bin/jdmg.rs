@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use jdmg::{
-    ConvTest, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Target,
+    ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution,
+    Target,
 };
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};
@@ -101,6 +102,12 @@ enum Inner {
     Fixed,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum Solver {
+    Bicgstab,
+    Qmrs,
+}
+
 #[derive(Args)]
 struct SolveArgs {
     /// MatrixMarket file (or use --generate).
@@ -141,12 +148,17 @@ struct SolveArgs {
     /// Shift σ of the preconditioner (A − σI).
     #[arg(long, allow_hyphen_values = true)]
     precond_shift: Option<f64>,
-    /// Inner BiCGSTAB steps cap.
+    /// Inner steps cap per correction equation.
     #[arg(long)]
     maxits: Option<usize>,
-    /// Inner stopping rule.
+    /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
+    /// for qmrs).
     #[arg(long, value_enum)]
     inner: Option<Inner>,
+    /// Inner solver: bicgstab (the paper's) or qmrs (symmetric QMR, one matvec per
+    /// step, JDQMR stopping; raise --maxits, e.g. 100).
+    #[arg(long, value_enum)]
+    inner_solver: Option<Solver>,
     /// Matvec budget.
     #[arg(long)]
     max_matvecs: Option<u64>,
@@ -353,6 +365,12 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.inner = match v {
             Inner::Adaptive => InnerStop::Adaptive,
             Inner::Fixed => InnerStop::Fixed,
+        };
+    }
+    if let Some(v) = a.inner_solver {
+        p.inner_solver = match v {
+            Solver::Bicgstab => InnerSolver::Bicgstab,
+            Solver::Qmrs => InnerSolver::Qmrs,
         };
     }
     if let Some(v) = a.max_matvecs {
