@@ -143,9 +143,9 @@ pub(crate) fn orthonormalize_columns(c: &mut [f64], m: usize, p: usize) -> usize
     kept
 }
 
-/// Dot product of two equal-length slices.
+/// Dot product of two equal-length local slices (vectorized, no global sum).
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    precond::krylov::dot(a, b)
 }
 
 /// Euclidean norm of a local slice (no global sum).

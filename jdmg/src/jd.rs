@@ -124,6 +124,13 @@ enum InnerKrylov {
     Qmrs(JdQmr),
 }
 
+/// Outcome of [`State::orthogonalize_column`].
+enum Column {
+    Kept,
+    Dependent,
+    Cancelled,
+}
+
 /// A targeted Ritz pair needing a correction.
 struct Sel {
     theta: f64,
@@ -274,6 +281,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             return 0;
         }
         let mut norms0 = vec![0.0; b];
+        // Columns whose first pass cancelled more than half their norm: orthogonalized
+        // again against everything below (rounding left along X and V is amplified
+        // relative to what remains).
+        let mut cancelled = vec![false; b];
         let mut buf = vec![0.0; (nl + m) * b + b];
         for pass in 0..2 {
             let (cx, rest) = buf.split_at_mut(nl * b);
@@ -308,11 +319,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     })
                     .collect();
                 self.allreduce(&mut after);
-                if after
-                    .iter()
-                    .zip(&norms0)
-                    .all(|(a, n0)| a.sqrt() >= 0.5 * n0)
-                {
+                for (j, (a, n0)) in after.iter().zip(&norms0).enumerate() {
+                    cancelled[j] = a.sqrt() < 0.5 * n0;
+                }
+                if !cancelled.iter().any(|&c| c) {
                     break;
                 }
             }
@@ -324,11 +334,19 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.t.copy_within(j * n..(j + 1) * n, kept * n);
             }
             let mut norm_before = nb;
+            let mut full = cancelled[j];
             let mut tries = 0;
             loop {
-                if self.orthogonalize_column(kept, tries > 0, norm_before) {
-                    kept += 1;
-                    break;
+                match self.orthogonalize_column(kept, full, norm_before) {
+                    Column::Kept => {
+                        kept += 1;
+                        break;
+                    }
+                    Column::Cancelled if !full => {
+                        full = true;
+                        continue;
+                    }
+                    _ => {}
                 }
                 tries += 1;
                 if tries > 3 {
@@ -336,6 +354,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 self.stats.replaced_vectors += 1;
                 self.fill_random(kept);
+                full = true;
                 norm_before = f64::NAN; // measured inside for random vectors
             }
         }
@@ -343,13 +362,17 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
     }
 
     /// Orthogonalizes column `j` of `t` against t[0..j] (and, when `full`, also
-    /// against X and V), normalizes it, and says whether it is independent.
-    fn orthogonalize_column(&mut self, j: usize, full: bool, norm_before: f64) -> bool {
+    /// against X and V) with two passes, and normalizes it. `Dependent` when what
+    /// is left is below 1e-8 of `norm_before` or the second pass still cancelled half
+    /// of it (DGKS: rounding dominates); `Cancelled` when a block-only pass cancelled
+    /// half the norm (the caller redoes it with `full`).
+    fn orthogonalize_column(&mut self, j: usize, full: bool, norm_before: f64) -> Column {
         let (n, nl, m) = (self.n, self.nl(), self.m);
         let ld = if full { nl + m + j } else { j };
         let mut c = vec![0.0; ld + 1];
         let mut norm0 = norm_before;
-        for pass in 0..2 {
+        let mut pass_norms = [0.0f64; 2];
+        for (pass, pass_norm) in pass_norms.iter_mut().enumerate() {
             {
                 let (prev, cur) = self.t.split_at_mut(j * n);
                 let col = &cur[..n];
@@ -363,8 +386,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 c[ld] = crate::dense::dot(col, col);
             }
             self.allreduce(&mut c);
+            *pass_norm = c[ld].sqrt();
             if pass == 0 && !norm0.is_finite() {
-                norm0 = c[ld].sqrt();
+                norm0 = *pass_norm;
             }
             let (prev, cur) = self.t.split_at_mut(j * n);
             let col = &mut cur[..n];
@@ -383,12 +407,18 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         self.allreduce(&mut nn);
         let nrm = nn[0].sqrt();
         if !(nrm.is_finite() && nrm > 1e-8 * norm0 && nrm > 0.0) {
-            return false;
+            return Column::Dependent;
+        }
+        if nrm < 0.5 * pass_norms[1] && full {
+            return Column::Dependent;
+        }
+        if nrm < 0.5 * pass_norms[0] && !full {
+            return Column::Cancelled;
         }
         self.t[j * n..(j + 1) * n]
             .iter_mut()
             .for_each(|v| *v /= nrm);
-        true
+        Column::Kept
     }
 
     /// Appends the first `b` columns of `t` (orthonormalized) to the basis.

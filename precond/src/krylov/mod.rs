@@ -298,7 +298,7 @@ fn finish<S: Stepwise>(
 
 /// Local dot product (4 accumulators for vectorization).
 #[inline]
-pub(crate) fn dot(x: &[f64], y: &[f64]) -> f64 {
+pub fn dot(x: &[f64], y: &[f64]) -> f64 {
     debug_assert_eq!(x.len(), y.len());
     let mut acc = [0.0f64; 4];
     let (xc, xr) = x.split_at(x.len() - x.len() % 4);

@@ -52,18 +52,11 @@ impl LuFactors {
         assert_eq!(z.len(), self.n, "LuFactors::solve: z has wrong length");
         for i in 0..self.n {
             let (lo, d) = (self.indptr[i], self.diag[i]);
-            let mut s = r[i];
-            for (&c, &v) in self.indices[lo..d].iter().zip(&self.data[lo..d]) {
-                s -= v * z[c as usize];
-            }
-            z[i] = s;
+            z[i] = r[i] - sparse_dot(&self.indices[lo..d], &self.data[lo..d], z);
         }
         for i in (0..self.n).rev() {
             let (d, hi) = (self.diag[i], self.indptr[i + 1]);
-            let mut s = z[i];
-            for (&c, &v) in self.indices[d + 1..hi].iter().zip(&self.data[d + 1..hi]) {
-                s -= v * z[c as usize];
-            }
+            let s = z[i] - sparse_dot(&self.indices[d + 1..hi], &self.data[d + 1..hi], z);
             z[i] = s * self.data[d];
         }
     }
@@ -79,6 +72,25 @@ impl LuFactors {
             self.solve(rc, zc);
         }
     }
+}
+
+/// `Σ v[p]·z[c[p]]` with four partial sums: the triangular solves are bound by the
+/// latency of this reduction (27-point stencils: 13 entries a row), not by memory.
+#[inline(always)]
+fn sparse_dot(c: &[u32], v: &[f64], z: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut cc = c.chunks_exact(4);
+    let mut vc = v.chunks_exact(4);
+    for (ci, vi) in (&mut cc).zip(&mut vc) {
+        for j in 0..4 {
+            acc[j] += vi[j] * z[ci[j] as usize];
+        }
+    }
+    let mut tail = 0.0;
+    for (&ci, &vi) in cc.remainder().iter().zip(vc.remainder()) {
+        tail += vi * z[ci as usize];
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 /// ∞-norms of the rows of `s`.
