@@ -11,7 +11,8 @@
 //!   `$JDMG_MATRICES` (default `../shared/matrices` beside the repository), checked
 //!   against `reference/NAME.eig` there (20 smallest and 20 largest eigenvalues).
 //! * Every measurement is a fresh process: `jdmg solve FILE --nev --tol --json
-//!   --threads T` (defaults otherwise, `--precond` only where `--jdmg-precond` says so),
+//!   --threads T` (defaults otherwise, `--precond` only where `--jdmg-precond` says so;
+//!   `--jdmg-variant NAME=ARGS` adds configurations run under their own NAME),
 //!   and `bench/scripts/eig_compare.py --solver primme|arpack` under `OMP_NUM_THREADS`
 //!   = `OPENBLAS_NUM_THREADS` = T. Runs are interleaved (for each problem and
 //!   repetition: each thread count, then each solver) so that background load hits all
@@ -98,7 +99,7 @@ struct Args {
     jdmg_precond: Vec<String>,
     /// Extra jdmg configurations, NAME=ARGS (e.g. `jdqmr=--inner-solver qmrs --maxits
     /// 100`, repeatable); list NAME in --solvers to run `jdmg solve ... ARGS` under it.
-    /// A variant's own `--precond` replaces --jdmg-precond.
+    /// --jdmg-precond, where given for a problem, replaces a variant's own `--precond`.
     #[arg(long)]
     jdmg_variant: Vec<String>,
     /// Directory of the real matrices (default $JDMG_MATRICES or ../shared/matrices).
@@ -273,13 +274,15 @@ fn measure(
             .args(["--tol", &args.tol.to_string()])
             .args(["--threads", &t])
             .arg("--json");
-        let extra: Vec<&str> = variant
+        let mut extra: Vec<&str> = variant
             .map(|v| v.split_whitespace().collect())
             .unwrap_or_default();
         if let Some(pc) = lookup(&args.jdmg_precond, &p.name) {
-            if !extra.contains(&"--precond") {
-                cmd.args(["--precond", pc]);
+            // The per-problem preconditioner wins over a variant's own.
+            if let Some(i) = extra.iter().position(|&a| a == "--precond") {
+                extra.drain(i..(i + 2).min(extra.len()));
             }
+            cmd.args(["--precond", pc]);
         }
         cmd.args(&extra);
         if cap > 0 {
