@@ -903,7 +903,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         self.stats.global_sums += 1;
         let maxits = self.prm.maxits;
         let floor = 0.1 * self.tol_for(s.theta);
-        let steps = match solver {
+        let (steps, ok) = match solver {
             InnerKrylov::Bicgstab(solver) => {
                 let r0 = solver.start(&op, self.pb.comm, &rhs, None);
                 let it = self.stats.outer_iterations.min(1000) as i32;
@@ -980,7 +980,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 (out.steps, ok)
             }
         };
-        let (steps, ok) = steps;
         self.stats.inner_steps += steps as u64;
         self.stats.global_sums += op.global_sums.get() + pc.global_sums.get();
         if !ok {
@@ -1121,9 +1120,8 @@ mod tests {
             st.fill_random(0);
             st.m = j;
             assert_eq!(st.orthogonalize_block(1), 1);
-            let (dst, src) = (j * n..(j + 1) * n, 0..n);
-            let col: Vec<f64> = st.t[src].to_vec();
-            st.v[dst].copy_from_slice(&col);
+            let col = st.t[..n].to_vec();
+            st.v[j * n..(j + 1) * n].copy_from_slice(&col);
         }
         st.m = m;
         assert!(ortho_error(&st.v, n, m) < 1e-14);
