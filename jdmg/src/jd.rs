@@ -102,6 +102,11 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     random_cols: u64,
     /// Basis repairs done while the basis spans the whole space.
     full_repairs: usize,
+    /// [X_locked, x] of the current correction (`qbuf_locked` locked columns valid)
+    /// and its right-hand side: reused so that corrections do not allocate.
+    qbuf: Vec<f64>,
+    qbuf_locked: usize,
+    rhs_buf: Vec<f64>,
     start: Instant,
 }
 
@@ -221,6 +226,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             stats: Stats::default(),
             random_cols: 0,
             full_repairs: 0,
+            qbuf: Vec::with_capacity(n * (prm.nev + 1)),
+            qbuf_locked: 0,
+            rhs_buf: Vec::with_capacity(n),
             start: Instant::now(),
         }
     }
@@ -858,9 +866,15 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
     ) -> usize {
         let n = self.n;
         let nl = self.nl();
-        // Q = [X_locked, x]
-        let mut q = Vec::with_capacity(n * (nl + 1));
-        q.extend_from_slice(&self.xl[..n * nl]);
+        // Q = [X_locked, x] in a buffer kept across corrections: the locked part is
+        // copied again only after a lock, x every time.
+        let mut q = std::mem::take(&mut self.qbuf);
+        if self.qbuf_locked != nl || q.len() < n * nl {
+            q.clear();
+            q.extend_from_slice(&self.xl[..n * nl]);
+            self.qbuf_locked = nl;
+        }
+        q.truncate(n * nl);
         q.extend_from_slice(x);
         let nq = nl + 1;
         let shift = self.shift_for(s);
@@ -897,7 +911,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         if !matches!(pc.inner, Inner::Identity) {
             self.stats.precond_applications += 1;
         }
-        let mut rhs: Vec<f64> = r.iter().map(|v| -v).collect();
+        let mut rhs = std::mem::take(&mut self.rhs_buf);
+        rhs.clear();
+        rhs.extend(r.iter().map(|v| -v));
         let mut coef = vec![0.0; nq];
         project_out(&q, n, nq, &mut rhs, &mut coef, self.pb.comm);
         self.stats.global_sums += 1;
@@ -990,6 +1006,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.precond_applications += 1;
             }
         }
+        self.qbuf = q;
+        self.rhs_buf = rhs;
         steps
     }
 
