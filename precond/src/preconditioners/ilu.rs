@@ -18,6 +18,10 @@ use crate::operator::Preconditioner;
 /// (unit diagonal implied), then `1 / u_ii` at position `diag[i]`, then the strictly
 /// upper entries of `U`. Applying `M^{-1} = U^{-1} L^{-1}` is a forward then a backward
 /// substitution done in place in the output vector: no scratch, no allocation.
+///
+/// For the substitutions the factors are also kept split ([`TriSolve`]): `L` rows in
+/// order, `U` rows in reverse order, so that each sweep streams only its own triangle
+/// forwards through memory (interleaved rows made each sweep read both).
 #[derive(Debug, Clone, Default)]
 pub struct LuFactors {
     n: usize,
@@ -25,6 +29,54 @@ pub struct LuFactors {
     indices: Vec<u32>,
     data: Vec<f64>,
     diag: Vec<usize>,
+    tri: TriSolve,
+}
+
+/// The split copy of [`LuFactors`] used by the substitutions.
+#[derive(Debug, Clone, Default)]
+struct TriSolve {
+    l_ptr: Vec<usize>,
+    l_idx: Vec<u32>,
+    l_val: Vec<f64>,
+    /// Row `n − 1 − q` of U is at `u_ptr[q]..u_ptr[q + 1]`.
+    u_ptr: Vec<usize>,
+    u_idx: Vec<u32>,
+    u_val: Vec<f64>,
+    /// `1 / u_ii`.
+    dinv: Vec<f64>,
+}
+
+impl TriSolve {
+    fn from_combined(
+        n: usize,
+        indptr: &[usize],
+        indices: &[u32],
+        data: &[f64],
+        diag: &[usize],
+    ) -> Self {
+        let mut t = TriSolve {
+            l_ptr: Vec::with_capacity(n + 1),
+            u_ptr: Vec::with_capacity(n + 1),
+            dinv: Vec::with_capacity(n),
+            ..Default::default()
+        };
+        t.l_ptr.push(0);
+        for i in 0..n {
+            let (lo, d) = (indptr[i], diag[i]);
+            t.l_idx.extend_from_slice(&indices[lo..d]);
+            t.l_val.extend_from_slice(&data[lo..d]);
+            t.l_ptr.push(t.l_idx.len());
+            t.dinv.push(data[d]);
+        }
+        t.u_ptr.push(0);
+        for i in (0..n).rev() {
+            let (d, hi) = (diag[i], indptr[i + 1]);
+            t.u_idx.extend_from_slice(&indices[d + 1..hi]);
+            t.u_val.extend_from_slice(&data[d + 1..hi]);
+            t.u_ptr.push(t.u_idx.len());
+        }
+        t
+    }
 }
 
 impl LuFactors {
@@ -50,15 +102,23 @@ impl LuFactors {
     pub fn solve(&self, r: &[f64], z: &mut [f64]) {
         assert_eq!(r.len(), self.n, "LuFactors::solve: r has wrong length");
         assert_eq!(z.len(), self.n, "LuFactors::solve: z has wrong length");
+        let t = &self.tri;
         for i in 0..self.n {
-            let (lo, d) = (self.indptr[i], self.diag[i]);
-            z[i] = r[i] - sparse_dot(&self.indices[lo..d], &self.data[lo..d], z);
+            let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+            z[i] = r[i] - sparse_dot(&t.l_idx[lo..hi], &t.l_val[lo..hi], z);
         }
-        for i in (0..self.n).rev() {
-            let (d, hi) = (self.diag[i], self.indptr[i + 1]);
-            let s = z[i] - sparse_dot(&self.indices[d + 1..hi], &self.data[d + 1..hi], z);
-            z[i] = s * self.data[d];
+        for q in 0..self.n {
+            let i = self.n - 1 - q;
+            let (lo, hi) = (t.u_ptr[q], t.u_ptr[q + 1]);
+            let s = z[i] - sparse_dot(&t.u_idx[lo..hi], &t.u_val[lo..hi], z);
+            z[i] = s * t.dinv[i];
         }
+    }
+
+    /// Rebuilds the split copy after `data` changed.
+    fn split(&mut self) {
+        self.tri =
+            TriSolve::from_combined(self.n, &self.indptr, &self.indices, &self.data, &self.diag);
     }
 
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
@@ -196,12 +256,17 @@ impl Ilu0 {
         )?;
         let spare = vec![0.0; data.len()];
         Ok(Self {
-            lu: LuFactors {
-                n,
-                indptr,
-                indices,
-                data,
-                diag,
+            lu: {
+                let mut lu = LuFactors {
+                    n,
+                    indptr,
+                    indices,
+                    data,
+                    diag,
+                    tri: TriSolve::default(),
+                };
+                lu.split();
+                lu
             },
             spare,
             pos,
@@ -282,6 +347,7 @@ impl Ilu0 {
             }
         };
         std::mem::swap(&mut self.lu.data, &mut self.spare);
+        self.lu.split();
         self.shift = shift;
         self.perturbed = perturbed;
         Ok(())
@@ -433,12 +499,17 @@ impl Ilut {
             touched.clear();
         }
         Ok(Self {
-            lu: LuFactors {
-                n,
-                indptr,
-                indices,
-                data,
-                diag,
+            lu: {
+                let mut lu = LuFactors {
+                    n,
+                    indptr,
+                    indices,
+                    data,
+                    diag,
+                    tri: TriSolve::default(),
+                };
+                lu.split();
+                lu
             },
             shift,
             perturbed,
