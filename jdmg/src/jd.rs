@@ -19,7 +19,7 @@ use precond::{Operator, Preconditioner};
 
 use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
 use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
-use crate::jdqmr::{JdQmr, QmrSetup};
+use crate::jdqmr::{JdQmr, QmrSetup, QmrStop};
 use crate::params::{ConvTest, InnerSolver, InnerStop, JdParams, Sizes, Target};
 use crate::random;
 use crate::solution::{IterationEvent, JdError, Solution, Stats};
@@ -976,6 +976,16 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     fixed: self.prm.inner == InnerStop::Fixed,
                 };
                 let out = solver.solve(&op, &pc, self.pb.comm, &rhs, rn[0].sqrt(), &setup);
+                let st = &mut self.stats.inner_stops;
+                *match out.stop {
+                    QmrStop::Steps => &mut st.steps,
+                    QmrStop::Linear => &mut st.linear,
+                    QmrStop::Stagnation => &mut st.stagnation,
+                    QmrStop::Ritz => &mut st.ritz,
+                    QmrStop::Converged => &mut st.converged,
+                    QmrStop::Reduced => &mut st.reduced,
+                    QmrStop::Breakdown => &mut st.breakdown,
+                } += 1;
                 self.stats.matvecs += out.matvecs;
                 self.stats.precond_applications += if matches!(pc.inner, Inner::Identity) {
                     0

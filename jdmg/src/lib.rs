@@ -18,4 +18,4 @@ pub use multigrain::{
     MultigrainSolution, MultigrainStats,
 };
 pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target};
-pub use solution::{IterationEvent, JdError, Solution, Stats};
+pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};

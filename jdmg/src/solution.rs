@@ -12,8 +12,11 @@ pub struct Stats {
     pub matvecs: u64,
     /// Preconditioner applications, per vector.
     pub precond_applications: u64,
-    /// BiCGSTAB steps over all correction equations.
+    /// Inner solver steps (BiCGSTAB or QMRs) over all correction equations.
     pub inner_steps: u64,
+    /// Why the JDQMR inner solves stopped (all zero with BiCGSTAB): the counts tell
+    /// whether `maxits` caps them (`steps`) or the dynamic rules do.
+    pub inner_stops: InnerStops,
     /// Global reductions (all-reduce calls) issued by the solver.
     pub global_sums: u64,
     /// Thick restarts.
@@ -33,6 +36,25 @@ pub struct Stats {
     pub wall_seconds: f64,
     /// Final estimate of ‖A‖ used by the `norm` convergence test.
     pub anorm_estimate: f64,
+}
+
+/// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct InnerStops {
+    /// The `maxits` cap.
+    pub steps: u64,
+    /// Linear residual below ε‖A‖.
+    pub linear: u64,
+    /// The estimated eigenresidual stopped improving faster than the linear one.
+    pub stagnation: u64,
+    /// The estimated Rayleigh quotient moved away from the target.
+    pub ritz: u64,
+    /// The estimated eigenresidual passed the outer test.
+    pub converged: u64,
+    /// The estimated eigenresidual fell below 0.1‖r‖.
+    pub reduced: u64,
+    /// A vanishing or non-finite recurrence coefficient.
+    pub breakdown: u64,
 }
 
 /// Computed eigenpairs. Eigenvalues are ordered by the target (ascending for

@@ -79,6 +79,16 @@ fn qmrs_saves_matvecs() {
         bicg.stats.matvecs, bicg_ilu.stats.matvecs, q.stats.matvecs
     );
     assert!(q.stats.matvecs < bicg_ilu.stats.matvecs);
+    // Every JDQMR solve records why it stopped; BiCGSTAB records none.
+    let st = &q.stats.inner_stops;
+    let solves =
+        st.steps + st.linear + st.stagnation + st.ritz + st.converged + st.reduced + st.breakdown;
+    assert!(solves > 0 && solves <= q.stats.inner_steps, "{st:?}");
+    assert!(
+        st.steps < solves,
+        "the dynamic rules end some solves before maxits: {st:?}"
+    );
+    assert_eq!(bicg.stats.inner_stops, jdmg::InnerStops::default());
     assert!(2 * q.stats.matvecs < bicg.stats.matvecs);
     // Every inner step costs one matvec; the rest are the W = AT products of the
     // outer iterations and the lock checks.

@@ -688,6 +688,13 @@ fn report(
             s.global_sums,
             s.restarts
         );
+        let q = &s.inner_stops;
+        if q != &jdmg::InnerStops::default() {
+            println!(
+                "JDQMR stops: maxits {}  stagnation {}  ritz {}  converged {}  reduced {}  linear {}  breakdown {}",
+                q.steps, q.stagnation, q.ritz, q.converged, q.reduced, q.linear, q.breakdown
+            );
+        }
         println!(
             "time {:.3} s (projection {:.3}, correction {:.3}, setup {:.3})  ‖A‖ est {:.4e}",
             s.wall_seconds,
