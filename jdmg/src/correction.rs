@@ -34,6 +34,12 @@ pub(crate) fn project_out<C: Comm + ?Sized>(
     }
 }
 
+/// Whether an inner solution can serve as the correction: at least one step taken,
+/// finite and not zero (otherwise the caller takes a Davidson step K⁻¹r).
+pub(crate) fn usable_correction(steps: usize, sol: &[f64]) -> bool {
+    steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0)
+}
+
 /// (I − QQᵀ)(A − σI) restricted to vectors already orthogonal to Q.
 pub(crate) struct ProjectedOperator<'a, A: ?Sized, C: ?Sized> {
     pub a: &'a A,

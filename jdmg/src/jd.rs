@@ -17,7 +17,9 @@ use lblib::{Comm, ReduceOp};
 use precond::krylov::Bicgstab;
 use precond::{Operator, Preconditioner};
 
-use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
+use crate::correction::{
+    project_out, usable_correction, Inner, ProjectedOperator, ProjectedPreconditioner,
+};
 use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::jdqmr::{JdQmr, QmrSetup, QmrStop};
 use crate::params::{ConvTest, InnerSolver, InnerStop, JdParams, Sizes, Target};
@@ -953,8 +955,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.global_sums += after.global_sums as u64;
                 let tcol = &mut self.t[slot * n..(slot + 1) * n];
                 let sol = solver.solution();
-                let ok =
-                    steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0);
+                let ok = usable_correction(steps, sol);
                 if ok {
                     tcol.copy_from_slice(sol);
                 }
@@ -995,9 +996,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.global_sums += out.global_sums;
                 let tcol = &mut self.t[slot * n..(slot + 1) * n];
                 let sol = solver.solution();
-                let ok = out.steps > 0
-                    && sol.iter().all(|v| v.is_finite())
-                    && sol.iter().any(|&v| v != 0.0);
+                let ok = usable_correction(out.steps, sol);
                 if ok {
                     tcol.iter_mut().zip(sol).for_each(|(t, s)| *t = -s);
                 } else {

@@ -34,7 +34,9 @@ use precond::krylov::Bicgstab;
 use precond::preconditioners::BoxedPreconditioner;
 use serde::{Deserialize, Serialize};
 
-use crate::correction::{project_out, Inner, ProjectedOperator, ProjectedPreconditioner};
+use crate::correction::{
+    project_out, usable_correction, Inner, ProjectedOperator, ProjectedPreconditioner,
+};
 use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
@@ -612,7 +614,7 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
         // counts the fine-grain (all-process) ones only.
         let _ = stats;
         let sol = self.solver.solution();
-        if steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0) {
+        if usable_correction(steps, sol) {
             out.copy_from_slice(sol);
         } else {
             use precond::Preconditioner;

@@ -115,6 +115,26 @@ impl LuFactors {
         }
     }
 
+    /// Factors from the combined CSR arrays (see the type's docs), with their split copy.
+    fn from_parts(
+        n: usize,
+        indptr: Vec<usize>,
+        indices: Vec<u32>,
+        data: Vec<f64>,
+        diag: Vec<usize>,
+    ) -> Self {
+        let mut lu = LuFactors {
+            n,
+            indptr,
+            indices,
+            data,
+            diag,
+            tri: TriSolve::default(),
+        };
+        lu.split();
+        lu
+    }
+
     /// Rebuilds the split copy after `data` changed.
     fn split(&mut self) {
         self.tri =
@@ -256,18 +276,7 @@ impl Ilu0 {
         )?;
         let spare = vec![0.0; data.len()];
         Ok(Self {
-            lu: {
-                let mut lu = LuFactors {
-                    n,
-                    indptr,
-                    indices,
-                    data,
-                    diag,
-                    tri: TriSolve::default(),
-                };
-                lu.split();
-                lu
-            },
+            lu: LuFactors::from_parts(n, indptr, indices, data, diag),
             spare,
             pos,
             row_norm,
@@ -499,18 +508,7 @@ impl Ilut {
             touched.clear();
         }
         Ok(Self {
-            lu: {
-                let mut lu = LuFactors {
-                    n,
-                    indptr,
-                    indices,
-                    data,
-                    diag,
-                    tri: TriSolve::default(),
-                };
-                lu.split();
-                lu
-            },
+            lu: LuFactors::from_parts(n, indptr, indices, data, diag),
             shift,
             perturbed,
         })
