@@ -1080,6 +1080,14 @@ fn rates_markdown(rr: &[RateRun], names: &[String]) -> String {
     s
 }
 
+/// Tick step and top of a linear axis from 0 for the finite `values` times `scale`
+/// (at least `floor`).
+fn axis(values: impl Iterator<Item = f64>, scale: f64, floor: f64) -> (f64, f64) {
+    let vmax = (scale * values.filter(|v| v.is_finite()).fold(0.0, f64::max)).max(floor);
+    let step = nice_step(vmax, 5.0);
+    (step, (vmax / step).ceil() * step)
+}
+
 /// A "nice" tick step (1, 2 or 5 × 10^k) for about `n` ticks up to `max`.
 fn nice_step(max: f64, n: f64) -> f64 {
     let raw = (max / n).max(1e-12);
@@ -1120,26 +1128,9 @@ fn rates_svg(title: &str, rr: &[RateRun], names: &[String]) -> String {
         let y0 = top + i as f64 * (ph + gap) + 30.0;
         let xmax = r.hist.len().max(r.limits.len() + 1).max(2) as f64;
         let x = |p: f64| ml + (p - 1.0) / (xmax - 1.0) * pw;
-        let rmax = r
-            .hist
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max)
-            .max(1e-9);
-        let ystep = nice_step(rmax, 5.0);
-        let ymax = (rmax / ystep).ceil() * ystep;
+        let (ystep, ymax) = axis(r.hist.iter().flatten().copied(), 1.0, 1e-9);
         let y = |v: f64| y0 + ph - v / ymax * ph;
-        let tmax = 1e3
-            * r.limits
-                .iter()
-                .copied()
-                .filter(|v| v.is_finite())
-                .fold(0.0, f64::max)
-                .max(1e-12);
-        let tstep = nice_step(tmax, 5.0);
-        let tymax = (tmax / tstep).ceil() * tstep;
+        let (tstep, tymax) = axis(r.limits.iter().copied(), 1e3, 1e-9);
         let ty = |v: f64| y0 + ph - v / tymax * ph;
         s.push_str(&format!(
             "<text x=\"{ml}\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
