@@ -10,11 +10,12 @@
 //! | `003` §4 %imbalance | [`Traced`], [`ImbalanceReport`] |
 //! | `003` §4–5 and ref. \[24\] memory balancing | [`memory`] |
 //! | `003` §2 a non-eigensolver flexible phase | [`demo`] (simulated annealing) |
-//! | `000`, `001` allocation from rates | [`alloc`] |
+//! | `000`, `001` allocation from rates (feature `dense`) | `dense::alloc` |
 
-pub mod alloc;
 pub mod comm;
 pub mod cputime;
+#[cfg(feature = "dense")]
+pub mod dense;
 pub mod demo;
 pub mod error;
 pub mod lbs;
