@@ -2,7 +2,8 @@
 """One eigensolve with PRIMME or SciPy/ARPACK, for bench/src/bin/eigbench.rs.
 
 Usage:
-  eig_compare.py --solver primme|arpack --matrix FILE.mtx [--nev 4] [--tol 1e-8]
+  eig_compare.py --solver primme|primme-b4|arpack|slepc-lobpcg|slepc-lobpcg-nopc|slepc-ks
+                 --matrix FILE.mtx [--nev 4] [--tol 1e-8]
                  [--anorm X] [--arpack-tol X] [--max-matvecs N]
 
 Runs one solver on one matrix per invocation (so every measurement is a fresh
@@ -16,6 +17,13 @@ Solvers are called with their defaults except for what the comparison needs:
   primme: primme.eigsh(A, k=nev, which='SA', tol=tol) -- PRIMME's default method;
           its test is ||r|| <= tol * (estimate of ||A||), the same as jdmg --conv norm.
           --max-matvecs sets maxMatvecs (a cap so that hopeless runs end).
+  primme-b4: the same with maxBlockSize=4 (a block that can hold a triple eigenvalue).
+  slepc-*: SLEPc EPS (slepc4py) on a PETSc AIJ copy of the matrix, HEP, SMALLEST_REAL,
+          convergence test NORM (||r|| <= tol*||A||), nev = --nev, everything else SLEPc's
+          default: slepc-lobpcg (EPSLOBPCG; note that its default spectral transform is
+          STPRECOND with PCBJACOBI, i.e. ILU(0) on one process), slepc-lobpcg-nopc (the same
+          with PCNONE), slepc-ks (Krylov-Schur, SLEPc's default solver). matvecs counts
+          MatMult calls plus columns of the MatMatMult block products.
   arpack: scipy.sparse.linalg.eigsh(A, k=nev, which='SA', tol=arpack_tol) on a
           LinearOperator that counts matvecs. ARPACK's test is ||r|| <= tol * |theta|
           per Ritz value (|theta| floored at eps^(2/3)); the caller passes
@@ -64,7 +72,7 @@ def load(path):
     return a.tocsr()
 
 
-def run_primme(a, args):
+def run_primme(a, args, block=1):
     import numpy as np
     import primme
 
@@ -72,6 +80,8 @@ def run_primme(a, args):
     cap = args.max_matvecs
     if cap:
         kw["maxMatvecs"] = int(cap)
+    if block > 1:
+        kw["maxBlockSize"] = block
     t = time.perf_counter()
     w, v, stats = primme.eigsh(
         a,
@@ -99,6 +109,59 @@ def run_primme(a, args):
         "wall_seconds": wall,
         "anorm_estimate": float(stats["estimateLargestSVal"]),
         "solver_tol": args.tol,
+    }
+
+
+def run_slepc(a, args, kind):
+    import numpy as np
+    import petsc4py
+    import slepc4py
+
+    petsc4py.init([])
+    slepc4py.init([])
+    from petsc4py import PETSc
+    from slepc4py import SLEPc
+
+    csr = (a.indptr.astype(PETSc.IntType), a.indices.astype(PETSc.IntType), a.data)
+    mat = PETSc.Mat().createAIJ(size=a.shape, csr=csr)
+    mat.assemble()
+    PETSc.Log.begin()
+    eps = SLEPc.EPS().create()
+    eps.setOperators(mat)
+    eps.setProblemType(SLEPc.EPS.ProblemType.HEP)
+    eps.setType(SLEPc.EPS.Type.KRYLOVSCHUR if kind == "ks" else SLEPc.EPS.Type.LOBPCG)
+    eps.setWhichEigenpairs(SLEPc.EPS.Which.SMALLEST_REAL)
+    eps.setDimensions(args.nev)
+    eps.setConvergenceTest(SLEPc.EPS.Conv.NORM)
+    eps.setTolerances(args.tol, args.max_matvecs or 1000000)
+    if kind == "lobpcg-nopc":
+        eps.getST().getKSP().getPC().setType("none")
+    t = time.perf_counter()
+    eps.solve()
+    wall = time.perf_counter() - t
+    nconv = eps.getConverged()
+    w, vecs = [], []
+    xr = mat.createVecRight()
+    for i in range(min(nconv, args.nev)):
+        w.append(eps.getEigenpair(i, xr).real)
+        vecs.append(xr.getArray().copy())
+    mv = PETSc.Log.Event("MatMult").getPerfInfo()["count"]
+    mm = PETSc.Log.Event("MatMatMultNum").getPerfInfo()["count"]
+    w = np.asarray(w, dtype=float)
+    v = np.column_stack(vecs) if vecs else None
+    order = np.argsort(w)
+    w = w[order]
+    v = None if v is None else v[:, order]
+    return {
+        "version": module_version("slepc4py"),
+        "eigenvalues": [float(x) for x in w],
+        "residual_norms": true_residuals(a, w, v),
+        "converged": bool(nconv >= args.nev),
+        # MatMatMult products are counted as block width (4 here) matvecs each.
+        "matvecs": int(mv) + 4 * int(mm),
+        "wall_seconds": wall,
+        "solver_tol": args.tol,
+        "settings": f"{eps.getType()} st={eps.getST().getType()} pc={eps.getST().getKSP().getPC().getType()}",
     }
 
 
@@ -145,7 +208,11 @@ def run_arpack(a, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--solver", required=True, choices=["primme", "arpack"])
+    p.add_argument(
+        "--solver",
+        required=True,
+        choices=["primme", "primme-b4", "arpack", "slepc-lobpcg", "slepc-lobpcg-nopc", "slepc-ks"],
+    )
     p.add_argument("--matrix", required=True)
     p.add_argument("--nev", type=int, default=4)
     p.add_argument("--tol", type=float, default=1e-8)
@@ -153,7 +220,11 @@ def main():
     p.add_argument("--max-matvecs", type=int, default=0)
     args = p.parse_args()
     out = {"solver": args.solver, "matrix": args.matrix, "nev": args.nev, "tol": args.tol}
-    mods = ["numpy", "scipy"] + (["primme"] if args.solver == "primme" else [])
+    mods = ["numpy", "scipy"]
+    if args.solver.startswith("primme"):
+        mods.append("primme")
+    if args.solver.startswith("slepc"):
+        mods += ["petsc4py", "slepc4py"]
     for m in mods:
         try:
             __import__(m)
@@ -166,7 +237,12 @@ def main():
         a = load(args.matrix)
         out["load_seconds"] = time.perf_counter() - t
         out["n"] = int(a.shape[0])
-        res = run_primme(a, args) if args.solver == "primme" else run_arpack(a, args)
+        if args.solver.startswith("primme"):
+            res = run_primme(a, args, 4 if args.solver == "primme-b4" else 1)
+        elif args.solver.startswith("slepc"):
+            res = run_slepc(a, args, args.solver[len("slepc-"):])
+        else:
+            res = run_arpack(a, args)
         out.update(res)
         out["status"] = "ok" if res["converged"] else "not converged"
     except Exception as e:  # report, never crash without a JSON line

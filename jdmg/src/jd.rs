@@ -22,8 +22,9 @@ use crate::correction::{
 };
 use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::jdqmr::{JdQmr, QmrSetup, QmrStop};
-use crate::params::{ConvTest, InnerSolver, InnerStop, JdParams, Sizes, Target};
+use crate::params::{ConvTest, InnerSolver, InnerStop, JdParams, Sizes, Target, Verify};
 use crate::random;
+use crate::scaling::{scale_for, ScaledOperator};
 use crate::solution::{IterationEvent, JdError, Solution, Stats};
 
 /// The problem as seen by one process.
@@ -77,6 +78,15 @@ pub(crate) trait CorrectionBackend {
 struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     backend: Option<&'b mut dyn CorrectionBackend>,
     pb: &'p Problem<'a, A, C>,
+    /// `pb.a` times the internal scale (see [`crate::scaling`]).
+    op: ScaledOperator<'a, A>,
+    scale_decided: bool,
+    /// `prm.target` in scaled units.
+    target: Target,
+    /// Pairs to lock before the next check: `nev`, then one more per verification.
+    goal: usize,
+    /// Inside a verification pass (`Verify`), started at this outer iteration.
+    verifying: Option<usize>,
     prm: &'p JdParams,
     sz: Sizes,
     n: usize,
@@ -124,6 +134,10 @@ fn identity(p: usize) -> Vec<f64> {
 /// JDQMR's extra stop: the estimated eigenresidual fell below this fraction of
 /// ‖r‖ (PRIMME's JDQMR_ETol uses 0.1).
 const QMR_ETOL: f64 = 0.1;
+
+/// Outer iterations of a verification pass before its early stop may apply (the
+/// random block needs a few products for its lowest components to show).
+const VERIFY_MIN_OUTER: usize = 3;
 
 /// The inner solver's work space.
 enum InnerKrylov {
@@ -179,7 +193,7 @@ pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
     st.backend = backend;
     let result = st.run(&mut observer);
     st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
-    st.stats.anorm_estimate = st.anorm;
+    st.stats.anorm_estimate = st.anorm / st.op.scale();
     result
         .map(|mut s| {
             s.stats = st.stats.clone();
@@ -207,6 +221,11 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         Self {
             backend: None,
             pb,
+            op: ScaledOperator::new(pb.a),
+            scale_decided: false,
+            target: prm.target,
+            goal: prm.nev,
+            verifying: None,
             prm,
             sz,
             n,
@@ -225,7 +244,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             prev_m: 0,
             prev_k: 0,
             anorm: prm.anorm.unwrap_or(0.0),
-            stats: Stats::default(),
+            stats: Stats {
+                scale: 1.0,
+                ..Stats::default()
+            },
             random_cols: 0,
             full_repairs: 0,
             qbuf: Vec::with_capacity(n * (prm.nev + 1)),
@@ -259,7 +281,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
     /// Target order of Ritz values: indices into `theta`.
     fn order(&self, theta: &[f64]) -> Vec<usize> {
         let mut idx: Vec<usize> = (0..theta.len()).collect();
-        match self.prm.target {
+        match self.target {
             Target::Smallest => idx.sort_by(|&a, &b| theta[a].total_cmp(&theta[b])),
             Target::Largest => idx.sort_by(|&a, &b| theta[b].total_cmp(&theta[a])),
             Target::Closest(s) => {
@@ -273,7 +295,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         match self.prm.conv {
             ConvTest::Norm => self.prm.tol * self.anorm.max(f64::MIN_POSITIVE),
             ConvTest::Rel => self.prm.tol * theta.abs(),
-            ConvTest::Abs => self.prm.tol,
+            ConvTest::Abs => self.prm.tol * self.op.scale(),
         }
     }
 
@@ -431,13 +453,48 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         Column::Kept
     }
 
+    /// Chooses the internal scale from the first block product W = AT (T
+    /// orthonormal): max|w| · √n estimates ‖A‖ within a small factor.
+    fn decide_scale(&mut self, b: usize) -> Result<(), JdError> {
+        self.scale_decided = true;
+        let n = self.n;
+        let mut mx = [self.wt[..n * b].iter().fold(0.0f64, |a, v| a.max(v.abs()))];
+        self.pb.comm.all_reduce(&mut mx, ReduceOp::Max);
+        self.stats.global_sums += 1;
+        let estimate = mx[0] * (self.pb.n_global as f64).sqrt();
+        let s = scale_for(estimate);
+        if s == 1.0 {
+            return Ok(());
+        }
+        if self.backend.is_some() {
+            return Err(JdError::InvalidParams(format!(
+                "the matrix norm (about {estimate:e}) is outside [{:e}, {:e}]; solve groups \
+                 need a matrix scaled into that range",
+                crate::scaling::SCALE_BELOW,
+                crate::scaling::SCALE_ABOVE
+            )));
+        }
+        self.op.set_scale(s);
+        self.wt[..n * b].iter_mut().for_each(|v| *v *= s);
+        if let Some(a) = self.prm.anorm {
+            self.anorm = a * s;
+        }
+        if let Target::Closest(sigma) = self.target {
+            self.target = Target::Closest(sigma * s);
+        }
+        self.stats.scale = s;
+        Ok(())
+    }
+
     /// Appends the first `b` columns of `t` (orthonormalized) to the basis.
-    fn extend_basis(&mut self, b: usize) {
+    fn extend_basis(&mut self, b: usize) -> Result<(), JdError> {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
-        self.pb
-            .a
+        self.op
             .apply_block(&self.t[..n * b], &mut self.wt[..n * b], b);
         self.stats.matvecs += b as u64;
+        if !self.scale_decided {
+            self.decide_scale(b)?;
+        }
         // G = [V T]^T W_T, one global sum.
         let ld = m + b;
         let mut gv = vec![0.0; m * b + b * b];
@@ -466,6 +523,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
         self.w[m * n..(m + b) * n].copy_from_slice(&self.wt[..n * b]);
         self.m += b;
+        Ok(())
     }
 
     /// Compact copy of the m×m projected matrix.
@@ -520,7 +578,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let tp = Instant::now();
             let kept = self.orthogonalize_block(b);
             if kept > 0 {
-                self.extend_basis(kept);
+                self.extend_basis(kept)?;
             }
             // (5) Rayleigh-Ritz.
             let m = self.m;
@@ -541,7 +599,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.outer_iterations += 1;
             let basis_full = self.nl() + m >= self.pb.n_global;
             // (6)-(7) residuals of targeted pairs, in batches, with locking.
-            let remaining = nev - self.nl();
+            let remaining = self.goal.saturating_sub(self.nl());
             let mut sel: Vec<Sel> = Vec::new();
             let mut lock: Vec<(usize, f64, f64)> = Vec::new(); // (position, theta, true rnorm)
             let mut lock_x: Vec<f64> = Vec::new();
@@ -603,13 +661,25 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 pos += cnt;
             }
             last_ritz = ritz_seen.clone();
+            if let (Some(since), Some(&(th, rn))) = (self.verifying, ritz_seen.first()) {
+                // The verification basis's best pair lies beyond the wanted set.
+                let (wk, wr) = self.wanted_boundary();
+                if self.stats.outer_iterations >= since + VERIFY_MIN_OUTER
+                    && self.key(th) - rn > wk + wr
+                {
+                    self.stats.verified = Some(true);
+                    self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                    self.emit(observer, &ritz_seen, &[]);
+                    return Ok(self.finish(&[]));
+                }
+            }
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
             // Verify lock candidates with true residuals (explicit matvecs).
             if !lock.is_empty() {
                 let nlk = lock.len();
                 let mut ax = vec![0.0; n * nlk];
-                self.pb.a.apply_block(&lock_x, &mut ax, nlk);
+                self.op.apply_block(&lock_x, &mut ax, nlk);
                 self.stats.matvecs += nlk as u64;
                 // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
                 // from H), then true residuals ‖Ax − ρx‖.
@@ -666,10 +736,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     locked_pos.push(p);
                 }
                 self.stats.locked = self.nl();
-                if self.nl() >= nev {
+                if self.nl() >= self.goal {
                     self.stats.projection_seconds += tp.elapsed().as_secs_f64();
                     self.emit(observer, &ritz_seen, &[]);
-                    return Ok(self.finish(&[]));
+                    if self.next_verification() {
+                        return Ok(self.finish(&[]));
+                    }
+                    b = self.fresh_block();
+                    continue;
                 }
                 if !locked_pos.is_empty() {
                     // Remove locked directions: V <- V Y[:, rest].
@@ -757,6 +831,106 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         }
     }
 
+    /// Sort key of an eigenvalue: smaller is wanted first.
+    fn key(&self, l: f64) -> f64 {
+        match self.target {
+            Target::Smallest => l,
+            Target::Largest => -l,
+            Target::Closest(s) => (l - s).abs(),
+        }
+    }
+
+    /// Key and residual norm of the `nev`-th best locked pair (the boundary of the
+    /// wanted set).
+    fn wanted_boundary(&self) -> (f64, f64) {
+        let mut items: Vec<(f64, f64)> = self
+            .lam
+            .iter()
+            .zip(&self.res)
+            .map(|(&l, &r)| (self.key(l), r))
+            .collect();
+        items.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let i = self.prm.nev.min(items.len()).saturating_sub(1);
+        items.get(i).copied().unwrap_or((f64::INFINITY, 0.0))
+    }
+
+    /// Largest number of locked eigenvalues equal within their residual bounds.
+    fn largest_locked_cluster(&self) -> usize {
+        let mut items: Vec<(f64, f64)> = self
+            .lam
+            .iter()
+            .copied()
+            .zip(self.res.iter().copied())
+            .collect();
+        items.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (mut best, mut run) = (0, 0);
+        for i in 0..items.len() {
+            let near = i > 0 && {
+                let (a, b) = (items[i - 1], items[i]);
+                let tol = a.1 + b.1 + 4.0 * f64::EPSILON * self.anorm.max(a.0.abs()).max(b.0.abs());
+                (b.0 - a.0).abs() <= tol
+            };
+            run = if near { run + 1 } else { 1 };
+            best = best.max(run);
+        }
+        best
+    }
+
+    /// Called when `goal` pairs are locked: decides whether the solve is done
+    /// (true) or a (further) verification pass starts (false).
+    ///
+    /// A block Krylov method finds at most k copies of a multiple eigenvalue, so
+    /// copies can be missed only when some locked eigenvalue appears at least k
+    /// times (`Verify::Auto`). A pass iterates a fresh random block orthogonal to
+    /// the locked vectors; the pair it locks is a missed copy when it lies inside
+    /// the wanted set beyond its residual bounds, and then another pass follows.
+    fn next_verification(&mut self) -> bool {
+        if self.verifying.is_some() {
+            let j = self.nl() - 1;
+            let (kn, rn) = (self.key(self.lam[j]), self.res[j]);
+            // The boundary of the wanted set among the pairs locked before this one.
+            let (lam_new, res_new) = (self.lam.pop(), self.res.pop());
+            let (wk, wr) = self.wanted_boundary();
+            self.lam.extend(lam_new);
+            self.res.extend(res_new);
+            if kn >= wk - (wr + rn) {
+                self.stats.verified = Some(true);
+                return true;
+            }
+            self.stats.missed_copies += 1;
+        } else {
+            let start = match self.prm.verify {
+                Verify::Never => false,
+                Verify::Always => true,
+                Verify::Auto => self.largest_locked_cluster() >= self.sz.k,
+            };
+            if !start || !self.prm.locking {
+                return true;
+            }
+        }
+        if self.nl() >= self.pb.n_global {
+            self.stats.verified = Some(true);
+            return true;
+        }
+        self.stats.verification_passes += 1;
+        self.stats.verified = Some(false);
+        self.verifying = Some(self.stats.outer_iterations);
+        self.goal = self.nl() + 1;
+        false
+    }
+
+    /// Discards the basis and fills the new block with random vectors (the start of
+    /// a verification pass); returns the block size.
+    fn fresh_block(&mut self) -> usize {
+        self.m = 0;
+        self.prev_k = 0;
+        self.full_repairs = 0;
+        for j in 0..self.sz.k {
+            self.fill_random(j);
+        }
+        self.sz.k
+    }
+
     /// Re-orthonormalizes V (CGS2 column by column), recomputes W = AV and
     /// H = VᵀW (one global sum for H).
     fn repair_basis(&mut self) {
@@ -812,7 +986,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             return;
         }
         let mut w = std::mem::take(&mut self.w);
-        self.pb.a.apply_block(&self.v[..n * m], &mut w[..n * m], m);
+        self.op.apply_block(&self.v[..n * m], &mut w[..n * m], m);
         self.w = w;
         self.stats.matvecs += m as u64;
     }
@@ -850,7 +1024,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
     /// Shift of the correction equation: θ, or σ of `Closest(σ)` while the residual
     /// is still large (JD's usual safeguard for interior targets).
     fn shift_for(&self, s: &Sel) -> f64 {
-        match self.prm.target {
+        match self.target {
             Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
             _ => s.theta,
         }
@@ -883,13 +1057,18 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let inner = match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
             (crate::params::PrecondChoice::None, _, _) => Inner::Identity,
             (crate::params::PrecondChoice::Jacobi, Some(d), _) => {
-                Inner::Diagonal { diag: d, shift }
+                // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
+                // the scaled operator, which the Krylov solvers do not mind.
+                Inner::Diagonal {
+                    diag: d,
+                    shift: shift / self.op.scale(),
+                }
             }
             (_, _, Some(m)) => Inner::Built(m),
             _ => Inner::Identity,
         };
         let op = ProjectedOperator {
-            a: self.pb.a,
+            a: &self.op,
             comm: self.pb.comm,
             q: &q,
             nq,
@@ -965,11 +1144,12 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 // QMRs solves for s with right-hand side r; the correction is −s.
                 rhs.iter_mut().for_each(|v| *v = -*v);
                 let mut rn = [crate::dense::dot(&rhs, &rhs)];
-                self.allreduce(&mut rn);
+                self.pb.comm.all_reduce(&mut rn, ReduceOp::Sum);
+                self.stats.global_sums += 1;
                 let setup = QmrSetup {
                     theta: s.theta,
                     shift,
-                    target: self.prm.target,
+                    target: self.target,
                     maxits,
                     conv_tol: self.tol_for(s.theta),
                     ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
@@ -1027,8 +1207,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 matvecs: self.stats.matvecs,
                 basis_size: self.m,
                 nconverged: self.nl(),
-                ritz_values: ritz.iter().map(|r| r.0).collect(),
-                residual_norms: ritz.iter().map(|r| r.1).collect(),
+                ritz_values: ritz.iter().map(|r| r.0 / self.op.scale()).collect(),
+                residual_norms: ritz.iter().map(|r| r.1 / self.op.scale()).collect(),
                 inner_steps: steps.to_vec(),
                 elapsed_seconds: self.start.elapsed().as_secs_f64(),
             };
@@ -1047,20 +1227,16 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         for (i, e) in extra.iter().enumerate() {
             items.push((e.0, e.1, e.2, base + i));
         }
-        let key = |l: f64| match self.prm.target {
-            Target::Smallest => l,
-            Target::Largest => -l,
-            Target::Closest(s) => (l - s).abs(),
-        };
-        items.sort_by(|a, b| key(a.0).total_cmp(&key(b.0)));
+        items.sort_by(|a, b| self.key(a.0).total_cmp(&self.key(b.0)));
         items.truncate(self.prm.nev);
         let mut vecs = vec![0.0; n * items.len()];
         for (q, it) in items.iter().enumerate() {
             vecs[q * n..(q + 1) * n].copy_from_slice(&self.xl[it.3 * n..(it.3 + 1) * n]);
         }
+        let s = self.op.scale();
         Solution {
-            eigenvalues: items.iter().map(|i| i.0).collect(),
-            residual_norms: items.iter().map(|i| i.1).collect(),
+            eigenvalues: items.iter().map(|i| i.0 / s).collect(),
+            residual_norms: items.iter().map(|i| i.1 / s).collect(),
             converged: items.iter().map(|i| i.2).collect(),
             eigenvectors: vecs,
             n_local: n,

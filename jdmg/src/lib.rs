@@ -9,6 +9,7 @@ mod jdqmr;
 pub mod multigrain;
 pub mod params;
 mod random;
+mod scaling;
 pub mod solution;
 
 pub use driver::{solve_distributed, solve_matrix, solve_matrix_on};
@@ -17,5 +18,5 @@ pub use multigrain::{
     fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
     MultigrainSolution, MultigrainStats,
 };
-pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target};
+pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
 pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};

@@ -61,6 +61,22 @@ pub enum InnerSolver {
     Qmrs,
 }
 
+/// The check for copies of a multiple eigenvalue that the block missed: a block
+/// method sees at most as many copies of an eigenvalue as its block holds, so a
+/// multiplicity larger than the block can leave a wrong set marked converged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Verify {
+    /// Verify when some eigenvalue was locked at least `block` times (equal within
+    /// the residual bounds): the only case in which copies can be missed. Default.
+    #[default]
+    Auto,
+    /// Always verify.
+    Always,
+    /// Never verify.
+    Never,
+}
+
 /// Preconditioner for the correction equations (built by `precond::preconditioners`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -134,6 +150,12 @@ pub struct JdParams {
     pub locking: bool,
     /// Threads used by each process for SpMV and dense kernels. Default 1.
     pub threads: usize,
+    /// Verification pass for missed copies of multiple eigenvalues: once `nev`
+    /// pairs are locked, a fresh random block orthogonal to them is iterated until
+    /// its best Ritz pair is shown to lie beyond the wanted set (or converges
+    /// inside it: a missed copy, which is locked, and the pass repeats). Default
+    /// `Auto`.
+    pub verify: Verify,
 }
 
 impl Default for JdParams {
@@ -160,9 +182,15 @@ impl Default for JdParams {
             seed: 1,
             locking: true,
             threads: 1,
+            verify: Verify::Auto,
         }
     }
 }
+
+/// Default block size cap: `block = 0` means min(nev, this).
+pub const DEFAULT_BLOCK_CAP: usize = 8;
+/// Smallest default maximum basis size.
+pub const MIN_DEFAULT_BASIS: usize = 30;
 
 /// Parameters resolved against the problem size n.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -217,13 +245,13 @@ impl JdParams {
             return bad("threads must be at least 1".into());
         }
         let k = if self.block == 0 {
-            self.nev.min(8)
+            self.nev.min(DEFAULT_BLOCK_CAP)
         } else {
             self.block
         }
         .min(n);
         let mut max_basis = if self.max_basis == 0 {
-            (6 * k + self.nev).max(30)
+            (6 * k + self.nev).max(MIN_DEFAULT_BASIS)
         } else {
             self.max_basis
         };
@@ -238,7 +266,10 @@ impl JdParams {
         } else {
             self.restart_size
         };
-        let restart = restart.clamp(k.min(max_basis), max_basis.saturating_sub(k).max(1));
+        // On small problems (max_basis = n < 2k) the bounds cross: keep the lower.
+        let lo = k.min(max_basis);
+        let hi = max_basis.saturating_sub(k).max(1).max(lo);
+        let restart = restart.clamp(lo, hi);
         Ok(Sizes {
             k,
             max_basis,

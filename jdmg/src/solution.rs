@@ -36,6 +36,16 @@ pub struct Stats {
     pub wall_seconds: f64,
     /// Final estimate of ‖A‖ used by the `norm` convergence test.
     pub anorm_estimate: f64,
+    /// Internal scale s (a power of two): the solver worked with s·A because ‖A‖
+    /// was outside [1e-100, 1e100]; 0 in a default value means 1.
+    pub scale: f64,
+    /// Verification passes for missed copies of multiple eigenvalues run.
+    pub verification_passes: usize,
+    /// Missed copies those passes found (and locked).
+    pub missed_copies: usize,
+    /// None: no verification was needed (`Verify::Auto`) or asked; Some(true): the
+    /// wanted set was verified; Some(false): a pass was cut short by the budget.
+    pub verified: Option<bool>,
 }
 
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).

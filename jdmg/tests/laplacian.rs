@@ -1,6 +1,9 @@
 //! Block JD on Dirichlet Laplacians against their analytic spectra.
 #![allow(clippy::needless_range_loop)] // index-aligned comparisons with references
 
+mod common;
+
+use common::assert_pairs;
 use jdmg::{solve_matrix, JdParams, Target};
 use matrices::CsrMatrix;
 
@@ -73,6 +76,7 @@ fn lap3d_smallest_with_triple_eigenvalue() {
         );
         assert!(sol.residual_norms[j] <= 1e-10 * 12.0 * 10.0);
     }
+    assert_pairs(&a, &sol, 1e-10 * 12.0 * 10.0);
 }
 
 #[test]
@@ -126,6 +130,8 @@ fn lap3d_40_cube_triple_eigenvalue_with_defaults() {
         );
         assert!(sol.residual_norms[j] <= 1e-8 * 12.0);
     }
+    // Three copies of one vector would pass the value checks: recompute.
+    assert_pairs(&a, &sol, 1e-8 * 12.0);
 }
 
 /// Interior eigenvalues closest to σ = 1.0 of a 2D Laplacian.

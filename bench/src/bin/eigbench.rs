@@ -1,6 +1,8 @@
-//! Eigensolvers side by side in one run (issue 6, "Acceptance"): `jdmg` against
-//! PRIMME (`primme.eigsh`, its default method) and SciPy `eigsh` (ARPACK), the `nev`
-//! smallest eigenpairs of the same MatrixMarket files at the same tolerance.
+//! Eigensolvers side by side in one run: `jdmg` against PRIMME (`primme.eigsh`, its
+//! default method, and `primme-b4` with maxBlockSize=4), SLEPc (`slepc-lobpcg`, its
+//! default LOBPCG, which preconditions with block Jacobi/ILU(0); `slepc-lobpcg-nopc`;
+//! `slepc-ks`, Krylov-Schur) and SciPy `eigsh` (ARPACK), the `nev` smallest
+//! eigenpairs of the same MatrixMarket files at the same tolerance.
 //!
 //! Usage: `cargo run --release -p bench --bin eigbench -- [--jdmg target/release/jdmg]
 //! [--python $JDMG_PYTHON] [--repeat 3] [--threads 1,2]
@@ -13,7 +15,7 @@
 //! * Every measurement is a fresh process: `jdmg solve FILE --nev --tol --json
 //!   --threads T` (defaults otherwise, `--precond` only where `--jdmg-precond` says so;
 //!   `--jdmg-variant NAME=ARGS` adds configurations run under their own NAME),
-//!   and `bench/scripts/eig_compare.py --solver primme|arpack` under `OMP_NUM_THREADS`
+//!   and `bench/scripts/eig_compare.py --solver NAME` (see its docstring) under `OMP_NUM_THREADS`
 //!   = `OPENBLAS_NUM_THREADS` = T. Runs are interleaved (for each problem and
 //!   repetition: each thread count, then each solver) so that background load hits all
 //!   solvers alike. Wall time is the solve only (not reading the file), as each solver
@@ -76,7 +78,11 @@ struct Args {
     )]
     problems: Vec<String>,
     /// Solvers, in the order they run within a round.
-    #[arg(long, value_delimiter = ',', default_value = "jdmg,primme,arpack")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "jdmg,primme,primme-b4,slepc-lobpcg,slepc-ks,arpack"
+    )]
     solvers: Vec<String>,
     /// Eigenpairs wanted (smallest).
     #[arg(long, default_value_t = 4)]

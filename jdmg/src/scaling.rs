@@ -1,0 +1,76 @@
+//! Internal scaling of the operator, so that any finite matrix whose eigenvalues
+//! fit in f64 is solved: squared residual norms of a matrix scaled by 1e-200
+//! underflow to 0 and those of one scaled by 1e200 overflow, so the solver works
+//! with s·A for a power of two s that brings ‖A‖ near 1, and reports λ/s.
+
+use std::cell::Cell;
+
+use precond::Operator;
+
+/// Below this estimate of ‖A‖ the operator is scaled up.
+pub(crate) const SCALE_BELOW: f64 = 1e-100;
+/// Above this estimate of ‖A‖ the operator is scaled down.
+pub(crate) const SCALE_ABOVE: f64 = 1e100;
+
+/// `s·A` for a power of two `s` (exact: no rounding is added); `s = 1` until
+/// [`ScaledOperator::set_scale`].
+pub(crate) struct ScaledOperator<'a, A: ?Sized> {
+    pub a: &'a A,
+    s: Cell<f64>,
+}
+
+impl<'a, A: Operator + ?Sized> ScaledOperator<'a, A> {
+    pub fn new(a: &'a A) -> Self {
+        Self {
+            a,
+            s: Cell::new(1.0),
+        }
+    }
+    pub fn scale(&self) -> f64 {
+        self.s.get()
+    }
+    pub fn set_scale(&self, s: f64) {
+        self.s.set(s);
+    }
+}
+
+impl<A: Operator + ?Sized> Operator for ScaledOperator<'_, A> {
+    fn nrows(&self) -> usize {
+        self.a.nrows()
+    }
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        self.a.apply_block(x, y, k);
+        let s = self.s.get();
+        if s != 1.0 {
+            y.iter_mut().for_each(|v| *v *= s);
+        }
+    }
+}
+
+/// The power of two that brings `estimate` (a rough ‖A‖) to about 1, or 1 when
+/// `estimate` is 0, not finite, or already inside [`SCALE_BELOW`, `SCALE_ABOVE`].
+pub(crate) fn scale_for(estimate: f64) -> f64 {
+    if !(estimate.is_finite() && estimate > 0.0) || (SCALE_BELOW..=SCALE_ABOVE).contains(&estimate)
+    {
+        return 1.0;
+    }
+    let e = estimate.log2().round() as i32;
+    2f64.powi(-e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_is_a_power_of_two_only_outside_the_safe_range() {
+        assert_eq!(scale_for(12.0), 1.0);
+        assert_eq!(scale_for(0.0), 1.0);
+        assert_eq!(scale_for(f64::NAN), 1.0);
+        let s = scale_for(4e-200);
+        assert_eq!(s.log2().fract(), 0.0);
+        assert!((s * 4e-200 - 1.0).abs() < 1.0);
+        let s = scale_for(3e300);
+        assert!((0.5..2.0).contains(&(s * 3e300)));
+    }
+}

@@ -1,0 +1,56 @@
+//! Checks of what a solve returned, recomputed from the eigenvectors (never the
+//! solver's own report): true residuals ‖Ax − λx‖ and orthonormality ‖XᵀX − I‖.
+#![allow(dead_code)]
+
+use jdmg::Solution;
+use matrices::CsrMatrix;
+
+/// Largest true residual norm ‖A x_j − λ_j x_j‖ of the returned pairs.
+pub fn true_residuals(a: &CsrMatrix, sol: &Solution) -> Vec<f64> {
+    let n = a.nrows();
+    let mut ax = vec![0.0; n];
+    (0..sol.eigenvalues.len())
+        .map(|j| {
+            let x = sol.eigenvector(j);
+            a.mul_vec(x, &mut ax);
+            let lam = sol.eigenvalues[j];
+            ax.iter()
+                .zip(x)
+                .map(|(y, x)| (y - lam * x).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .collect()
+}
+
+/// max |XᵀX − I| over the returned eigenvectors.
+pub fn orthonormality_error(sol: &Solution) -> f64 {
+    let p = sol.eigenvalues.len();
+    let mut worst = 0.0f64;
+    for i in 0..p {
+        for j in 0..=i {
+            let d: f64 = sol
+                .eigenvector(i)
+                .iter()
+                .zip(sol.eigenvector(j))
+                .map(|(a, b)| a * b)
+                .sum();
+            worst = worst.max((d - if i == j { 1.0 } else { 0.0 }).abs());
+        }
+    }
+    worst
+}
+
+/// Asserts that every returned pair has a true residual ≤ `bound` and that the
+/// eigenvectors are orthonormal to 1e-10 (three copies of one vector would fail).
+pub fn assert_pairs(a: &CsrMatrix, sol: &Solution, bound: f64) {
+    for (j, r) in true_residuals(a, sol).iter().enumerate() {
+        assert!(
+            *r <= bound,
+            "pair {j}: true residual ‖Ax − λx‖ = {r:e} > {bound:e} (reported {:e})",
+            sol.residual_norms[j]
+        );
+    }
+    let o = orthonormality_error(sol);
+    assert!(o <= 1e-10, "‖XᵀX − I‖ = {o:e}");
+}

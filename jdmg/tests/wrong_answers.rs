@@ -1,0 +1,178 @@
+//! Never a silent wrong answer: multiplicities larger than the block, extreme
+//! scales, and problem sizes at which the parameter defaults cross (each case
+//! used to exit 0 with a wrong set, or to panic).
+
+mod common;
+
+use common::assert_pairs;
+use jdmg::{solve_matrix, JdParams, Verify};
+use matrices::CsrMatrix;
+
+fn diag(values: &[f64]) -> CsrMatrix {
+    let t: Vec<(usize, usize, f64)> = values.iter().enumerate().map(|(i, &v)| (i, i, v)).collect();
+    CsrMatrix::from_triplets(values.len(), values.len(), &t).unwrap()
+}
+
+/// `copies` diagonal blocks [[2,−1],[−1,2]]: eigenvalues 1 and 3, each `copies` times.
+fn twin_blocks(copies: usize) -> CsrMatrix {
+    let mut t = Vec::new();
+    for b in 0..copies {
+        let i = 2 * b;
+        t.extend([
+            (i, i, 2.0),
+            (i + 1, i + 1, 2.0),
+            (i, i + 1, -1.0),
+            (i + 1, i, -1.0),
+        ]);
+    }
+    CsrMatrix::from_triplets(2 * copies, 2 * copies, &t).unwrap()
+}
+
+/// tridiag(−s, 2s, −s) of order n and its exact spectrum, ascending.
+fn scaled_tridiag(n: usize, s: f64) -> (CsrMatrix, Vec<f64>) {
+    let mut t = Vec::new();
+    for i in 0..n {
+        t.push((i, i, 2.0 * s));
+        if i > 0 {
+            t.extend([(i, i - 1, -s), (i - 1, i, -s)]);
+        }
+    }
+    let h = std::f64::consts::PI / (n + 1) as f64;
+    let exact = (1..=n)
+        .map(|j| s * (2.0 - 2.0 * (h * j as f64).cos()))
+        .collect();
+    (CsrMatrix::from_triplets(n, n, &t).unwrap(), exact)
+}
+
+fn params(nev: usize, block: usize) -> JdParams {
+    JdParams {
+        nev,
+        block,
+        ..JdParams::default()
+    }
+}
+
+#[test]
+fn multiplicity_ten_with_block_eight() {
+    // 1 ten times, then 2, 3, ..., 91; nev 12 with the default block 8.
+    let mut v = vec![1.0; 10];
+    v.extend((2..92).map(f64::from));
+    let a = diag(&v);
+    let sol = solve_matrix(&a, &params(12, 0), None).unwrap();
+    let mut want = vec![1.0; 10];
+    want.extend([2.0, 3.0]);
+    for (j, (&l, &w)) in sol.eigenvalues.iter().zip(&want).enumerate() {
+        assert!((l - w).abs() < 1e-9, "#{j}: {l} vs {w}");
+    }
+    assert!(sol.stats.missed_copies >= 2, "{:?}", sol.stats);
+    assert_eq!(sol.stats.verified, Some(true));
+    assert_pairs(&a, &sol, 1e-8 * 91.0);
+}
+
+#[test]
+fn twenty_five_fold_multiplets() {
+    let a = twin_blocks(25);
+    let sol = solve_matrix(&a, &params(26, 0), None).unwrap();
+    let mut want = vec![1.0; 25];
+    want.push(3.0);
+    for (j, (&l, &w)) in sol.eigenvalues.iter().zip(&want).enumerate() {
+        assert!((l - w).abs() < 1e-9, "#{j}: {l} vs {w}");
+    }
+    assert_pairs(&a, &sol, 1e-8 * 3.0);
+    // Block 1: every copy beyond the first is found by a verification pass.
+    let sol = solve_matrix(&a, &params(4, 1), None).unwrap();
+    for &l in &sol.eigenvalues {
+        assert!((l - 1.0).abs() < 1e-9, "{:?}", sol.eigenvalues);
+    }
+    assert!(sol.stats.verification_passes >= 3);
+    assert_pairs(&a, &sol, 1e-8 * 3.0);
+}
+
+#[test]
+fn verification_can_be_turned_off_and_then_misses_copies() {
+    let a = twin_blocks(25);
+    let p = JdParams {
+        verify: Verify::Never,
+        ..params(4, 1)
+    };
+    let sol = solve_matrix(&a, &p, None).unwrap();
+    assert_eq!(sol.stats.verification_passes, 0);
+    assert_eq!(sol.stats.verified, None);
+    // A single-vector method sees one copy of each eigenvalue (this is why the
+    // verification is on by default).
+    assert!(sol.eigenvalues.iter().any(|&l| (l - 3.0).abs() < 1e-9));
+}
+
+#[test]
+fn no_verification_when_no_multiplet_fills_the_block() {
+    let spec: matrices::generate::GenSpec = "lap3d:12".parse().unwrap();
+    let a = matrices::generate::generate(&spec).unwrap();
+    let sol = solve_matrix(&a, &params(4, 0), None).unwrap();
+    assert_eq!(sol.stats.verification_passes, 0);
+    assert_pairs(&a, &sol, 1e-8 * 12.0);
+}
+
+#[test]
+fn tiny_and_huge_scales() {
+    for s in [1e-200, 1e-300, 1e200, 1e300] {
+        let (a, exact) = scaled_tridiag(50, s);
+        let sol = solve_matrix(&a, &params(3, 0), None).unwrap_or_else(|e| panic!("{s:e}: {e}"));
+        for (j, (&l, &w)) in sol.eigenvalues.iter().zip(&exact).enumerate() {
+            assert!(
+                ((l - w) / w).abs() < 1e-9,
+                "scale {s:e} #{j}: {l:e} vs {w:e}"
+            );
+        }
+        assert!(sol.stats.scale != 1.0);
+        // Residuals, relative to the scale (recomputing them in unscaled f64
+        // arithmetic under- or overflows exactly as the solver would have).
+        for r in &sol.residual_norms {
+            assert!(
+                *r <= 1e-8 * 4.0 * s && *r > 0.0,
+                "scale {s:e}: residual {r:e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn small_problems_with_large_nev_or_block() {
+    // 3×3 with nev 2 (nev > n/2).
+    let a = CsrMatrix::from_triplets(
+        3,
+        3,
+        &[
+            (0, 0, 1.0),
+            (1, 1, 2.0),
+            (2, 2, 3.0),
+            (0, 1, 0.5),
+            (1, 0, 0.5),
+        ],
+    )
+    .unwrap();
+    let sol = solve_matrix(&a, &params(2, 0), None).unwrap();
+    let r = 0.5f64.sqrt();
+    assert!((sol.eigenvalues[0] - (1.5 - r)).abs() < 1e-12);
+    assert!((sol.eigenvalues[1] - (1.5 + r)).abs() < 1e-12);
+    assert_pairs(&a, &sol, 1e-12);
+    // spectrum:9:1:10 with nev 7.
+    let spec: matrices::generate::GenSpec = "spectrum:9:1:10".parse().unwrap();
+    let a = matrices::generate::generate(&spec).unwrap();
+    let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
+    let sol = solve_matrix(&a, &params(7, 0), None).unwrap();
+    for (l, w) in sol.eigenvalues.iter().zip(&exact) {
+        assert!((l - w).abs() < 1e-10, "{l} vs {w}");
+    }
+    assert_pairs(&a, &sol, 1e-8 * 10.0);
+    // A block larger than n/2 and than n.
+    let spec: matrices::generate::GenSpec = "lap2d:10".parse().unwrap();
+    let a = matrices::generate::generate(&spec).unwrap();
+    let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
+    for block in [60, 100, 150] {
+        let sol = solve_matrix(&a, &params(4, block), None).unwrap();
+        for (l, w) in sol.eigenvalues.iter().zip(&exact) {
+            assert!((l - w).abs() < 1e-10, "block {block}: {l} vs {w}");
+        }
+        assert_pairs(&a, &sol, 1e-8 * 8.0);
+    }
+}
