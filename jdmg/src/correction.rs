@@ -179,3 +179,236 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
         }
     }
 }
+
+/// Krylov work space of the inner solver.
+enum Krylov {
+    Bicgstab(Box<precond::krylov::Bicgstab>),
+    Qmrs(crate::jdqmr::JdQmr),
+}
+
+/// One correction equation: the Ritz vector x with residual r (fine or group
+/// layout), the shift σ of A − σI, and JDQMR's data.
+pub(crate) struct Equation<'x> {
+    pub x: &'x [f64],
+    pub r: &'x [f64],
+    pub shift: f64,
+    /// JDQMR's setup (`InnerSolver::Qmrs` only).
+    pub qmr: Option<crate::jdqmr::QmrSetup>,
+}
+
+/// What one correction-equation solve did.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Outcome {
+    pub steps: usize,
+    pub matvecs: u64,
+    pub precond_applies: u64,
+    pub global_sums: u64,
+    /// JDQMR's reason to stop.
+    pub qmr_stop: Option<crate::jdqmr::QmrStop>,
+}
+
+/// The one correction-equation solver of the serial, fine-grain and multigrain
+/// paths (`seeds/003` §3, step (8)): (I − QQᵀ)(A − σI)(I − QQᵀ) t = −r with
+/// Q = [locked vectors, x], by right-preconditioned BiCGSTAB (the paper's) or
+/// JDQMR's symmetric QMR, with the oblique projection of the preconditioner; a
+/// Davidson step t = (I − QQᵀ)K⁻¹(−r) when no inner step is usable. Its buffers are
+/// sized once per solve: corrections do not allocate.
+pub(crate) struct CorrectionSolver {
+    n: usize,
+    krylov: Krylov,
+    /// [X_locked, x]; the first `q_locked` columns are valid.
+    q: Vec<f64>,
+    q_locked: usize,
+    rhs: Vec<f64>,
+    coef: Vec<f64>,
+}
+
+impl CorrectionSolver {
+    /// Work space for vectors of `n` local rows and up to `max_locked` locked vectors.
+    pub fn new(n: usize, solver: crate::params::InnerSolver, max_locked: usize) -> Self {
+        let krylov = match solver {
+            crate::params::InnerSolver::Bicgstab => {
+                Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n)))
+            }
+            crate::params::InnerSolver::Qmrs => Krylov::Qmrs(crate::jdqmr::JdQmr::new(n)),
+        };
+        Self {
+            n,
+            krylov,
+            q: Vec::with_capacity(n * (max_locked + 1)),
+            q_locked: 0,
+            rhs: Vec::with_capacity(n),
+            coef: Vec::with_capacity(max_locked + 1),
+        }
+    }
+
+    /// Solves `eq` into `out` (n rows). `locked` holds `nl` locked vectors (the
+    /// same `locked` slice grows between calls: only new columns are copied).
+    /// `go_on(steps, last_residual, initial_residual)` is asked before every
+    /// BiCGSTAB step and decides how long the solve runs (step cap, 2^−iter,
+    /// time budget or a balanced section); JDQMR follows its own dynamic rules.
+    #[allow(clippy::too_many_arguments)]
+    pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        comm: &C,
+        locked: &[f64],
+        nl: usize,
+        inner: Inner<'_>,
+        eq: &Equation<'_>,
+        go_on: &mut dyn FnMut(usize, f64, f64) -> bool,
+        out: &mut [f64],
+    ) -> Outcome {
+        let n = self.n;
+        if self.q_locked > nl || self.q.len() < n * self.q_locked {
+            self.q_locked = 0;
+        }
+        self.q.truncate(n * self.q_locked);
+        self.q.extend_from_slice(&locked[n * self.q_locked..n * nl]);
+        self.q_locked = nl;
+        self.q.extend_from_slice(eq.x);
+        let nq = nl + 1;
+        self.coef.clear();
+        self.coef.resize(nq, 0.0);
+        let identity = matches!(inner, Inner::Identity);
+        let op = ProjectedOperator {
+            a,
+            comm,
+            q: &self.q,
+            nq,
+            n,
+            shift: eq.shift,
+            coef: RefCell::new(vec![0.0; nq]),
+            global_sums: Cell::new(0),
+        };
+        let mut pc = ProjectedPreconditioner {
+            inner,
+            comm,
+            q: &self.q,
+            nq,
+            n,
+            kx: Vec::new(),
+            mu: 0.0,
+            coef: RefCell::new(vec![0.0; nq]),
+            global_sums: Cell::new(0),
+        };
+        pc.prepare();
+        let mut o = Outcome {
+            precond_applies: u64::from(!identity),
+            global_sums: 1,
+            ..Outcome::default()
+        };
+        self.rhs.clear();
+        self.rhs.extend(eq.r.iter().map(|v| -v));
+        project_out(&self.q, n, nq, &mut self.rhs, &mut self.coef, comm);
+        let ok = match &mut self.krylov {
+            Krylov::Bicgstab(solver) => {
+                let r0 = solver.start(&op, comm, &self.rhs, None);
+                let mut rn = r0;
+                if r0 > 0.0 {
+                    // A breakdown ends the solve; the solver keeps its best iterate.
+                    while go_on(o.steps, rn, r0) {
+                        match solver.step(&op, &pc, comm) {
+                            Ok(r) => {
+                                rn = r;
+                                o.steps += 1;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+                // `start` resets the solver's counters: they cover this equation only.
+                let st = solver.stats();
+                o.matvecs += st.matvecs as u64;
+                o.precond_applies += if identity {
+                    0
+                } else {
+                    st.precond_applies as u64
+                };
+                o.global_sums += st.global_sums as u64;
+                let sol = solver.solution();
+                let ok = usable_correction(o.steps, sol);
+                if ok {
+                    out.copy_from_slice(sol);
+                }
+                ok
+            }
+            Krylov::Qmrs(solver) => {
+                // QMRs solves for s with right-hand side r; the correction is −s.
+                self.rhs.iter_mut().for_each(|v| *v = -*v);
+                let mut rn = [crate::dense::dot(&self.rhs, &self.rhs)];
+                comm.all_reduce(&mut rn, ReduceOp::Sum);
+                o.global_sums += 1;
+                let setup = eq.qmr.as_ref().expect("JDQMR equations carry their setup");
+                let q = solver.solve(&op, &pc, comm, &self.rhs, rn[0].sqrt(), setup);
+                o.steps = q.steps;
+                o.matvecs += q.matvecs;
+                o.precond_applies += if identity { 0 } else { q.precond_applies };
+                o.global_sums += q.global_sums;
+                o.qmr_stop = Some(q.stop);
+                let sol = solver.solution();
+                let ok = usable_correction(q.steps, sol);
+                if ok {
+                    out.iter_mut().zip(sol).for_each(|(t, s)| *t = -s);
+                } else {
+                    self.rhs.iter_mut().for_each(|v| *v = -*v);
+                }
+                ok
+            }
+        };
+        if !ok {
+            // Davidson step: t = (I − QQᵀ) K⁻¹ (−r).
+            pc.apply(&self.rhs, out);
+            if !identity {
+                o.precond_applies += 1;
+            }
+        }
+        o.global_sums += op.global_sums.get() + pc.global_sums.get();
+        o
+    }
+}
+
+/// The paper's fixed-mode inner stopping rule (`seeds/003` §3): stop when the
+/// residual fell below `rel`·r₀ (adaptive, 2^−iter) or `floor`, or after `maxits`
+/// steps; `Fixed` runs `maxits` steps.
+pub(crate) fn steps_rule(
+    inner: crate::params::InnerStop,
+    maxits: usize,
+    rel: f64,
+    floor: f64,
+) -> impl FnMut(usize, f64, f64) -> bool {
+    move |steps, rn, r0| {
+        if steps >= maxits || rn == 0.0 {
+            return false;
+        }
+        match inner {
+            crate::params::InnerStop::Fixed => true,
+            _ => steps == 0 || (rn > rel * r0 && rn > floor),
+        }
+    }
+}
+
+/// The time-budget rule (`InnerStop::Time`): iterate until `seconds` passed since
+/// the first call, at most `maxits` steps; rank 0's clock decides (one broadcast
+/// per step, counted in `sums`) so that all ranks of `comm` step together.
+pub(crate) fn time_rule<'c, C: Comm + ?Sized>(
+    comm: &'c C,
+    seconds: f64,
+    maxits: usize,
+    sums: &'c Cell<u64>,
+) -> impl FnMut(usize, f64, f64) -> bool + 'c {
+    let mut start = None;
+    move |steps, rn, _r0| {
+        let t0 = *start.get_or_insert_with(|| comm.wtime());
+        if steps >= maxits || rn == 0.0 {
+            return false;
+        }
+        if steps == 0 {
+            return true;
+        }
+        let mut flag = [f64::from(u8::from(comm.wtime() - t0 < seconds))];
+        comm.broadcast(&mut flag, 0);
+        sums.set(sums.get() + 1);
+        flag[0] > 0.0
+    }
+}

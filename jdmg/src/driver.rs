@@ -77,17 +77,20 @@ pub fn build_preconditioner(
 }
 
 /// Solves on one process: `params.threads` threads for SpMV and dense kernels.
+/// `a` is a [`CsrMatrix`], a `sprs::CsMat<f64>` or a faer sparse matrix (see
+/// [`crate::input::AsCsr`]): `jdmg::solve_matrix(&csmat, &JdParams::default(), None)`.
 ///
 /// # Errors
 /// As [`crate::solve`], plus `InvalidParams` for a non-square matrix and
 /// `Preconditioner` when the factorization fails.
-pub fn solve_matrix(
-    a: &CsrMatrix,
+pub fn solve_matrix<M: crate::input::AsCsr + ?Sized>(
+    a: &M,
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
     let comm = SelfComm::new();
-    solve_matrix_on(a, &comm, params, observer)
+    let csr = a.as_csr()?;
+    solve_matrix_on(&csr, &comm, params, observer)
 }
 
 /// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
@@ -138,6 +141,13 @@ pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Sol
         }) => {
             partial.stats.setup_seconds = setup;
             Err(JdError::NotConverged { wanted, partial })
+        }
+        Err(JdError::Stopped {
+            wanted,
+            mut partial,
+        }) => {
+            partial.stats.setup_seconds = setup;
+            Err(JdError::Stopped { wanted, partial })
         }
         Err(e) => Err(e),
     }

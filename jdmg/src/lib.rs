@@ -4,6 +4,7 @@
 mod correction;
 mod dense;
 pub mod driver;
+pub mod input;
 pub mod jd;
 mod jdqmr;
 pub mod multigrain;
@@ -13,6 +14,7 @@ mod scaling;
 pub mod solution;
 
 pub use driver::{solve_distributed, solve_matrix, solve_matrix_on};
+pub use input::AsCsr;
 pub use jd::{solve, Problem};
 pub use multigrain::{
     fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,

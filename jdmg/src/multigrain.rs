@@ -30,13 +30,10 @@ use lblib::{Comm, LbsConfig, Method};
 use matrices::partition::{GroupPartition, Redistribution, RowPartition};
 use matrices::CsrMatrix;
 use precond::dist::{DistCsrOperator, DistOptions};
-use precond::krylov::Bicgstab;
 use precond::preconditioners::BoxedPreconditioner;
 use serde::{Deserialize, Serialize};
 
-use crate::correction::{
-    project_out, usable_correction, Inner, ProjectedOperator, ProjectedPreconditioner,
-};
+use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
@@ -106,6 +103,9 @@ pub struct MultigrainStats {
     pub alltoall_imbalance_seconds_total: f64,
     /// Correction phases run.
     pub phases: usize,
+    /// Balancer calls that failed (`lblib::LbError` messages); the phase went on
+    /// with the previous decision.
+    pub balancer_errors: Vec<String>,
 }
 
 impl MultigrainStats {
@@ -356,7 +356,7 @@ struct Backend<'g, W: ?Sized, G: Comm> {
     ng: usize,
     xl: Vec<f64>,
     nl: usize,
-    solver: Bicgstab,
+    corr: CorrectionSolver,
     decided: bool,
     stats: MultigrainStats,
     precond: PrecondChoice,
@@ -403,10 +403,15 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
             } else {
                 Method::Slowest
             };
-            if let Ok(tl) = lbs.decide(ctx.maxits as f64, method) {
-                self.stats.time_limits.push(tl);
+            match lbs.decide(ctx.maxits as f64, method) {
+                Ok(tl) => self.stats.time_limits.push(tl),
+                Err(e) => self.stats.balancer_errors.push(format!("decide: {e}")),
             }
-            if let (Ok(idx), Ok(rates)) = (lbs.index(), lbs.rates()) {
+            let ranking = lbs.index().and_then(|i| Ok((i, lbs.rates()?)));
+            if let Err(e) = &ranking {
+                self.stats.balancer_errors.push(format!("ranking: {e}"));
+            }
+            if let Ok((idx, rates)) = ranking {
                 // leaders are ordered by group id: idx[j] is a group; fastest first
                 order = idx.iter().rev().copied().collect();
                 let mut gr = vec![0.0; self.ngroups];
@@ -441,11 +446,17 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         // Flexible phase: this group's equations.
         let mut eps = vec![0.0; ng * mine.len()];
-        let mut steps_mine = vec![0usize; mine.len()];
+        let mut done_mine = vec![Outcome::default(); mine.len()];
         if !mine.is_empty() {
             let section = balanced;
             if section {
-                let _ = self.lbs.as_mut().expect("balanced").section_start();
+                // A section already open (a failed earlier phase) is not fatal: the
+                // rates of this phase are then those of the open section.
+                if let Err(e) = self.lbs.as_mut().expect("balanced").section_start() {
+                    self.stats
+                        .balancer_errors
+                        .push(format!("section_start: {e}"));
+                }
             }
             let mut ops = 0usize;
             let nmine = mine.len();
@@ -457,27 +468,26 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 } else {
                     None
                 };
-                let steps = self.solve_one(
+                done_mine[slot] = self.solve_one(
                     ctx,
                     i,
                     x,
                     r,
                     &mut eps[slot * ng..(slot + 1) * ng],
-                    stats,
                     section,
                     &mut ops,
                     budget_ops,
                 );
-                steps_mine[slot] = steps;
             }
             if section {
-                if let Ok(_rate) = self
+                match self
                     .lbs
                     .as_mut()
                     .expect("balanced")
                     .section_end(ops.max(1) as f64)
                 {
-                    self.decided = true;
+                    Ok(_rate) => self.decided = true,
+                    Err(e) => self.stats.balancer_errors.push(format!("section_end: {e}")),
                 }
             }
             if self.stats.group_inner_steps.len() < self.ngroups {
@@ -494,28 +504,32 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 .gather(self.world, &eps, ng, &dest, &mut t[..nf * s], nf),
         }
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
-        // Steps per pair, known everywhere (one reduction over the world).
-        let mut all_steps = vec![0.0; s];
+        // Steps per pair and the groups' matvecs and preconditioner applications,
+        // known everywhere (one reduction over the world; each group counted once).
+        let mut all = vec![0.0; s + 2];
         if self.group.rank() == 0 {
             for (slot, &i) in mine.iter().enumerate() {
-                all_steps[i] = steps_mine[slot] as f64;
+                let o = &done_mine[slot];
+                all[i] = o.steps as f64;
+                all[s] += o.matvecs as f64;
+                all[s + 1] += o.precond_applies as f64;
             }
         }
-        self.world.all_reduce(&mut all_steps, lblib::ReduceOp::Sum);
+        self.world.all_reduce(&mut all, lblib::ReduceOp::Sum);
         stats.global_sums += 1;
-        let total: f64 = all_steps.iter().sum();
-        // Counters are global: count every group's work once.
+        let total: f64 = all[..s].iter().sum();
         stats.inner_steps += total as u64;
-        stats.matvecs += 2 * total as u64;
-        if self.precond != PrecondChoice::None {
-            stats.precond_applications += 2 * total as u64;
-        }
-        all_steps.iter().map(|&v| v as usize).collect()
+        stats.matvecs += all[s] as u64;
+        stats.precond_applications += all[s + 1] as u64;
+        all[..s].iter().map(|&v| v as usize).collect()
     }
 }
 
 impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
-    /// One correction equation on this group's communicator.
+    /// One correction equation on this group's communicator, by the shared
+    /// [`CorrectionSolver`]: in a balanced section the group iterates until T (its
+    /// `share` of T when it holds several equations), otherwise by the serial rules
+    /// (step cap and 2^−iter, or the time budget).
     #[allow(clippy::too_many_arguments)]
     fn solve_one(
         &mut self,
@@ -524,16 +538,10 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
         x: &[f64],
         r: &[f64],
         out: &mut [f64],
-        stats: &mut Stats,
         section: bool,
         ops: &mut usize,
         share: Option<f64>,
-    ) -> usize {
-        let ng = self.ng;
-        let nq = self.nl + 1;
-        let mut q = Vec::with_capacity(ng * nq);
-        q.extend_from_slice(&self.xl[..ng * self.nl]);
-        q.extend_from_slice(x);
+    ) -> Outcome {
         let shift = ctx.shifts[i];
         let inner = match (self.precond, &self.pc) {
             (PrecondChoice::None, _) => Inner::Identity,
@@ -544,83 +552,52 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
             (_, Some(m)) => Inner::Built(m.as_ref()),
             _ => Inner::Identity,
         };
-        let op = ProjectedOperator {
-            a: &self.op,
-            comm: self.group,
-            q: &q,
-            nq,
-            n: ng,
+        let eq = Equation {
+            x,
+            r,
             shift,
-            coef: std::cell::RefCell::new(vec![0.0; nq]),
-            global_sums: std::cell::Cell::new(0),
+            qmr: None,
         };
-        let mut pc = ProjectedPreconditioner {
-            inner,
-            comm: self.group,
-            q: &q,
-            nq,
-            n: ng,
-            kx: Vec::new(),
-            mu: 0.0,
-            coef: std::cell::RefCell::new(vec![0.0; nq]),
-            global_sums: std::cell::Cell::new(0),
+        let group = self.group;
+        let sums = std::cell::Cell::new(0);
+        let o = if section {
+            let lbs = self.lbs.as_mut().expect("balanced");
+            let tl = lbs.time_limit();
+            let t_section = group.wtime();
+            let ops0 = *ops;
+            let mut rule = |steps: usize, rn: f64, _r0: f64| {
+                if rn == 0.0 {
+                    return false;
+                }
+                let mut c = lbs
+                    .should_continue((ops0 + steps) as f64, 1.0)
+                    .unwrap_or(false);
+                if let (Some(frac), Some(tl), true) = (share, tl, c) {
+                    // several equations in one section: split T evenly
+                    let mut el = [group.wtime() - t_section];
+                    group.broadcast(&mut el, 0);
+                    c = el[0] < frac * tl;
+                }
+                c
+            };
+            self.corr.solve(
+                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
+        } else if let InnerStop::Time { seconds } = ctx.inner {
+            let mut rule = time_rule(group, seconds, ctx.maxits, &sums);
+            self.corr.solve(
+                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
+        } else {
+            let mut rule = steps_rule(ctx.inner, ctx.maxits, ctx.rel, ctx.floors[i]);
+            self.corr.solve(
+                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
         };
-        pc.prepare();
-        let mut rhs: Vec<f64> = r.iter().map(|v| -v).collect();
-        let mut coef = vec![0.0; nq];
-        project_out(&q, ng, nq, &mut rhs, &mut coef, self.group);
-        let r0 = self.solver.start(&op, self.group, &rhs, None);
-        let mut steps = 0usize;
-        let t_section = self.group.wtime();
-        let tl = self.lbs.as_ref().and_then(|l| l.time_limit());
-        if r0 > 0.0 {
-            loop {
-                let go = if section {
-                    let lbs = self.lbs.as_mut().expect("balanced");
-                    let mut c = lbs.should_continue(*ops as f64, 1.0).unwrap_or(false);
-                    if let (Some(frac), Some(tl), true) = (share, tl, c) {
-                        // several equations in one section: split T evenly
-                        let mut el = [self.group.wtime() - t_section];
-                        self.group.broadcast(&mut el, 0);
-                        c = el[0] < frac * tl;
-                    }
-                    c
-                } else {
-                    steps < ctx.maxits
-                };
-                if !go {
-                    break;
-                }
-                match self.solver.step(&op, &pc, self.group) {
-                    Ok(rn) => {
-                        steps += 1;
-                        *ops += 1;
-                        let converged = rn <= ctx.floors[i]
-                            || (!section && ctx.inner == InnerStop::Adaptive && rn <= ctx.rel * r0);
-                        if converged && !section {
-                            break;
-                        }
-                        // In a balanced section the group keeps iterating until T
-                        // (stopping early would only idle it, §4).
-                        if !section && rn <= ctx.floors[i] {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-        }
+        *ops += o.steps;
         // Reductions inside the group are the group's own; `Stats::global_sums`
         // counts the fine-grain (all-process) ones only.
-        let _ = stats;
-        let sol = self.solver.solution();
-        if usable_correction(steps, sol) {
-            out.copy_from_slice(sol);
-        } else {
-            use precond::Preconditioner;
-            pc.apply(&rhs, out);
-        }
-        steps
+        o
     }
 }
 
@@ -1072,7 +1049,11 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         ng,
         xl: Vec::new(),
         nl: 0,
-        solver: Bicgstab::new(ng),
+        corr: CorrectionSolver::new(
+            ng,
+            crate::params::InnerSolver::Bicgstab,
+            params.nev + params.block.max(8),
+        ),
         decided: false,
         stats: MultigrainStats {
             groups: ngroups,

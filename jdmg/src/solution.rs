@@ -131,4 +131,10 @@ pub enum JdError {
         wanted: usize,
         partial: Box<Solution>,
     },
+    /// The observer asked to stop: `partial` as in `NotConverged`.
+    #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
+    Stopped {
+        wanted: usize,
+        partial: Box<Solution>,
+    },
 }

@@ -184,3 +184,35 @@ fn not_converged_returns_partial() {
         other => panic!("expected NotConverged, got {other:?}"),
     }
 }
+
+/// An observer that asks to stop ends the solve with `Stopped`, carrying the pairs
+/// converged so far and estimates of the rest.
+#[test]
+fn observer_can_stop_the_solve() {
+    let a = lap3d(10, 10, 10);
+    let params = JdParams {
+        nev: 4,
+        tol: 1e-10,
+        ..JdParams::default()
+    };
+    let mut seen = 0;
+    let mut obs = |ev: &jdmg::IterationEvent| {
+        seen += 1;
+        assert_eq!(ev.outer_iteration, seen);
+        if seen == 5 {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    };
+    match solve_matrix(&a, &params, Some(&mut obs)) {
+        Err(jdmg::JdError::Stopped { wanted, partial }) => {
+            assert_eq!(wanted, 4);
+            assert_eq!(partial.eigenvalues.len(), 4);
+            assert_eq!(partial.stats.outer_iterations, 5);
+            assert!(partial.converged.iter().any(|c| !c));
+        }
+        other => panic!("expected Stopped, got {other:?}"),
+    }
+    assert_eq!(seen, 5);
+}

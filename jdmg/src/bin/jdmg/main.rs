@@ -448,7 +448,10 @@ fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     }
     let (m, source) = load(a)?;
     let live = std::io::stderr().is_terminal() && !a.json;
-    let mut obs = |ev: &IterationEvent| progress(ev);
+    let mut obs = |ev: &IterationEvent| {
+        progress(ev);
+        std::ops::ControlFlow::Continue(())
+    };
     let observer: Option<jdmg::jd::Observer<'_>> = if live { Some(&mut obs) } else { None };
     if a.groups.is_some() && a.ranks < 2 {
         return Err(Fail(

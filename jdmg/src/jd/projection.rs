@@ -1,0 +1,196 @@
+//! The projection phase: basis extension with W = AV and the incremental
+//! H = VᵀAV (one global sum), basis transformations and repairs, the internal scale
+//! (`seeds/003` §3 steps (1)–(5); PRIMME's `update_projection.c`).
+
+use super::*;
+
+impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
+    /// Chooses the internal scale from the first block product W = AT (T
+    /// orthonormal): max|w| · √n estimates ‖A‖ within a small factor.
+    pub(super) fn decide_scale(&mut self, b: usize) -> Result<(), JdError> {
+        self.scale_decided = true;
+        let n = self.n;
+        let mut mx = [self.wt[..n * b].iter().fold(0.0f64, |a, v| a.max(v.abs()))];
+        self.pb.comm.all_reduce(&mut mx, ReduceOp::Max);
+        self.stats.global_sums += 1;
+        let estimate = mx[0] * (self.pb.n_global as f64).sqrt();
+        let s = scale_for(estimate);
+        if s == 1.0 {
+            return Ok(());
+        }
+        if self.backend.is_some() {
+            return Err(JdError::InvalidParams(format!(
+                "the matrix norm (about {estimate:e}) is outside [{:e}, {:e}]; solve groups \
+                 need a matrix scaled into that range",
+                crate::scaling::SCALE_BELOW,
+                crate::scaling::SCALE_ABOVE
+            )));
+        }
+        self.op.set_scale(s);
+        self.wt[..n * b].iter_mut().for_each(|v| *v *= s);
+        if let Some(a) = self.prm.anorm {
+            self.anorm = a * s;
+        }
+        if let Target::Closest(sigma) = self.target {
+            self.target = Target::Closest(sigma * s);
+        }
+        self.stats.scale = s;
+        Ok(())
+    }
+
+    /// Appends the first `b` columns of `t` (orthonormalized) to the basis.
+    pub(super) fn extend_basis(&mut self, b: usize) -> Result<(), JdError> {
+        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        self.op
+            .apply_block(&self.t[..n * b], &mut self.wt[..n * b], b);
+        self.stats.matvecs += b as u64;
+        if !self.scale_decided {
+            self.decide_scale(b)?;
+        }
+        // G = [V T]^T W_T, one global sum.
+        let ld = m + b;
+        let mut gv = vec![0.0; m * b + b * b];
+        {
+            let (a, c) = gv.split_at_mut(m * b);
+            gemm_tn(a, &self.v, n, m, &self.wt, b, self.par);
+            gemm_tn(c, &self.t, n, b, &self.wt, b, self.par);
+        }
+        self.allreduce(&mut gv);
+        let mut g = vec![0.0; ld * b];
+        for j in 0..b {
+            g[j * ld..j * ld + m].copy_from_slice(&gv[j * m..(j + 1) * m]);
+            g[j * ld + m..(j + 1) * ld].copy_from_slice(&gv[m * b + j * b..m * b + (j + 1) * b]);
+        }
+        for j in 0..b {
+            for i in 0..ld {
+                let val = if i >= m {
+                    0.5 * (g[j * ld + i] + g[(i - m) * ld + m + j])
+                } else {
+                    g[j * ld + i]
+                };
+                self.h[(m + j) * mb + i] = val;
+                self.h[i * mb + m + j] = val;
+            }
+        }
+        self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
+        self.w[m * n..(m + b) * n].copy_from_slice(&self.wt[..n * b]);
+        self.m += b;
+        Ok(())
+    }
+
+    /// Compact copy of the m×m projected matrix.
+    pub(super) fn h_compact(&self) -> Vec<f64> {
+        let (m, mb) = (self.m, self.sz.max_basis);
+        let mut hc = vec![0.0; m * m];
+        for j in 0..m {
+            hc[j * m..(j + 1) * m].copy_from_slice(&self.h[j * mb..j * mb + m]);
+        }
+        hc
+    }
+
+    /// Replaces the basis by V·C (C: m×p with orthonormal columns), W by W·C and
+    /// H by CᵀHC.
+    pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
+        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        let mut nv = std::mem::take(&mut self.scratch);
+        gemm_nn(&mut nv, &self.v, n, m, c, p, self.par);
+        std::mem::swap(&mut self.v, &mut nv);
+        gemm_nn(&mut nv, &self.w, n, m, c, p, self.par);
+        std::mem::swap(&mut self.w, &mut nv);
+        self.scratch = nv;
+        let hc = self.h_compact();
+        let mut hcc = vec![0.0; m * p];
+        gemm_nn(&mut hcc, &hc, m, m, c, p, Par::Seq);
+        let mut newh = vec![0.0; p * p];
+        gemm_tn(&mut newh, c, m, p, &hcc, p, Par::Seq);
+        for j in 0..p {
+            for i in 0..p {
+                self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
+            }
+        }
+        self.m = p;
+    }
+
+    /// Re-orthonormalizes V (CGS2 column by column), recomputes W = AV and
+    /// H = VᵀW (one global sum for H).
+    pub(super) fn repair_basis(&mut self) {
+        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        let mut c = vec![0.0; m + 1];
+        let mut kept = 0;
+        for j in 0..m {
+            if kept != j {
+                self.v.copy_within(j * n..(j + 1) * n, kept * n);
+            }
+            for _pass in 0..2 {
+                let (prev, cur) = self.v.split_at_mut(kept * n);
+                let col = &mut cur[..n];
+                gemm_tn(&mut c[..kept], prev, n, kept, col, 1, self.par);
+                c[kept] = 0.0;
+                self.pb
+                    .comm
+                    .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
+                self.stats.global_sums += 1;
+                gemm_sub(col, prev, n, kept, &c[..kept], 1, self.par);
+            }
+            let mut nn = [crate::dense::dot(
+                &self.v[kept * n..(kept + 1) * n],
+                &self.v[kept * n..(kept + 1) * n],
+            )];
+            self.allreduce(&mut nn);
+            let nrm = nn[0].sqrt();
+            if nrm > 1e-8 {
+                self.v[kept * n..(kept + 1) * n]
+                    .iter_mut()
+                    .for_each(|v| *v /= nrm);
+                kept += 1;
+            }
+        }
+        self.m = kept;
+        self.refresh_w();
+        let m = self.m;
+        let mut g = vec![0.0; m * m];
+        gemm_tn(&mut g, &self.v, n, m, &self.w, m, self.par);
+        self.allreduce(&mut g);
+        for j in 0..m {
+            for i in 0..m {
+                self.h[j * mb + i] = 0.5 * (g[j * m + i] + g[i * m + j]);
+            }
+        }
+        self.prev_k = 0;
+    }
+
+    /// Recomputes W = AV explicitly (removes drift of the recurrence).
+    pub(super) fn refresh_w(&mut self) {
+        let (n, m) = (self.n, self.m);
+        if m == 0 {
+            return;
+        }
+        let mut w = std::mem::take(&mut self.w);
+        self.op.apply_block(&self.v[..n * m], &mut w[..n * m], m);
+        self.w = w;
+        self.stats.matvecs += m as u64;
+    }
+
+    /// Step (5), Rayleigh-Ritz: the eigenpairs of H in target order (Ritz values θ
+    /// and their coefficient vectors Y, m×m column-major); updates the ‖A‖
+    /// estimate from the extreme |θ|.
+    ///
+    /// # Errors
+    /// `NonFinite` when H holds NaN or Inf.
+    pub(super) fn rayleigh_ritz(&mut self) -> Result<(Vec<f64>, Vec<f64>), JdError> {
+        let m = self.m;
+        let hc = self.h_compact();
+        let (theta_raw, y_raw) = sym_eig(&hc, m).ok_or(JdError::NonFinite("projected matrix H"))?;
+        let ord = self.order(&theta_raw);
+        let theta: Vec<f64> = ord.iter().map(|&i| theta_raw[i]).collect();
+        let mut y = vec![0.0; m * m];
+        for (p, &i) in ord.iter().enumerate() {
+            y[p * m..(p + 1) * m].copy_from_slice(&y_raw[i * m..(i + 1) * m]);
+        }
+        if self.prm.anorm.is_none() {
+            let mx = theta.iter().fold(0.0f64, |a, t| a.max(t.abs()));
+            self.anorm = self.anorm.max(mx);
+        }
+        Ok((theta, y))
+    }
+}

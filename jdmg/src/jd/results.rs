@@ -1,0 +1,100 @@
+//! Observer events and the assembly of (partial) solutions.
+
+use super::*;
+
+impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
+    /// Hands the observer this iteration's event; true when it asked to stop.
+    pub(super) fn emit(
+        &mut self,
+        observer: &mut Option<Observer<'_>>,
+        ritz: &[(f64, f64)],
+        steps: &[usize],
+    ) -> bool {
+        if let Some(obs) = observer.as_mut() {
+            let ev = IterationEvent {
+                outer_iteration: self.stats.outer_iterations,
+                matvecs: self.stats.matvecs,
+                basis_size: self.m,
+                nconverged: self.nl(),
+                ritz_values: ritz.iter().map(|r| r.0 / self.op.scale()).collect(),
+                residual_norms: ritz.iter().map(|r| r.1 / self.op.scale()).collect(),
+                inner_steps: steps.to_vec(),
+                elapsed_seconds: self.start.elapsed().as_secs_f64(),
+            };
+            return obs(&ev).is_break();
+        }
+        false
+    }
+
+    /// Assembles the solution from the locked pairs (plus `extra` estimates),
+    /// ordered by the target.
+    pub(super) fn finish(&mut self, extra: &[(f64, f64, bool)]) -> Solution {
+        let n = self.n;
+        let mut items: Vec<(f64, f64, bool, usize)> = (0..self.nl())
+            .map(|j| (self.lam[j], self.res[j], true, j))
+            .collect();
+        let base = self.nl();
+        for (i, e) in extra.iter().enumerate() {
+            items.push((e.0, e.1, e.2, base + i));
+        }
+        items.sort_by(|a, b| self.key(a.0).total_cmp(&self.key(b.0)));
+        items.truncate(self.prm.nev);
+        let mut vecs = vec![0.0; n * items.len()];
+        for (q, it) in items.iter().enumerate() {
+            vecs[q * n..(q + 1) * n].copy_from_slice(&self.xl[it.3 * n..(it.3 + 1) * n]);
+        }
+        let s = self.op.scale();
+        Solution {
+            eigenvalues: items.iter().map(|i| i.0 / s).collect(),
+            residual_norms: items.iter().map(|i| i.1 / s).collect(),
+            converged: items.iter().map(|i| i.2).collect(),
+            eigenvectors: vecs,
+            n_local: n,
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// Partial result: locked pairs plus the current best Ritz estimates.
+    /// `NotConverged` with [`State::partial`].
+    pub(super) fn not_converged(&mut self, ritz: &[(f64, f64)]) -> JdError {
+        JdError::NotConverged {
+            wanted: self.prm.nev,
+            partial: Box::new(self.partial(ritz)),
+        }
+    }
+
+    /// `Stopped` (the observer asked) with [`State::partial`].
+    pub(super) fn stopped(&mut self, ritz: &[(f64, f64)]) -> JdError {
+        JdError::Stopped {
+            wanted: self.prm.nev,
+            partial: Box::new(self.partial(ritz)),
+        }
+    }
+
+    /// The locked pairs plus the best current Ritz estimates of the rest
+    /// (`converged == false`, with their last residual norms).
+    fn partial(&mut self, ritz: &[(f64, f64)]) -> Solution {
+        let n = self.n;
+        let m = self.m;
+        let need = self.prm.nev.saturating_sub(self.nl()).min(m);
+        let mut extra = Vec::new();
+        if need > 0 {
+            let hc = self.h_compact();
+            if let Some((th, yv)) = sym_eig(&hc, m) {
+                let ord = self.order(&th);
+                let mut xs = vec![0.0; n * need];
+                let mut ys = vec![0.0; m * need];
+                for (q, &i) in ord.iter().take(need).enumerate() {
+                    ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
+                }
+                gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.par);
+                self.xl.extend_from_slice(&xs);
+                for (q, &i) in ord.iter().take(need).enumerate() {
+                    let rn = ritz.get(q).map(|r| r.1).unwrap_or(f64::NAN);
+                    extra.push((th[i], rn, false));
+                }
+            }
+        }
+        self.finish(&extra)
+    }
+}
