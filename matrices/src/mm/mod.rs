@@ -42,7 +42,10 @@ use rayon::prelude::*;
 pub use error::{MmError, MmErrorKind};
 pub use header::{MmField, MmFormat, MmHeader, MmSymmetry};
 pub use memory::{available_memory, read_bytes_needed};
-pub use write::{write_array, write_array_file, write_coordinate, write_coordinate_file};
+pub use write::{
+    check_writable, temp_path, write_array, write_array_file, write_coordinate,
+    write_coordinate_file, write_file_atomic,
+};
 
 use crate::CsrMatrix;
 use parse::{parse_chunk, Entries, Layout};
