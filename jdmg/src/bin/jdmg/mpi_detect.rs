@@ -65,7 +65,7 @@ mod tests {
         let o = detect_with(env(&[("OMPI_COMM_WORLD_SIZE", "4")])).unwrap();
         assert_eq!(o.size, Some(4));
         let m = detect_with(env(&[("PMI_RANK", "1"), ("PMI_SIZE", "8")])).unwrap();
-        assert_eq!((m.evidence, m.size), ("PMI_RANK", Some(8)));
+        assert_eq!((m.evidence, m.size), ("PMI_SIZE", Some(8)));
         assert!(detect_with(env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")])).is_none());
         assert!(detect_with(env(&[("SLURM_PROCID", "0")])).is_none());
         let s = detect_with(env(&[("SLURM_PROCID", "3"), ("SLURM_NTASKS", "16")])).unwrap();
