@@ -79,7 +79,8 @@ impl History {
         }
     }
 
-    /// Appends each pair's final true residual at `matvecs`.
+    /// Appends each pair's final true residual (recomputed when it was locked)
+    /// where its history ends, or at `matvecs` for a pair never seen.
     pub fn finish(&mut self, matvecs: u64, residuals: &[f64]) {
         for (j, &r) in residuals.iter().enumerate() {
             if !(r.is_finite() && r > 0.0) {
@@ -88,7 +89,8 @@ impl History {
             if self.pairs.len() <= j {
                 self.pairs.resize(j + 1, Vec::new());
             }
-            self.pairs[j].push((matvecs as f64, r));
+            let x = self.pairs[j].last().map_or(matvecs as f64, |p| p.0);
+            self.pairs[j].push((x, r));
         }
     }
 
@@ -150,16 +152,13 @@ impl History {
                     });
             }
             if let Some(t) = threshold.filter(|t| t.is_finite() && *t > 0.0) {
-                let dashes: Vec<_> = (0..60)
-                    .filter(|k| k % 2 == 0)
-                    .map(|k| {
-                        let a = xmax * 1.02 * k as f64 / 60.0;
-                        let b = xmax * 1.02 * (k + 1) as f64 / 60.0;
-                        PathElement::new(vec![(a, t), (b, t)], BLACK.stroke_width(1))
-                    })
-                    .collect();
                 chart
-                    .draw_series(dashes)
+                    .draw_series(DashedLineSeries::new(
+                        [(0.0, t), (xmax * 1.02, t)],
+                        6,
+                        4,
+                        BLACK.stroke_width(1),
+                    ))
                     .map_err(|x| e(&x))?
                     .label("convergence threshold")
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
