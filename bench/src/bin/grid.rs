@@ -76,6 +76,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use matrices::generate::{exact_eigenvalues, GenSpec};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::{json, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -705,8 +706,7 @@ fn svg(title: &str, summary: &[Value]) -> Result<String, String> {
                     Text::new(
                         text,
                         (x, SegmentValue::CenterOf(row(i))),
-                        ("sans-serif", 12)
-                            .into_font()
+                        TextStyle::from(("sans-serif", 12).into_font())
                             .pos(Pos::new(HPos::Left, VPos::Center)),
                     )
                 }))
