@@ -663,13 +663,14 @@ fn svg(title: &str, summary: &[Value]) -> Result<String, String> {
                 .margin(8)
                 .x_label_area_size(24)
                 .y_label_area_size(if p == 0 { 250 } else { 10 })
-                .build_cartesian_2d(0.0..vmax * 1.25, (0..n as i32).into_segmented())
+                .build_cartesian_2d(0.0..vmax * 1.25, (0..n as i32 - 1).into_segmented())
                 .map_err(plot_err)?;
             // first configuration on top
             let row = |i: usize| (n - 1 - i) as i32;
             chart
                 .configure_mesh()
                 .disable_y_mesh()
+                .light_line_style(TRANSPARENT)
                 .y_labels(n)
                 .y_label_formatter(&|v| match v {
                     SegmentValue::CenterOf(k) if p == 0 => {
@@ -750,7 +751,10 @@ fn svg(title: &str, summary: &[Value]) -> Result<String, String> {
                 .map_err(plot_err)?;
             chart
                 .configure_mesh()
-                .x_desc("phase")
+                .light_line_style(TRANSPARENT)
+                .x_labels(nmax.min(12))
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .x_desc("balanced phase")
                 .y_desc("T (s)")
                 .draw()
                 .map_err(plot_err)?;
@@ -1189,6 +1193,10 @@ fn rates_svg(title: &str, rr: &[RateRun], names: &[String]) -> Result<String, St
                 .set_secondary_coord(1.0..xmax, 0.0..tmax);
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels((xmax as usize).min(12))
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}"))
                 .x_desc("correction phase (rates measured in the phase; T = its time limit)")
                 .y_desc("inner steps per second")
                 .draw()
@@ -1196,6 +1204,7 @@ fn rates_svg(title: &str, rr: &[RateRun], names: &[String]) -> Result<String, St
             if !r.limits.is_empty() {
                 chart
                     .configure_secondary_axes()
+                    .y_label_formatter(&|y| format!("{y:.0}"))
                     .y_desc("time limit T (ms)")
                     .draw()
                     .map_err(plot_err)?;

@@ -9,9 +9,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use jdmg::IterationEvent;
 use plotters::prelude::*;
 
-/// Live display on standard error: matvecs against the `--max-matvecs`
-/// budget (the bar and its ETA), outer iteration, converged pairs and best
-/// residual.
+/// Live display on standard error: outer iteration, converged pairs, best
+/// residual, and matvecs against the `--max-matvecs` budget (the bar, and the
+/// time to exhaust the budget at the current rate: an upper bound of the
+/// remaining time).
 pub struct Live {
     bar: ProgressBar,
     nev: usize,
@@ -25,7 +26,7 @@ impl Live {
             ProgressDrawTarget::stderr_with_hz(8),
         );
         let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_msg} [{bar:20}] {pos}/{len} matvecs, ETA {eta}",
+            "{spinner} {elapsed_precise} {msg} [{bar:16}] {pos}/{len} matvecs, budget ETA {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
@@ -44,7 +45,7 @@ impl Live {
             .fold(f64::INFINITY, f64::min);
         self.bar.set_position(ev.matvecs);
         self.bar.set_message(format!(
-            "iter {}  converged {}/{}  best ‖r‖ {:.2e}",
+            "iter {} conv {}/{} best ‖r‖ {:.1e}",
             ev.outer_iteration, ev.nconverged, self.nev, best
         ));
     }
@@ -130,6 +131,8 @@ impl History {
                 .map_err(|x| e(&x))?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_label_formatter(&|x| format!("{x:.0}"))
                 .x_desc("matvecs")
                 .y_desc("residual norm ‖Ax − θx‖")
                 .y_label_formatter(&|v| format!("{v:.0e}"))
