@@ -185,6 +185,37 @@ fn expected() -> Vec<(&'static str, usize, MmErrorKind)> {
             3,
             BadNumber { token: s("1.5D+") },
         ),
+        (
+            "mirrored_entry.mtx",
+            6,
+            MirroredEntry {
+                row: 1,
+                col: 2,
+                first_line: 4,
+                storage: "symmetric",
+            },
+        ),
+        (
+            "too_many_declared.mtx",
+            2,
+            TooManyDeclared {
+                declared: 5,
+                max: 4,
+                storage: "general",
+                nrows: 2,
+                ncols: 2,
+            },
+        ),
+        (
+            "size_over_u64.mtx",
+            2,
+            BadSizeLine {
+                found: s("3 99999999999999999999999 1"),
+                reason: s(
+                    "\"99999999999999999999999\" does not fit in 64 bits (dimensions may be at most 4294967295)",
+                ),
+            },
+        ),
     ]
 }
 
@@ -287,4 +318,41 @@ fn errors_found_in_parallel_chunks_report_the_first_line() {
             kind: TooManyEntries { declared: n - 10 }
         }
     );
+}
+
+/// Both triangles of a symmetric file may be used, but never for the same
+/// position: the mirrored pair is reported at its second line whichever
+/// triangle comes first, in the sequential and in the parallel parse.
+#[test]
+fn mirrored_entries_are_a_format_violation() {
+    let text =
+        "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 3\n1 3 4.0\n2 1 1.0\n3 1 -4.0\n";
+    let err = read_matrix_market_bytes(text.as_bytes()).unwrap_err();
+    assert_eq!(
+        err,
+        MmError {
+            line: 5,
+            kind: MirroredEntry {
+                row: 3,
+                col: 1,
+                first_line: 3,
+                storage: "skew-symmetric"
+            }
+        }
+    );
+    assert!(err.to_string().contains("store one triangle only"), "{err}");
+    assert_eq!(
+        matrices::mm::read_matrix_market_bytes_in_chunks(text.as_bytes(), 3).unwrap_err(),
+        err
+    );
+    // mixed triangles without a shared position are accepted and mirrored
+    let ok =
+        "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n2 1 -1.0\n2 3 -1.0\n2 2 2.0\n";
+    let m = read_matrix_market_bytes(ok.as_bytes()).unwrap().matrix;
+    assert_eq!(m.nnz(), 5);
+    // a duplicate inside one triangle is still summed (general MatrixMarket rule)
+    let dup =
+        "%%MatrixMarket matrix coordinate real symmetric\n2 2 3\n2 1 -1.0\n2 1 -1.0\n1 1 2.0\n";
+    let m = read_matrix_market_bytes(dup.as_bytes()).unwrap().matrix;
+    assert_eq!(m.nnz(), 3);
 }

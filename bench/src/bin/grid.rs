@@ -75,6 +75,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use matrices::generate::{exact_eigenvalues, GenSpec};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::{json, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -590,21 +592,29 @@ fn markdown(title: &str, summary: &[Value], notes: &[String]) -> String {
     s
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// Colours of the configurations and groups (Tableau 10).
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0x76, 0xb7, 0xb2),
+];
+
+/// A plotters error as text (the harness reports it and writes no figure).
+fn plot_err(e: impl std::fmt::Display) -> String {
+    format!("plot: {e}")
 }
 
 /// Two horizontal bar panels (time, %imbalance) per configuration, and when any
-/// configuration has time limits, a third panel with T per balanced phase.
-fn svg(title: &str, summary: &[Value]) -> String {
+/// configuration has time limits, a third panel with T per balanced phase; drawn
+/// with plotters.
+///
+/// # Errors
+/// A plotters drawing error, as text.
+fn svg(title: &str, summary: &[Value]) -> Result<String, String> {
     let n = summary.len().max(1);
-    let label_w = 260.0;
-    let panel_w = 300.0;
-    let bar_h = 22.0;
-    let top = 50.0;
-    let height_bars = top + n as f64 * (bar_h + 8.0) + 40.0;
     let series: Vec<(String, Vec<f64>)> = summary
         .iter()
         .map(|r| {
@@ -615,121 +625,165 @@ fn svg(title: &str, summary: &[Value]) -> String {
         })
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    let line_h = if series.is_empty() { 0.0 } else { 260.0 };
-    let width = label_w + 2.0 * (panel_w + 40.0) + 20.0;
-    let height = height_bars + line_h;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-        xml(title)
-    );
-    let colors = [
-        "#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
-    ];
-    for (p, (key, name)) in [
-        ("wall_seconds", "time (s)"),
-        ("imbalance_percent", "%imbalance"),
-    ]
-    .iter()
-    .enumerate()
+    let bars_h = 90 + 30 * n as u32;
+    let line_h = if series.is_empty() { 0 } else { 300 };
+    let (width, height) = (1000u32, bars_h + line_h);
+    let labels: Vec<String> = summary
+        .iter()
+        .map(|r| r["label"].as_str().unwrap_or("").to_string())
+        .collect();
+    let mut s = String::new();
     {
-        let x0 = label_w + p as f64 * (panel_w + 40.0);
-        let vmax = summary
-            .iter()
-            .map(|r| num(r, key))
-            .filter(|x| x.is_finite())
-            .fold(0.0, f64::max)
-            .max(if *key == "imbalance_percent" {
-                10.0
-            } else {
-                1e-9
-            });
-        s.push_str(&format!(
-            "<text x=\"{x0}\" y=\"{}\" font-weight=\"bold\">{name}</text>\n",
-            top - 10.0
-        ));
-        for (i, r) in summary.iter().enumerate() {
-            let y = top + i as f64 * (bar_h + 8.0);
-            if p == 0 {
-                s.push_str(&format!(
-                    "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
-                    label_w - 8.0,
-                    y + bar_h * 0.7,
-                    xml(r["label"].as_str().unwrap_or(""))
-                ));
-            }
-            let v = num(r, key);
-            let w = if v.is_finite() {
-                v / vmax * panel_w
-            } else {
-                0.0
-            };
-            s.push_str(&format!(
-                "<rect x=\"{x0}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
-                colors[i % colors.len()],
-                x0 + w + 4.0,
-                y + bar_h * 0.7,
-                if v.is_finite() { format!("{v:.2}") } else { "failed".into() }
-            ));
-        }
-        if *key == "imbalance_percent" {
-            let x10 = x0 + 10.0 / vmax * panel_w;
-            s.push_str(&format!(
-                "<line x1=\"{x10:.1}\" y1=\"{}\" x2=\"{x10:.1}\" y2=\"{}\" stroke=\"black\" stroke-dasharray=\"4 3\"/>\n<text x=\"{x10:.1}\" y=\"{}\" font-size=\"10\">10%</text>\n",
-                top - 4.0,
-                top + n as f64 * (bar_h + 8.0),
-                top + n as f64 * (bar_h + 8.0) + 12.0
-            ));
-        }
-    }
-    if !series.is_empty() {
-        let y0 = height_bars;
-        let (px, pw, ph) = (60.0, width - 100.0, line_h - 70.0);
-        let nmax = series
-            .iter()
-            .map(|(_, v)| v.len())
-            .max()
-            .unwrap_or(1)
-            .max(2);
-        let tmax = series
-            .iter()
-            .flat_map(|(_, v)| v.iter().copied())
-            .fold(0.0, f64::max)
-            .max(1e-9);
-        s.push_str(&format!(
-            "<text x=\"10\" y=\"{}\" font-weight=\"bold\">time limit T per balanced correction phase (s, max {tmax:.3})</text>\n<line x1=\"{px}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n<line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{}\" stroke=\"black\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">phase</text>\n",
-            y0 + 15.0,
-            y0 + 30.0 + ph,
-            px + pw,
-            y0 + 30.0 + ph,
-            y0 + 30.0,
-            y0 + 30.0 + ph,
-            px + pw,
-            y0 + 45.0 + ph
-        ));
-        for (k, (name, v)) in series.iter().enumerate() {
-            let pts: Vec<String> = v
+        let root = SVGBackend::with_string(&mut s, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let root = root
+            .titled(title, ("sans-serif", 16).into_font().style(FontStyle::Bold))
+            .map_err(plot_err)?;
+        let (bars, lines) = root.split_vertically(bars_h - 20);
+        let panels = bars.split_evenly((1, 2));
+        for (p, (key, name)) in [
+            ("wall_seconds", "time (s)"),
+            ("imbalance_percent", "%imbalance"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let vmax = summary
                 .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    format!(
-                        "{:.1},{:.1}",
-                        px + i as f64 / (nmax - 1) as f64 * pw,
-                        y0 + 30.0 + ph - t / tmax * ph
-                    )
+                .map(|r| num(r, key))
+                .filter(|x| x.is_finite())
+                .fold(0.0, f64::max)
+                .max(if *key == "imbalance_percent" {
+                    10.0
+                } else {
+                    1e-9
+                });
+            let mut chart = ChartBuilder::on(&panels[p])
+                .caption(*name, ("sans-serif", 13))
+                .margin(8)
+                .x_label_area_size(24)
+                .y_label_area_size(if p == 0 { 250 } else { 10 })
+                .build_cartesian_2d(0.0..vmax * 1.25, (0..n as i32 - 1).into_segmented())
+                .map_err(plot_err)?;
+            // first configuration on top
+            let row = |i: usize| (n - 1 - i) as i32;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .light_line_style(TRANSPARENT)
+                .y_labels(n)
+                .y_label_formatter(&|v| match v {
+                    SegmentValue::CenterOf(k) if p == 0 => {
+                        let i = n as i32 - 1 - k;
+                        labels.get(i as usize).cloned().unwrap_or_default()
+                    }
+                    _ => String::new(),
                 })
-                .collect();
-            let c = colors[k % colors.len()];
-            s.push_str(&format!(
-                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n<text x=\"{}\" y=\"{}\" fill=\"{c}\">{}</text>\n",
-                pts.join(" "),
-                px + 10.0,
-                y0 + 45.0 + 14.0 * k as f64,
-                xml(name)
-            ));
+                .draw()
+                .map_err(plot_err)?;
+            chart
+                .draw_series(summary.iter().enumerate().map(|(i, r)| {
+                    let v = num(r, key);
+                    let w = if v.is_finite() { v } else { 0.0 };
+                    let mut bar = Rectangle::new(
+                        [
+                            (0.0, SegmentValue::Exact(row(i))),
+                            (w, SegmentValue::Exact(row(i) + 1)),
+                        ],
+                        COLORS[i % COLORS.len()].filled(),
+                    );
+                    bar.set_margin(4, 4, 0, 0);
+                    bar
+                }))
+                .map_err(plot_err)?;
+            chart
+                .draw_series(summary.iter().enumerate().map(|(i, r)| {
+                    let v = num(r, key);
+                    let (x, text) = if v.is_finite() {
+                        (v, format!(" {v:.2}"))
+                    } else {
+                        (0.0, " failed".to_string())
+                    };
+                    Text::new(
+                        text,
+                        (x, SegmentValue::CenterOf(row(i))),
+                        TextStyle::from(("sans-serif", 12).into_font())
+                            .pos(Pos::new(HPos::Left, VPos::Center)),
+                    )
+                }))
+                .map_err(plot_err)?;
+            if *key == "imbalance_percent" {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [
+                            (10.0, SegmentValue::Exact(0)),
+                            (10.0, SegmentValue::Exact(n as i32)),
+                        ],
+                        4,
+                        3,
+                        BLACK.into(),
+                    ))
+                    .map_err(plot_err)?;
+            }
         }
+        if !series.is_empty() {
+            let nmax = series
+                .iter()
+                .map(|(_, v)| v.len())
+                .max()
+                .unwrap_or(1)
+                .max(2);
+            let tmax = series
+                .iter()
+                .flat_map(|(_, v)| v.iter().copied())
+                .filter(|t| t.is_finite())
+                .fold(0.0, f64::max)
+                .max(1e-9);
+            let mut chart = ChartBuilder::on(&lines)
+                .caption(
+                    "time limit T per balanced correction phase",
+                    ("sans-serif", 13),
+                )
+                .margin(10)
+                .x_label_area_size(30)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..(nmax - 1) as f64, 0.0..tmax * 1.1)
+                .map_err(plot_err)?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels(nmax.min(12))
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .x_desc("balanced phase")
+                .y_desc("T (s)")
+                .draw()
+                .map_err(plot_err)?;
+            for (k, (name, v)) in series.iter().enumerate() {
+                let c = COLORS[k % COLORS.len()];
+                chart
+                    .draw_series(LineSeries::new(
+                        v.iter()
+                            .enumerate()
+                            .filter(|(_, t)| t.is_finite())
+                            .map(|(i, t)| (i as f64, *t)),
+                        c.stroke_width(2),
+                    ))
+                    .map_err(plot_err)?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
     }
-    s.push_str("</svg>\n");
-    s
+    Ok(s)
 }
 
 /// The `group_rate_history` rows of a run record (row p−1: the rates measured in
@@ -1080,213 +1134,160 @@ fn rates_markdown(rr: &[RateRun], names: &[String]) -> String {
     s
 }
 
-/// Tick step and top of a linear axis from 0 for the finite `values` times `scale`
-/// (at least `floor`).
-fn axis(values: impl Iterator<Item = f64>, scale: f64, floor: f64) -> (f64, f64) {
-    let vmax = (scale * values.filter(|v| v.is_finite()).fold(0.0, f64::max)).max(floor);
-    let step = nice_step(vmax, 5.0);
-    (step, (vmax / step).ceil() * step)
-}
-
-/// A "nice" tick step (1, 2 or 5 × 10^k) for about `n` ticks up to `max`.
-fn nice_step(max: f64, n: f64) -> f64 {
-    let raw = (max / n).max(1e-12);
-    let p = 10f64.powf(raw.log10().floor());
-    let f = raw / p;
-    let m = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * p
-}
-
-fn tick_label(v: f64, step: f64) -> String {
-    let d = (-step.log10().floor()).max(0.0) as usize;
-    format!("{v:.d$}")
-}
-
 /// One line-plot panel per [`RateRun`]: each group's rate per correction phase (left
-/// axis), T per phase (right axis, dashed grey) and the estimated competitor start.
-fn rates_svg(title: &str, rr: &[RateRun], names: &[String]) -> String {
-    let width = 960.0;
-    let (ml, mr, ph, gap, top) = (80.0, 80.0, 200.0, 130.0, 40.0);
-    let pw = width - ml - mr;
-    let height = top + rr.len() as f64 * (ph + gap) + 10.0;
-    let colors = [
-        "#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2",
-    ];
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-        xml(&format!("{title}: per-phase group rates"))
-    );
-    for (i, r) in rr.iter().enumerate() {
-        let y0 = top + i as f64 * (ph + gap) + 30.0;
-        let xmax = r.hist.len().max(r.limits.len() + 1).max(2) as f64;
-        let x = |p: f64| ml + (p - 1.0) / (xmax - 1.0) * pw;
-        let (ystep, ymax) = axis(r.hist.iter().flatten().copied(), 1.0, 1e-9);
-        let y = |v: f64| y0 + ph - v / ymax * ph;
-        let (tstep, tymax) = axis(r.limits.iter().copied(), 1e3, 1e-9);
-        let ty = |v: f64| y0 + ph - v / tymax * ph;
-        s.push_str(&format!(
-            "<text x=\"{ml}\" y=\"{:.1}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-            y0 - 10.0,
-            xml(&format!(
-                "{} — repetition {} (median time, {:.2} s)",
-                r.label, r.rep, r.wall
-            ))
-        ));
-        // grid and axes
-        let mut v = 0.0;
-        while v <= ymax + 1e-9 * ymax {
-            s.push_str(&format!(
-                "<line x1=\"{ml}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"#ddd\"/>\n<text x=\"{2:.1}\" y=\"{3:.1}\" text-anchor=\"end\">{4}</text>\n",
-                y(v),
-                ml + pw,
-                ml - 6.0,
-                y(v) + 4.0,
-                tick_label(v, ystep)
-            ));
-            v += ystep;
-        }
-        let mut t = 0.0;
-        while !r.limits.is_empty() && t <= tymax + 1e-9 * tymax {
-            s.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#666\">{}</text>\n",
-                ml + pw + 6.0,
-                ty(t) + 4.0,
-                tick_label(t, tstep)
-            ));
-            t += tstep;
-        }
-        let xstep = nice_step(xmax, 10.0).max(1.0).round();
-        let mut p = xstep;
-        let mut xt = vec![1.0];
-        while p <= xmax {
-            xt.push(p);
-            p += xstep;
-        }
-        for p in xt {
-            s.push_str(&format!(
-                "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"black\"/>\n<text x=\"{0:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">{p}</text>\n",
-                x(p),
-                y0 + ph,
-                y0 + ph + 4.0,
-                y0 + ph + 17.0
-            ));
-        }
-        s.push_str(&format!(
-            "<rect x=\"{ml}\" y=\"{y0}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"black\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">correction phase (rates measured in the phase; T = its time limit)</text>\n<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">inner steps per second</text>\n",
-            ml + pw / 2.0,
-            y0 + ph + 34.0,
-            ml - 52.0,
-            y0 + ph / 2.0
-        ));
-        if !r.limits.is_empty() {
-            s.push_str(&format!(
-                "<text transform=\"translate({:.1},{:.1}) rotate(90)\" text-anchor=\"middle\" fill=\"#666\">time limit T (ms)</text>\n",
-                ml + pw + 56.0,
-                y0 + ph / 2.0
-            ));
-        }
-        // competitor start
-        // (colour, name, stroke attributes of the legend swatch)
-        let solid = "stroke-width=\"2\"";
-        let dashed = "stroke-width=\"2\" stroke-dasharray=\"5 3\"";
-        let mut legend: Vec<(String, String, &str)> = Vec::new();
-        if let Some(cp) = r.comp_phase {
-            // timing bracket of the competitor's start: shaded band
-            let hi = r.comp_phase_max.unwrap_or(cp).max(cp) as f64 + 0.5;
-            let (xa, xb) = (x((cp as f64 - 0.5).max(1.0)), x(hi.min(xmax)));
-            s.push_str(&format!(
-                "<rect x=\"{xa:.1}\" y=\"{y0}\" width=\"{:.1}\" height=\"{ph}\" fill=\"#f2c14e\" fill-opacity=\"0.25\"/>\n",
-                (xb - xa).max(1.0)
-            ));
-            legend.push((
-                "#f2c14e".into(),
-                format!(
-                    "competitor start by timing (phases {cp}–{})",
-                    r.comp_phase_max.map_or("?".into(), |m| m.to_string())
-                ),
-                "stroke-width=\"10\" stroke-opacity=\"0.4\"",
-            ));
-            if let Some((d, g)) = r.drop {
-                let xd = x(d as f64);
-                s.push_str(&format!(
-                    "<line x1=\"{xd:.1}\" y1=\"{y0}\" x2=\"{xd:.1}\" y2=\"{:.1}\" stroke=\"black\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>\n",
-                    y0 + ph
-                ));
-                legend.push((
-                    "black".into(),
-                    format!("sustained rate drop detected (phase {d}, group {g})"),
-                    "stroke-width=\"1.5\" stroke-dasharray=\"2 3\"",
-                ));
-            }
-        }
-        // T
-        if !r.limits.is_empty() {
-            let pts: Vec<String> = r
-                .limits
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.is_finite())
-                .map(|(k, t)| format!("{:.1},{:.1}", x(k as f64 + 2.0), ty(1e3 * t)))
-                .collect();
-            s.push_str(&format!(
-                "<polyline fill=\"none\" stroke=\"#888\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\" points=\"{}\"/>\n",
-                pts.join(" ")
-            ));
-        }
-        for g in 0..r.ngroups {
-            let c = colors[g % colors.len()];
-            let pts: Vec<(f64, f64)> = r
+/// axis), T per phase (right axis, dashed grey), the estimated competitor start
+/// (shaded) and the detected rate drop (dotted); drawn with plotters.
+///
+/// # Errors
+/// A plotters drawing error, as text.
+fn rates_svg(title: &str, rr: &[RateRun], names: &[String]) -> Result<String, String> {
+    let panel_h = 340u32;
+    let (width, height) = (960u32, 40 + panel_h * rr.len().max(1) as u32);
+    let grey = RGBColor(0x88, 0x88, 0x88);
+    let band = RGBColor(0xf2, 0xc1, 0x4e);
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let root = root
+            .titled(
+                &format!("{title}: per-phase group rates"),
+                ("sans-serif", 16).into_font().style(FontStyle::Bold),
+            )
+            .map_err(plot_err)?;
+        let panels = root.split_evenly((rr.len().max(1), 1));
+        for (r, area) in rr.iter().zip(&panels) {
+            let xmax = r.hist.len().max(r.limits.len() + 1).max(2) as f64;
+            let ymax = r
                 .hist
                 .iter()
-                .enumerate()
-                .filter_map(|(k, row)| row.get(g).map(|v| (k, *v)))
-                .filter(|(_, v)| v.is_finite())
-                .map(|(k, v)| (x(k as f64 + 1.0), y(v)))
-                .collect();
-            let line: Vec<String> = pts.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
-            s.push_str(&format!(
-                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n",
-                line.join(" ")
-            ));
-            for (a, b) in &pts {
-                s.push_str(&format!(
-                    "<circle cx=\"{a:.1}\" cy=\"{b:.1}\" r=\"2\" fill=\"{c}\"/>\n"
-                ));
+                .flatten()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+                .max(1e-9)
+                * 1.1;
+            let tmax = r
+                .limits
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+                .max(1e-9)
+                * 1e3
+                * 1.1;
+            let mut chart = ChartBuilder::on(area)
+                .caption(
+                    format!(
+                        "{} — repetition {} (median time, {:.2} s)",
+                        r.label, r.rep, r.wall
+                    ),
+                    ("sans-serif", 13),
+                )
+                .margin(10)
+                .x_label_area_size(36)
+                .y_label_area_size(70)
+                .right_y_label_area_size(if r.limits.is_empty() { 10 } else { 70 })
+                .build_cartesian_2d(1.0..xmax, 0.0..ymax)
+                .map_err(plot_err)?
+                .set_secondary_coord(1.0..xmax, 0.0..tmax);
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels((xmax as usize).min(12))
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .x_desc("correction phase (rates measured in the phase; T = its time limit)")
+                .y_desc("inner steps per second")
+                .draw()
+                .map_err(plot_err)?;
+            if !r.limits.is_empty() {
+                chart
+                    .configure_secondary_axes()
+                    .y_label_formatter(&|y| format!("{y:.0}"))
+                    .y_desc("time limit T (ms)")
+                    .draw()
+                    .map_err(plot_err)?;
             }
-            legend.insert(g, (c.into(), group_name(names, g), solid));
-        }
-        if !r.limits.is_empty() {
-            legend.push(("#888".into(), "time limit T (right axis)".into(), dashed));
-        }
-        // legend rows under the x-axis label
-        let (mut lx, mut ly) = (ml, y0 + ph + 56.0);
-        for (c, name, style) in legend {
-            let w = 40.0 + 6.8 * name.chars().count() as f64;
-            if lx > ml && lx + w > ml + pw {
-                lx = ml;
-                ly += 17.0;
+            if let Some(cp) = r.comp_phase {
+                // timing bracket of the competitor's start: shaded band
+                let hi = (r.comp_phase_max.unwrap_or(cp).max(cp) as f64 + 0.5).min(xmax);
+                let lo = (cp as f64 - 0.5).max(1.0);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(lo, 0.0), (hi, ymax)],
+                        band.mix(0.25).filled(),
+                    )))
+                    .map_err(plot_err)?
+                    .label(format!(
+                        "competitor start by timing (phases {cp}–{})",
+                        r.comp_phase_max.map_or("?".into(), |m| m.to_string())
+                    ))
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 16, y + 5)], band.mix(0.4).filled())
+                    });
+                if let Some((d, g)) = r.drop {
+                    chart
+                        .draw_series(DashedLineSeries::new(
+                            [(d as f64, 0.0), (d as f64, ymax)],
+                            2,
+                            3,
+                            BLACK.stroke_width(1),
+                        ))
+                        .map_err(plot_err)?
+                        .label(format!(
+                            "sustained rate drop detected (phase {d}, group {g})"
+                        ))
+                        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+                }
             }
-            s.push_str(&format!(
-                "<line x1=\"{lx:.1}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"{c}\" {style}/>\n<text x=\"{2:.1}\" y=\"{3:.1}\">{4}</text>\n",
-                ly - 4.0,
-                lx + 24.0,
-                lx + 29.0,
-                ly,
-                xml(&name)
-            ));
-            lx += w;
+            for g in 0..r.ngroups {
+                let c = COLORS[g % COLORS.len()];
+                let pts: Vec<(f64, f64)> = r
+                    .hist
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, row)| row.get(g).map(|v| (k as f64 + 1.0, *v)))
+                    .filter(|(_, v)| v.is_finite())
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                    .map_err(plot_err)?
+                    .label(group_name(names, g))
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
+                    });
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 2, c.filled())))
+                    .map_err(plot_err)?;
+            }
+            if !r.limits.is_empty() {
+                chart
+                    .draw_secondary_series(DashedLineSeries::new(
+                        r.limits
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, t)| t.is_finite())
+                            .map(|(k, t)| (k as f64 + 2.0, 1e3 * t)),
+                        6,
+                        3,
+                        grey.stroke_width(2),
+                    ))
+                    .map_err(plot_err)?
+                    .label("time limit T (right axis)")
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(plot_err)?;
         }
+        root.present().map_err(plot_err)?;
     }
-    s.push_str("</svg>\n");
-    s
+    Ok(s)
 }
 
 /// Rank lists of two halves: "0-1,2-3" (or "0,1").
@@ -1616,7 +1617,9 @@ fn main() {
     });
     let write = |name: String, text: String| {
         let p = out.join(name);
-        if let Err(e) = fs::write(&p, text) {
+        if let Err(e) =
+            matrices::mm::write_file_atomic(&p, |w| std::io::Write::write_all(w, text.as_bytes()))
+        {
             eprintln!("grid: {}: {e}", p.display());
         }
     };
@@ -1625,12 +1628,81 @@ fn main() {
         serde_json::to_string_pretty(&doc).unwrap_or_default(),
     );
     write(format!("{}.md", exp.name()), md.clone());
-    write(format!("{}.svg", exp.name()), svg(&title, &summary));
+    match svg(&title, &summary) {
+        Ok(s) => write(format!("{}.svg", exp.name()), s),
+        Err(e) => eprintln!("grid: {}.svg: {e}", exp.name()),
+    }
     if !rr.is_empty() {
-        write(
-            format!("{}_rates.svg", exp.name()),
-            rates_svg(&title, &rr, &names),
-        );
+        match rates_svg(&title, &rr, &names) {
+            Ok(s) => write(format!("{}_rates.svg", exp.name()), s),
+            Err(e) => eprintln!("grid: {}_rates.svg: {e}", exp.name()),
+        }
     }
     println!("{md}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary figure has one bar per configuration in each panel, the labels,
+    /// and the T panel when a configuration has time limits.
+    #[test]
+    fn summary_figure_with_plotters() {
+        let summary = vec![
+            json!({"label": "fine grain", "wall_seconds": 5.5, "imbalance_percent": 29.1}),
+            json!({"label": "balanced multigrain", "wall_seconds": 2.7,
+                   "imbalance_percent": 7.1, "time_limits": [0.07, 0.065, 0.077]}),
+            json!({"label": "failed run", "wall_seconds": f64::NAN}),
+        ];
+        let s = svg("hetero", &summary).unwrap();
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+        for text in [
+            "hetero",
+            "fine grain",
+            "balanced multigrain",
+            "5.50",
+            "7.10",
+            "failed",
+            "time limit T per balanced correction phase",
+        ] {
+            assert!(s.contains(text), "{text}");
+        }
+        let no_t = svg("t", &summary[..1]).unwrap();
+        assert!(!no_t.contains("time limit T"));
+    }
+
+    /// The rates figure: one line per group, T on the right axis, the competitor band.
+    #[test]
+    fn rates_figure_with_plotters() {
+        let r = RateRun {
+            label: "balanced, busy loops".into(),
+            rep: 0.0,
+            wall: 3.92,
+            hist: vec![
+                vec![1205.0, 1198.0],
+                vec![1210.0, 1190.0],
+                vec![1258.0, 368.0],
+            ],
+            limits: vec![0.0828, 0.0795],
+            ngroups: 2,
+            comp_secs: Some(1.76),
+            comp_phase: Some(2),
+            comp_phase_max: Some(3),
+            drop: Some((3, 1)),
+        };
+        let names = vec!["group 0 (CPU 0)".to_string()];
+        let s = rates_svg("changing", &[r], &names).unwrap();
+        for text in [
+            "changing: per-phase group rates",
+            "group 0 (CPU 0)",
+            "group 1",
+            "time limit T (right axis)",
+            "competitor start by timing (phases 2–3)",
+            "sustained rate drop detected (phase 3, group 1)",
+            "inner steps per second",
+        ] {
+            assert!(s.contains(text), "{text}");
+        }
+    }
 }

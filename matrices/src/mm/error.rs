@@ -166,6 +166,50 @@ pub enum MmErrorKind {
         /// Bytes requested.
         bytes: u64,
     },
+    /// Reading the declared size needs more memory than the machine has
+    /// available (see [`crate::mm::available_memory`]); the error's line is the
+    /// size line. Nothing proportional to the size was allocated.
+    #[error(
+        "the declared size needs {} to read, more than the {} available (set {} to change the limit)",
+        super::memory::human_bytes(*needed),
+        super::memory::human_bytes(*available),
+        super::memory::MEMORY_LIMIT_ENV
+    )]
+    InsufficientMemory {
+        /// Bytes the reader would allocate.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// A coordinate size line declaring more entries than the matrix has
+    /// positions (`m·n`, `n(n+1)/2` symmetric, `n(n−1)/2` skew-symmetric).
+    #[error("{declared} entries declared, but a {storage} {nrows} x {ncols} matrix has at most {max} positions")]
+    TooManyDeclared {
+        /// Entries declared.
+        declared: u64,
+        /// Positions the storage has.
+        max: u64,
+        /// Storage word (general, symmetric, skew-symmetric).
+        storage: &'static str,
+        /// Declared rows.
+        nrows: usize,
+        /// Declared columns.
+        ncols: usize,
+    },
+    /// Symmetric or skew-symmetric storage holding both `(i, j)` and its mirror
+    /// `(j, i)`: the entry would be stored twice (a format violation, not a
+    /// duplicate to sum). The error's line is the second of the two.
+    #[error("{storage} storage holds both ({row}, {col}) and its mirror ({col}, {row}) (line {first_line}); store one triangle only")]
+    MirroredEntry {
+        /// 1-based row of this line's entry.
+        row: u64,
+        /// 1-based column of this line's entry.
+        col: u64,
+        /// Line of the mirror entry.
+        first_line: usize,
+        /// Storage word (symmetric, skew-symmetric).
+        storage: &'static str,
+    },
     /// [`crate::mm::read_dense_array`] was given a coordinate file.
     #[error("expected {expected} format, the file is {found}")]
     WrongFormat {

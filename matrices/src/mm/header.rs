@@ -231,13 +231,10 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
                 )));
             }
             nums[k] = tok.parse::<u64>().map_err(|_| {
-                err(
-                    line,
-                    MmErrorKind::TooLarge {
-                        size: u64::MAX,
-                        limit: usize::MAX as u64,
-                    },
-                )
+                bad(format!(
+                    "{:?} does not fit in 64 bits (dimensions may be at most {MAX_DIM})",
+                    excerpt(tok.as_bytes(), 40)
+                ))
             })?;
         }
         let (nrows, ncols) = (nums[0], nums[1]);
@@ -267,6 +264,26 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
                 }
             }
         };
+        if format == MmFormat::Coordinate {
+            let (m, n) = (nrows as u64, ncols as u64);
+            let max = match symmetry {
+                MmSymmetry::General => m.saturating_mul(n),
+                MmSymmetry::Symmetric => n.saturating_mul(n + 1) / 2,
+                MmSymmetry::SkewSymmetric => n * n.saturating_sub(1) / 2,
+            };
+            if entries > max {
+                return Err(err(
+                    line,
+                    MmErrorKind::TooManyDeclared {
+                        declared: entries,
+                        max,
+                        storage: symmetry.as_str(),
+                        nrows,
+                        ncols,
+                    },
+                ));
+            }
+        }
         if entries > usize::MAX as u64 / 2 {
             return Err(err(
                 line,

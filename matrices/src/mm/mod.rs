@@ -5,7 +5,15 @@
 //! lines are allowed anywhere; numbers may be written `-.4755112`, `1.5E+03` or
 //! Fortran-style `1.5D+03`. Duplicates are summed and symmetric / skew storage
 //! is expanded to full CSR (either triangle may be stored, each entry is
-//! mirrored), so SpMV on the result is plain.
+//! mirrored), so SpMV on the result is plain; an entry stored in both
+//! triangles, `(i, j)` and `(j, i)`, is a format violation
+//! ([`MmErrorKind::MirroredEntry`]).
+//!
+//! Bounded memory: a size line declaring more entries than the matrix has
+//! positions is rejected, and the memory a declared size needs
+//! ([`read_bytes_needed`]) is compared with [`available_memory`] before any
+//! allocation proportional to it. A first line that is not a banner ends the
+//! read at once (`/dev/urandom` is rejected after its first line).
 //!
 //! Speed: the file is read whole, its body is split at newline boundaries into
 //! about two chunks per thread, the chunks are parsed in parallel with
@@ -21,6 +29,7 @@
 mod build;
 mod error;
 mod header;
+pub mod memory;
 mod parse;
 mod write;
 
@@ -32,7 +41,11 @@ use rayon::prelude::*;
 
 pub use error::{MmError, MmErrorKind};
 pub use header::{MmField, MmFormat, MmHeader, MmSymmetry};
-pub use write::{write_array, write_array_file, write_coordinate, write_coordinate_file};
+pub use memory::{available_memory, read_bytes_needed};
+pub use write::{
+    check_writable, temp_path, write_array, write_array_file, write_coordinate,
+    write_coordinate_file, write_file_atomic,
+};
 
 use crate::CsrMatrix;
 use parse::{parse_chunk, Entries, Layout};
@@ -113,19 +126,25 @@ fn read_streaming(path: &Path, block: usize) -> Result<MmMatrix, MmError> {
         .map_err(|e| MmError::new(0, MmErrorKind::Io(format!("{}: {e}", path.display()))))?;
     let mut cur: Vec<u8> = Vec::new();
     let mut eof;
-    // Header: read until the size line is complete (or the file ends).
+    // Header: read until the size line is complete (or the file ends). An
+    // error on a complete line is final: more bytes cannot change it.
     let (header, body_start) = loop {
         eof = read_block(&mut f, &mut cur, block, path)?;
         if eof {
             let (h, start, _) = header::parse_header(&cur)?;
             break (h, start);
         }
-        if let Ok((h, start, _)) = header::parse_header(&cur) {
-            if cur[start - 1] == b'\n' {
-                break (h, start);
+        match header::parse_header(&cur) {
+            Ok((h, start, _)) if cur[start - 1] == b'\n' => break (h, start),
+            Ok(_) => {}
+            Err(e) => {
+                if e.line > 0 && memchr::memchr_iter(b'\n', &cur).take(e.line).count() >= e.line {
+                    return Err(e);
+                }
             }
         }
     };
+    check_memory(&header)?;
     if header.format != MmFormat::Coordinate {
         return full();
     }
@@ -177,7 +196,7 @@ fn read_streaming(path: &Path, block: usize) -> Result<MmMatrix, MmError> {
         std::mem::swap(&mut cur, &mut next);
         start = 0;
     }
-    if found != header.entries {
+    if found != header.entries || mirrored_pair(header.symmetry, &chunks).is_some() {
         return full();
     }
     drop((cur, next));
@@ -247,10 +266,22 @@ pub fn read_matrix_market_bytes_in_chunks(bytes: &[u8], parts: usize) -> Result<
 
 fn read_bytes(bytes: &[u8], parts: Option<usize>) -> Result<MmMatrix, MmError> {
     let (header, body_start, body_line) = header::parse_header(bytes)?;
+    check_memory(&header)?;
     let body = &bytes[body_start..];
     let matrix = match header.format {
         MmFormat::Coordinate => {
             let chunks = parse_body(&header, body, body_line, parts)?;
+            if let Some((first, second, row, col)) = mirrored_pair(header.symmetry, &chunks) {
+                return Err(MmError::new(
+                    data_line(body, body_line, second),
+                    MmErrorKind::MirroredEntry {
+                        row,
+                        col,
+                        first_line: data_line(body, body_line, first),
+                        storage: header.symmetry.as_str(),
+                    },
+                ));
+            }
             build::assemble(header.nrows, header.ncols, header.symmetry, &chunks)
                 .map_err(|kind| MmError::new(header.size_line, kind))?
         }
@@ -260,6 +291,84 @@ fn read_bytes(bytes: &[u8], parts: Option<usize>) -> Result<MmMatrix, MmError> {
         }
     };
     Ok(MmMatrix { header, matrix })
+}
+
+/// Refuses a header whose size needs more memory than is available
+/// ([`MmErrorKind::InsufficientMemory`] at the size line).
+fn check_memory(h: &MmHeader) -> Result<(), MmError> {
+    let needed = read_bytes_needed(h);
+    match available_memory() {
+        Some(available) if needed > available => Err(MmError::new(
+            h.size_line,
+            MmErrorKind::InsufficientMemory { needed, available },
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// In symmetric or skew storage, the first entry (in file order) whose mirror
+/// was also stored: `(index of the mirror, index of the entry, row, col)`,
+/// 0-based entry indices, 1-based row and column. `None` for general storage
+/// or when each position is stored in one triangle only. Costs a sort of the
+/// smaller triangle's entries, and nothing when one triangle is empty.
+fn mirrored_pair(sym: MmSymmetry, chunks: &[Entries]) -> Option<(usize, usize, u64, u64)> {
+    if sym == MmSymmetry::General {
+        return None;
+    }
+    let entries = || {
+        chunks
+            .iter()
+            .flat_map(|c| c.rows.iter().zip(&c.cols))
+            .enumerate()
+            .map(|(k, (&i, &j))| (k, i, j))
+    };
+    let (lower, upper) = entries().fold((0usize, 0usize), |(l, u), (_, i, j)| {
+        (l + usize::from(i > j), u + usize::from(i < j))
+    });
+    if lower == 0 || upper == 0 {
+        return None;
+    }
+    // keys (max, min) of the smaller triangle with their entry index
+    let small_is_lower = lower <= upper;
+    let in_small = |i: u32, j: u32| if small_is_lower { i > j } else { i < j };
+    let key = |i: u32, j: u32| (u64::from(i.max(j)) << 32) | u64::from(i.min(j));
+    let mut small: Vec<(u64, usize)> = entries()
+        .filter(|&(_, i, j)| i != j && in_small(i, j))
+        .map(|(k, i, j)| (key(i, j), k))
+        .collect();
+    small.sort_unstable();
+    let mut best: Option<(usize, usize, u64, u64)> = None;
+    for (k, i, j) in entries().filter(|&(_, i, j)| i != j && !in_small(i, j)) {
+        let q = key(i, j);
+        let p = small.partition_point(|e| e.0 < q);
+        if let Some(&(kk, ks)) = small.get(p) {
+            if kk == q {
+                let (first, second) = (ks.min(k), ks.max(k));
+                if best.is_none_or(|b| second < b.1) {
+                    let (r, c) = if second == k { (i, j) } else { (j, i) };
+                    best = Some((first, second, u64::from(r) + 1, u64::from(c) + 1));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// 1-based file line of the `k`-th (0-based) data line of `body`, whose first
+/// line is `body_line` (blank and `%` lines are not data lines).
+fn data_line(body: &[u8], body_line: usize, k: usize) -> usize {
+    let mut seen = 0usize;
+    for (off, l) in body.split(|&c| c == b'\n').enumerate() {
+        let t = l.trim_ascii_start();
+        if t.is_empty() || t[0] == b'%' {
+            continue;
+        }
+        if seen == k {
+            return body_line + off;
+        }
+        seen += 1;
+    }
+    body_line
 }
 
 /// Reads only the banner and size line of `bytes`.

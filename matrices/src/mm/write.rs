@@ -135,16 +135,17 @@ pub fn write_coordinate<W: Write>(mut w: W, a: &CsrMatrix, symmetric: bool) -> i
     w.flush()
 }
 
-/// [`write_coordinate`] to a new file at `path` (created or truncated).
+/// [`write_coordinate`] to `path`, atomically ([`write_file_atomic`]): an
+/// interrupted write never leaves a truncated file at `path`.
 ///
 /// # Errors
-/// As [`write_coordinate`], plus file creation errors.
+/// As [`write_coordinate`], plus file creation and rename errors.
 pub fn write_coordinate_file(
     path: impl AsRef<Path>,
     a: &CsrMatrix,
     symmetric: bool,
 ) -> io::Result<()> {
-    write_coordinate(BufWriter::new(File::create(path)?), a, symmetric)
+    write_file_atomic(path.as_ref(), |w| write_coordinate(w, a, symmetric))
 }
 
 /// Writes a dense column-major `nrows x ncols` block as a MatrixMarket
@@ -188,15 +189,73 @@ pub fn write_array<W: Write>(mut w: W, nrows: usize, ncols: usize, data: &[f64])
     w.flush()
 }
 
-/// [`write_array`] to a new file at `path` (created or truncated).
+/// [`write_array`] to `path`, atomically ([`write_file_atomic`]).
 ///
 /// # Errors
-/// As [`write_array`], plus file creation errors.
+/// As [`write_array`], plus file creation and rename errors.
 pub fn write_array_file(
     path: impl AsRef<Path>,
     nrows: usize,
     ncols: usize,
     data: &[f64],
 ) -> io::Result<()> {
-    write_array(BufWriter::new(File::create(path)?), nrows, ncols, data)
+    write_file_atomic(path.as_ref(), |w| write_array(w, nrows, ncols, data))
+}
+
+/// The temporary name beside `path` that [`write_file_atomic`] writes to:
+/// `.NAME.tmp.PID` in the same directory (so the final rename stays on one
+/// file system).
+pub fn temp_path(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    path.with_file_name(format!(".{name}.tmp.{}", std::process::id()))
+}
+
+/// Writes a file atomically: `write` fills a buffered temporary file beside
+/// `path` ([`temp_path`]), which is flushed, synced and renamed over `path`.
+/// Readers of `path` see the old file or the complete new one, never a
+/// truncated one; on any error the temporary file is removed and `path` is
+/// untouched.
+///
+/// # Errors
+/// Creating, writing, syncing or renaming the temporary file, or `write`'s
+/// own error.
+pub fn write_file_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let tmp = temp_path(path);
+    let result = (|| {
+        let mut w = BufWriter::new(File::create(&tmp)?);
+        write(&mut w)?;
+        w.flush()?;
+        w.get_ref().sync_all()?;
+        drop(w);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Checks that [`write_file_atomic`] can later write `path`, by creating and
+/// removing its temporary file now (before long work whose result would be
+/// lost). Also refuses a `path` that is a directory.
+///
+/// # Errors
+/// The creation error of the temporary file (missing directory, permission),
+/// or `IsADirectory`.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    if path.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    let tmp = temp_path(path);
+    File::create(&tmp)?;
+    std::fs::remove_file(&tmp)
 }

@@ -19,7 +19,7 @@ use crate::operator::Preconditioner;
 /// upper entries of `U`. Applying `M^{-1} = U^{-1} L^{-1}` is a forward then a backward
 /// substitution done in place in the output vector: no scratch, no allocation.
 ///
-/// For the substitutions the factors are also kept split ([`TriSolve`]): `L` rows in
+/// For the substitutions the factors are also kept split (`TriSolve`): `L` rows in
 /// order, `U` rows in reverse order, so that each sweep streams only its own triangle
 /// forwards through memory (interleaved rows made each sweep read both).
 #[derive(Debug, Clone, Default)]

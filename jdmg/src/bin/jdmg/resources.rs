@@ -1,0 +1,182 @@
+//! Resource requests checked before anything is allocated or spawned: memory
+//! of a generated matrix and of a solve against what the machine has, thread
+//! and rank counts, solve-group specs.
+
+use jdmg::{JdParams, PrecondChoice};
+use matrices::generate::GenSpec;
+use matrices::mm::memory::{available_memory, human_bytes, MEMORY_LIMIT_ENV};
+
+use crate::output::Fail;
+
+/// Largest `--threads` and `--ranks` accepted (each is an OS thread).
+pub const MAX_THREADS: usize = 1024;
+
+/// Stored entries per row of a generated matrix (upper bound).
+fn nnz_per_row(spec: &GenSpec) -> u64 {
+    match spec {
+        GenSpec::Lap2d { .. } | GenSpec::Aniso2d { .. } => 5,
+        GenSpec::Lap3d { .. } | GenSpec::Aniso3d { .. } => 7,
+        GenSpec::Stencil27 { .. } => 27,
+        GenSpec::Spectrum { .. } => 1,
+    }
+}
+
+/// Bytes of the CSR matrix of `spec` (12 per entry, 8 per row pointer).
+pub fn generated_bytes(spec: &GenSpec) -> u64 {
+    let n = spec.nrows() as u64;
+    n.saturating_mul(nnz_per_row(spec))
+        .saturating_mul(12)
+        .saturating_add(n.saturating_add(1).saturating_mul(8))
+}
+
+/// Bytes a solve of an `n`-row matrix with `nnz` entries allocates beyond the
+/// matrix itself, for the sizes of `p` (resolved as the solver does): the
+/// basis V, AV and one work block of `max_basis` columns, the locked vectors
+/// and their products, the k-column blocks of the correction phase (about ten:
+/// Ritz vectors, residuals, BiCGSTAB or QMRs vectors), the projected dense
+/// matrices (four of max_basis²), and the preconditioner (ILU: two factor
+/// copies, 24 bytes per entry; SPAI/FSAI one sparse matrix, 12 bytes per entry;
+/// Jacobi one vector). `ranks > 1` adds the ranks' local copies of the matrix.
+pub fn solve_bytes(n: usize, nnz: usize, p: &JdParams, ranks: usize) -> u64 {
+    let n64 = n as u64;
+    let k = if p.block == 0 { p.nev.min(8) } else { p.block }.min(n) as u64;
+    let nev = p.nev as u64;
+    let m = if p.max_basis == 0 {
+        (6 * k + nev).max(30)
+    } else {
+        p.max_basis as u64
+    }
+    .min(n64);
+    let columns = m
+        .saturating_mul(3)
+        .saturating_add(nev.saturating_mul(2))
+        .saturating_add(k.saturating_mul(10));
+    let vectors = n64.saturating_mul(columns).saturating_mul(8);
+    let dense = m.saturating_mul(m).saturating_mul(4 * 8);
+    let nnz = nnz as u64;
+    let precond = match p.precond {
+        PrecondChoice::None => 0,
+        PrecondChoice::Jacobi => n64.saturating_mul(8),
+        PrecondChoice::Ilu0 | PrecondChoice::Ilut => {
+            let fill = if p.precond == PrecondChoice::Ilut {
+                (p.ilut_fill as u64).saturating_mul(n64).max(nnz)
+            } else {
+                nnz
+            };
+            fill.saturating_mul(24)
+        }
+        PrecondChoice::Spai | PrecondChoice::Fsai => nnz.saturating_mul(12),
+    };
+    let copies = if ranks > 1 {
+        nnz.saturating_mul(12)
+            .saturating_add(n64.saturating_mul(16))
+    } else {
+        0
+    };
+    vectors
+        .saturating_add(dense)
+        .saturating_add(precond)
+        .saturating_add(copies)
+}
+
+/// Refuses a request of `needed` bytes when more than the available memory.
+///
+/// # Errors
+/// Exit 2 with both figures and `what` needs them.
+pub fn check_memory(what: &str, needed: u64) -> Result<(), Fail> {
+    match available_memory() {
+        Some(avail) if needed > avail => Err(Fail::bad(format!(
+            "{what} needs about {}, more than the {} of memory available (set {MEMORY_LIMIT_ENV} to change the limit)",
+            human_bytes(needed),
+            human_bytes(avail)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a thread or rank count: 1 ≤ `v` ≤ [`MAX_THREADS`].
+///
+/// # Errors
+/// Exit 2 naming the option.
+pub fn check_count(option: &str, v: usize) -> Result<(), Fail> {
+    if v == 0 || v > MAX_THREADS {
+        return Err(Fail::bad(format!(
+            "{option} {v}: must be between 1 and {MAX_THREADS}"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the numbers of a `--groups` spec against `p` processes before the
+/// library parses it: a group count 1..=p, or rank lists `a` / `a-b` with
+/// a ≤ b < p (`equal` and `host` pass through).
+///
+/// # Errors
+/// Exit 2 naming the offending item.
+pub fn check_groups(spec: &str, p: usize) -> Result<(), Fail> {
+    let spec = spec.trim();
+    if spec == "equal" || spec == "host" {
+        return Ok(());
+    }
+    let num = |s: &str| -> Result<usize, Fail> {
+        s.trim().parse::<usize>().map_err(|_| {
+            Fail::bad(format!(
+                "--groups {spec}: {s:?} is not a rank number (use equal, a group count, rank lists like 0-3,4-5, or host)"
+            ))
+        })
+    };
+    if !spec.contains([',', '-']) {
+        let g = num(spec)?;
+        if g == 0 || g > p {
+            return Err(Fail::bad(format!(
+                "--groups {g}: the group count must be between 1 and the {p} processes"
+            )));
+        }
+        return Ok(());
+    }
+    for item in spec.split(',') {
+        let (a, b) = match item.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let a = num(item)?;
+                (a, a)
+            }
+        };
+        if a > b || b >= p {
+            return Err(Fail::bad(format!(
+                "--groups {spec}: {item:?} is not a rank range inside 0-{}",
+                p - 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_specs() {
+        assert!(check_groups("equal", 4).is_ok());
+        assert!(check_groups("0-1,2-3", 4).is_ok());
+        assert!(check_groups("2", 4).is_ok());
+        assert!(check_groups("0-18446744073709551615", 4).is_err());
+        assert!(check_groups("0-99999999999999999999999", 4).is_err());
+        assert!(check_groups("5", 4).is_err());
+        assert!(check_groups("3-1", 4).is_err());
+    }
+
+    #[test]
+    fn basis_memory_grows_with_max_basis() {
+        let p = JdParams {
+            max_basis: 100_000,
+            ..Default::default()
+        };
+        // lap3d:40: n = 64,000 caps the basis at n; V, AV and W alone: 3 n² · 8
+        let b = solve_bytes(64_000, 448_000, &p, 1);
+        assert!(b >= 3 * 64_000u64 * 64_000 * 8, "{b}");
+        let small = solve_bytes(64_000, 448_000, &JdParams::default(), 1);
+        assert!(small < 1 << 30, "{small}");
+    }
+}

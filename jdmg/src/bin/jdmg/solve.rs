@@ -1,0 +1,932 @@
+//! `jdmg solve`: options, parameters (flags over a config file), the checks
+//! made before any long work (paths, memory, thread and rank counts, MPI
+//! launcher), the serial, thread-rank and MPI runs, and the report.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use clap::{Args, ValueEnum};
+use jdmg::{
+    ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution,
+    Target,
+};
+use lblib::Comm;
+use matrices::generate::{generate, GenSpec};
+use matrices::info::matrix_info;
+use matrices::CsrMatrix;
+
+use crate::mpi_detect;
+use crate::output::{
+    check_output_path, emit, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED,
+};
+use crate::progress::{History, Live};
+use crate::resources::{check_count, check_groups, check_memory, generated_bytes, solve_bytes};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Which {
+    Smallest,
+    Largest,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Conv {
+    Norm,
+    Rel,
+    Abs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Prec {
+    None,
+    Jacobi,
+    Ilu0,
+    Ilut,
+    Spai,
+    Fsai,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BalanceArg {
+    None,
+    Fastest,
+    Slowest,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Inner {
+    Adaptive,
+    Fixed,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Solver {
+    Bicgstab,
+    Qmrs,
+}
+
+#[derive(Args)]
+pub struct SolveArgs {
+    /// MatrixMarket file (or use --generate).
+    pub file: Option<PathBuf>,
+    /// Generate the matrix instead of reading a file (e.g. lap3d:40).
+    #[arg(long, conflicts_with = "file")]
+    pub generate: Option<String>,
+    /// Number of eigenpairs.
+    #[arg(long)]
+    pub nev: Option<usize>,
+    /// Which end of the spectrum.
+    #[arg(long, value_enum)]
+    pub which: Option<Which>,
+    /// Interior target σ: eigenvalues closest to it (overrides --which).
+    #[arg(long, allow_hyphen_values = true)]
+    pub target: Option<f64>,
+    /// Convergence tolerance (a positive number; `--tol -1` is read as a value
+    /// and rejected).
+    #[arg(long, allow_hyphen_values = true)]
+    pub tol: Option<f64>,
+    /// Convergence test: norm (‖r‖ ≤ tol‖A‖), rel (≤ tol|λ|), abs (≤ tol).
+    #[arg(long, value_enum)]
+    pub conv: Option<Conv>,
+    /// ‖A‖ for the norm test (default: estimated).
+    #[arg(long, allow_hyphen_values = true)]
+    pub anorm: Option<f64>,
+    /// Block size k.
+    #[arg(long)]
+    pub block: Option<usize>,
+    /// Maximum basis size.
+    #[arg(long)]
+    pub max_basis: Option<usize>,
+    /// Basis size after restart.
+    #[arg(long)]
+    pub restart: Option<usize>,
+    /// Preconditioner of the correction equations.
+    #[arg(long, value_enum)]
+    pub precond: Option<Prec>,
+    /// Shift σ of the preconditioner (A − σI); finite.
+    #[arg(long, allow_hyphen_values = true)]
+    pub precond_shift: Option<f64>,
+    /// Inner steps cap per correction equation.
+    #[arg(long)]
+    pub maxits: Option<usize>,
+    /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
+    /// for qmrs).
+    #[arg(long, value_enum)]
+    pub inner: Option<Inner>,
+    /// Inner solver: bicgstab (the paper's) or qmrs (symmetric QMR, one matvec per
+    /// step, JDQMR stopping; raise --maxits, e.g. 100).
+    #[arg(long, value_enum)]
+    pub inner_solver: Option<Solver>,
+    /// Matvec budget.
+    #[arg(long)]
+    pub max_matvecs: Option<u64>,
+    /// Seed of the start vectors.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Threads per process (1 to 1024).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Fine-grain ranks on the thread backend (one process; 1 to 1024, at most n).
+    #[arg(long, default_value_t = 1)]
+    pub ranks: usize,
+    /// Run over MPI. Needs a build with the `mpi` feature; not needed under
+    /// mpirun, srun or mpiexec, which are detected from their environment.
+    #[arg(long, conflicts_with = "no_mpi")]
+    pub mpi: bool,
+    /// Do not use MPI even when launched by mpirun, srun or mpiexec (every
+    /// process then solves alone).
+    #[arg(long)]
+    pub no_mpi: bool,
+    /// Multigrain solve groups (seeds/003 §6): `equal` (P/k equal groups), a group
+    /// count, rank lists like `0-3,4-5,6,7`, or `host` (one group per host).
+    /// Needs --ranks > 1 or --mpi.
+    #[arg(long)]
+    pub groups: Option<String>,
+    /// Hierarchical partitioning for equal solve groups (seeds/003 §6, MPP's): the
+    /// fine↔group all-to-alls run inside groups of k processes instead of over all
+    /// P. `off`, or groups of unequal sizes: one global all-to-all.
+    #[arg(long, value_enum, default_value = "on")]
+    pub hierarchical: OnOff,
+    /// Load balancing of the multigrain correction phase (seeds/003 §4, §7).
+    #[arg(long, value_enum, default_value = "none")]
+    pub balance: BalanceArg,
+    /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
+    /// processors: virtual clocks on the thread backend, sleeping under MPI.
+    #[arg(long, value_delimiter = ',')]
+    pub slowdown: Vec<f64>,
+    /// Parameters file (TOML or JSON, keys of JdParams); flags override it.
+    /// Interior target: `target = 1.5`, `target = "closest:1.5"` or
+    /// `target = { closest = 1.5 }`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Write the eigenvectors as a MatrixMarket array (atomically; the path
+    /// is checked before the solve).
+    #[arg(long)]
+    pub eigenvectors: Option<PathBuf>,
+    /// Draw the residual history of every eigenpair (log scale, against
+    /// matvecs) as an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No live progress display (it is shown only when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Skip the symmetry check of the input.
+    #[arg(long)]
+    pub no_symmetry_check: bool,
+}
+
+/// Reads a parameters file (TOML, or JSON when it ends in `.json` or starts
+/// with `{`). The interior target may be written `target = 1.5`,
+/// `target = "closest:1.5"` or serde's `target = { closest = 1.5 }`; a bare
+/// `target = "closest"` is refused with these forms.
+///
+/// # Errors
+/// Exit 2 naming the file: unreadable, malformed, unknown key, bad target.
+fn config_params(path: &Path) -> Result<JdParams, Fail> {
+    let fail = |e: &dyn std::fmt::Display| Fail::bad(format!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
+    let is_json =
+        path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+    let mut v: serde_json::Value = if is_json {
+        serde_json::from_str(&text).map_err(|e| fail(&e))?
+    } else {
+        let t: toml::Value = toml::from_str(&text).map_err(|e| fail(&e))?;
+        serde_json::to_value(t).map_err(|e| fail(&e))?
+    };
+    if let Some(t) = v.get_mut("target") {
+        *t = normalize_target(t).map_err(|e| fail(&e))?;
+    }
+    serde_json::from_value(v).map_err(|e| fail(&e))
+}
+
+/// The serde form of a config `target`: numbers and `"closest:σ"` become
+/// `{ "closest": σ }`.
+fn normalize_target(t: &serde_json::Value) -> Result<serde_json::Value, String> {
+    let forms = "write target = 1.5, target = \"closest:1.5\" or target = { closest = 1.5 } for the eigenvalues closest to 1.5";
+    let closest = |s: f64| serde_json::json!({ "closest": s });
+    match t {
+        serde_json::Value::Number(x) => Ok(closest(x.as_f64().unwrap_or(f64::NAN))),
+        serde_json::Value::String(s) => {
+            let s = s.trim();
+            let lower = s.to_ascii_lowercase();
+            if lower == "closest" {
+                return Err(format!("target \"closest\" needs the shift σ: {forms}"));
+            }
+            if let Some(x) = lower.strip_prefix("closest:") {
+                return x
+                    .trim()
+                    .parse::<f64>()
+                    .map(closest)
+                    .map_err(|_| format!("target {s:?}: {x:?} is not a number; {forms}"));
+            }
+            match lower.as_str() {
+                "smallest" | "largest" => Ok(serde_json::Value::String(lower)),
+                _ => Err(format!(
+                    "target {s:?}: expected \"smallest\", \"largest\" or a shift; {forms}"
+                )),
+            }
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
+    let mut p = match &a.config {
+        None => JdParams::default(),
+        Some(path) => config_params(path)?,
+    };
+    if let Some(v) = a.nev {
+        p.nev = v;
+    }
+    if let Some(w) = a.which {
+        p.target = match w {
+            Which::Smallest => Target::Smallest,
+            Which::Largest => Target::Largest,
+        };
+    }
+    if let Some(s) = a.target {
+        p.target = Target::Closest(s);
+    }
+    if let Some(v) = a.tol {
+        p.tol = v;
+    }
+    if let Some(c) = a.conv {
+        p.conv = match c {
+            Conv::Norm => ConvTest::Norm,
+            Conv::Rel => ConvTest::Rel,
+            Conv::Abs => ConvTest::Abs,
+        };
+    }
+    if a.anorm.is_some() {
+        p.anorm = a.anorm;
+    }
+    if let Some(v) = a.block {
+        p.block = v;
+    }
+    if let Some(v) = a.max_basis {
+        p.max_basis = v;
+    }
+    if let Some(v) = a.restart {
+        p.restart_size = v;
+    }
+    if let Some(v) = a.precond {
+        p.precond = match v {
+            Prec::None => PrecondChoice::None,
+            Prec::Jacobi => PrecondChoice::Jacobi,
+            Prec::Ilu0 => PrecondChoice::Ilu0,
+            Prec::Ilut => PrecondChoice::Ilut,
+            Prec::Spai => PrecondChoice::Spai,
+            Prec::Fsai => PrecondChoice::Fsai,
+        };
+    }
+    if a.precond_shift.is_some() {
+        p.precond_shift = a.precond_shift;
+    }
+    if let Some(v) = a.maxits {
+        p.maxits = v;
+    }
+    if let Some(v) = a.inner {
+        p.inner = match v {
+            Inner::Adaptive => InnerStop::Adaptive,
+            Inner::Fixed => InnerStop::Fixed,
+        };
+    }
+    if let Some(v) = a.inner_solver {
+        p.inner_solver = match v {
+            Solver::Bicgstab => InnerSolver::Bicgstab,
+            Solver::Qmrs => InnerSolver::Qmrs,
+        };
+    }
+    if let Some(v) = a.max_matvecs {
+        p.max_matvecs = v;
+    }
+    if let Some(v) = a.seed {
+        p.seed = v;
+    }
+    if let Some(v) = a.threads {
+        p.threads = v;
+    }
+    // every preconditioner refuses a non-finite shift, Jacobi included
+    if let Some(s) = p.precond_shift {
+        if !s.is_finite() {
+            return Err(Fail::bad(format!("precond_shift must be finite, got {s}")));
+        }
+    }
+    if !(p.ilut_drop.is_finite() && p.ilut_drop >= 0.0) {
+        return Err(Fail::bad(format!(
+            "ilut_drop must be finite and >= 0, got {}",
+            p.ilut_drop
+        )));
+    }
+    check_count("--threads", p.threads)?;
+    Ok(p)
+}
+
+/// Reads or generates the matrix; a generated one is refused before
+/// allocation when it does not fit in memory (a file is checked by the
+/// reader itself).
+fn load(a: &SolveArgs) -> Result<(CsrMatrix, String), Fail> {
+    let (m, source, header) = match (&a.file, &a.generate) {
+        (Some(f), None) => {
+            let (m, h) = crate::read(f)?;
+            (m, f.display().to_string(), Some(h))
+        }
+        (None, Some(g)) => {
+            let spec: GenSpec = g.parse().map_err(|e| (EXIT_BAD_INPUT, e))?;
+            spec.validate().map_err(|e| (EXIT_BAD_INPUT, e))?;
+            check_memory(&format!("generating {spec}"), generated_bytes(&spec))?;
+            (
+                generate(&spec).map_err(|e| (EXIT_BAD_INPUT, e))?,
+                format!("generated {spec}"),
+                None,
+            )
+        }
+        _ => return Err(Fail::bad("give a MatrixMarket FILE or --generate SPEC")),
+    };
+    if m.nrows() != m.ncols() {
+        return Err(Fail::bad(format!(
+            "{source}: matrix is {} x {}, not square",
+            m.nrows(),
+            m.ncols()
+        )));
+    }
+    if !a.no_symmetry_check {
+        let inf = matrix_info(&m, header.as_ref());
+        if !inf.symmetric {
+            return Err(Fail::bad(format!(
+                "{source}: matrix is not symmetric (max |a_ij - a_ji| = {:.3e}, relative {:.3e}); jdmg solves symmetric problems",
+                inf.max_asymmetry.unwrap_or(f64::NAN),
+                inf.max_asymmetry_rel.unwrap_or(f64::NAN)
+            )));
+        }
+    }
+    Ok((m, source))
+}
+
+/// Checks made before the solve on the loaded matrix: process count against
+/// n, and the memory of the solve.
+fn check_problem(m: &CsrMatrix, p: &JdParams, procs: usize, what: &str) -> Result<(), Fail> {
+    if procs > m.nrows() {
+        return Err(Fail::bad(format!(
+            "{procs} {what} for a matrix of n = {} rows: every process needs at least one row",
+            m.nrows()
+        )));
+    }
+    // per process: its share of the vectors, plus the whole matrix it read
+    let per = solve_bytes(m.nrows().div_ceil(procs), m.nnz().div_ceil(procs), p, 1);
+    let per = if what == "ranks" {
+        per.saturating_mul(procs as u64)
+            .saturating_add(solve_bytes(0, m.nnz(), p, procs))
+    } else {
+        per
+    };
+    check_memory("the solve", per)
+}
+
+/// The signal (SIGINT or SIGTERM) that asked a single-process solve to stop; 0
+/// while none did.
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // A second signal ends the process at once.
+    if INTERRUPTED.swap(sig, std::sync::atomic::Ordering::SeqCst) != 0 {
+        unsafe { libc::_exit(128 + sig) };
+    }
+}
+
+/// SIGINT and SIGTERM stop the solve at the next outer iteration (the observer
+/// breaks): the pairs converged so far are printed and jdmg exits 130 or 143.
+/// Only single-process solves: ranks of a distributed solve could see the signal
+/// at different iterations, so there the signal ends the job as before.
+fn catch_interrupts() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only touches an atomic and calls the async-signal-safe _exit.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// Observer state: the live display and the residual history.
+struct Watch {
+    live: Option<Live>,
+    history: Option<History>,
+    nev: usize,
+}
+
+impl Watch {
+    fn new(a: &SolveArgs, p: &JdParams) -> Self {
+        let live =
+            (!a.quiet && std::io::stderr().is_terminal()).then(|| Live::new(p.nev, p.max_matvecs));
+        Self {
+            live,
+            history: a.plot.as_ref().map(|_| History::default()),
+            nev: p.nev,
+        }
+    }
+
+    fn see(&mut self, ev: &IterationEvent) {
+        if let Some(l) = &self.live {
+            l.update(ev);
+        }
+        if let Some(h) = &mut self.history {
+            h.record(ev, self.nev);
+        }
+    }
+
+    /// [`Watch::see`], then stop when a signal asked (single-process solves).
+    fn see_or_stop(&mut self, ev: &IterationEvent) -> std::ops::ControlFlow<()> {
+        self.see(ev);
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+
+    fn done(&self) {
+        if let Some(l) = &self.live {
+            l.finish();
+        }
+    }
+}
+
+/// Where jdmg runs: one process, threads as ranks, or MPI.
+enum Mode {
+    Local,
+    Mpi,
+}
+
+/// MPI when asked (`--mpi`) or launched by an MPI launcher, unless `--no-mpi`.
+fn mode(a: &SolveArgs) -> Result<Mode, Fail> {
+    if a.no_mpi {
+        return Ok(Mode::Local);
+    }
+    if a.mpi {
+        return Ok(Mode::Mpi);
+    }
+    match mpi_detect::detect() {
+        None => Ok(Mode::Local),
+        Some(l) if cfg!(feature = "mpi") => {
+            let _ = l;
+            Ok(Mode::Mpi)
+        }
+        Some(l) if l.size.is_some_and(|s| s > 1) => Err(Fail::bad(format!(
+            "launched as one of {} MPI processes ({} is set), but this jdmg was built without MPI: every process would solve alone. Rebuild with --features mpi, or pass --no-mpi",
+            l.size.unwrap_or(0),
+            l.evidence
+        ))),
+        Some(_) => Ok(Mode::Local),
+    }
+}
+
+/// Output paths and standard output, checked before any long work.
+fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
+    require_stdout()?;
+    if let Some(p) = &a.eigenvectors {
+        check_output_path("--eigenvectors", p)?;
+    }
+    if let Some(p) = &a.plot {
+        check_output_path("--plot", p)?;
+    }
+    Ok(())
+}
+
+/// `jdmg solve`.
+///
+/// # Errors
+/// The failure to report, with its exit code.
+pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
+    let params = params_from(a)?;
+    check_count("--ranks", a.ranks)?;
+    if let Some(g) = &a.groups {
+        if a.ranks > 1 {
+            check_groups(g, a.ranks)?;
+        }
+    }
+    if let Mode::Mpi = mode(a)? {
+        return solve_mpi(a, &params);
+    }
+    check_outputs(a)?;
+    let (m, source) = load(a)?;
+    if a.groups.is_some() && a.ranks < 2 {
+        return Err(Fail::bad("--groups needs --ranks N (N > 1) or --mpi"));
+    }
+    check_problem(&m, &params, a.ranks, "ranks")?;
+    let watch = Mutex::new(Watch::new(a, &params));
+    let (res, nprocs, extra) = if a.ranks > 1 {
+        let slow = if a.slowdown.is_empty() {
+            vec![1.0; a.ranks]
+        } else {
+            a.slowdown.clone()
+        };
+        if slow.len() != a.ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(Fail::bad(format!(
+                "--slowdown needs {} positive factors",
+                a.ranks
+            )));
+        }
+        let clock = if a.slowdown.is_empty() {
+            lblib::ClockMode::Real
+        } else {
+            lblib::ClockMode::Virtual
+        };
+        let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+        let out = lblib::ThreadComm::run_with(cfg, |comm| {
+            let w = (comm.rank() == 0).then_some(&watch);
+            run_distributed(a, &params, &m, &comm, w)
+        });
+        let Some(first) = out.into_iter().next() else {
+            return Err(Fail::bad("no rank returned a result"));
+        };
+        (first.0?, a.ranks, first.1)
+    } else {
+        if !a.slowdown.is_empty() {
+            return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
+        }
+        let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
+        catch_interrupts();
+        let mut obs = |ev: &IterationEvent| w.see_or_stop(ev);
+        (
+            jdmg::solve_matrix(&m, &params, Some(&mut obs)),
+            1,
+            serde_json::json!({}),
+        )
+    };
+    let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
+    watch.done();
+    report(a, &params, &source, &m, res, nprocs, extra, watch.history)
+}
+
+type DistOutcome = (Result<Result<Solution, JdError>, Fail>, serde_json::Value);
+
+/// Fine grain (or multigrain with --groups) on the processes of `base`, with the
+/// paper's imbalance tracer on the fine-grain communicator. Collective.
+/// `watch` (on one rank) observes the fine-grain iterations.
+fn run_distributed<B: Comm>(
+    a: &SolveArgs,
+    params: &JdParams,
+    m: &CsrMatrix,
+    base: &B,
+    watch: Option<&Mutex<Watch>>,
+) -> DistOutcome {
+    // Solve groups first: with the hierarchical layout (seeds/003 §6) the fine-grain
+    // communicator is ordered by fine part (jdmg::fine_rank_keys).
+    let k = if params.block == 0 {
+        params.nev.min(8)
+    } else {
+        params.block
+    };
+    let groups = match a.groups.as_deref() {
+        Some("host") => {
+            // one solve group per host: all-gather a hash of each rank's host name
+            let mut keys = vec![0u64; base.size()];
+            base.all_gather_u64(&[jdmg::multigrain::host_key()], &mut keys);
+            Some(jdmg::multigrain::groups_by_key(&keys))
+        }
+        Some(spec) => match check_groups(spec, base.size()).and_then(|()| {
+            jdmg::parse_groups(spec, base.size(), k).map_err(|e| Fail::bad(e.to_string()))
+        }) {
+            Ok(g) => Some(g),
+            Err(e) => return (Err(e), serde_json::json!({})),
+        },
+        None => None,
+    };
+    let hierarchical = matches!(a.hierarchical, OnOff::On);
+    let key = match &groups {
+        Some(g) => jdmg::fine_rank_keys(g, hierarchical)
+            .get(base.rank())
+            .copied()
+            .unwrap_or(base.rank()),
+        None => base.rank(),
+    };
+    let world = lblib::Traced::new(base.split(0, key));
+    let mut extra = serde_json::Map::new();
+    let mut mg_stats = None;
+    let r = match groups {
+        Some(groups) => {
+            let balance = match a.balance {
+                BalanceArg::None => jdmg::Balance::None,
+                BalanceArg::Fastest => jdmg::Balance::Fastest,
+                BalanceArg::Slowest => jdmg::Balance::Slowest,
+            };
+            let mg = jdmg::MultigrainParams {
+                groups: groups.clone(),
+                balance,
+                hierarchical,
+                ..Default::default()
+            };
+            extra.insert("mode".into(), "multigrain".into());
+            extra.insert("groups".into(), serde_json::json!(groups));
+            extra.insert("balance".into(), serde_json::json!(balance));
+            match jdmg::solve_multigrain(m, &world, base, params, &mg) {
+                Ok(s) => {
+                    extra.insert("multigrain".into(), serde_json::json!(s.multigrain));
+                    mg_stats = Some(s.multigrain);
+                    Ok((s.solution, 0..0))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        None => {
+            extra.insert("mode".into(), "fine".into());
+            match watch {
+                Some(w) => {
+                    let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut obs = |ev: &IterationEvent| {
+                        w.see(ev);
+                        std::ops::ControlFlow::Continue(())
+                    };
+                    jdmg::solve_distributed(m, &world, params, Some(&mut obs))
+                }
+                None => jdmg::solve_distributed(m, &world, params, None),
+            }
+        }
+    };
+    if let Ok(rep) = world.report() {
+        // hierarchical multigrain: plus the waits in the all-to-all groups (§4, §6)
+        let pct = mg_stats
+            .as_ref()
+            .map_or(rep.imbalance_percent, |s: &jdmg::MultigrainStats| {
+                s.imbalance_percent(&rep)
+            });
+        extra.insert("imbalance_percent".into(), pct.into());
+        extra.insert("imbalance".into(), serde_json::json!(rep));
+    }
+    // over `world`: its rank order is the order of the fine row blocks
+    let res = gather(&world, m.nrows(), r);
+    (Ok(res), serde_json::Value::Object(extra))
+}
+
+/// Collects the eigenvectors of a distributed solution on every rank.
+fn gather<C: Comm>(
+    comm: &C,
+    n: usize,
+    r: Result<(Solution, std::ops::Range<usize>), JdError>,
+) -> Result<Solution, JdError> {
+    let (mut s, boxed) = match r {
+        Ok((s, _)) => (s, false),
+        Err(JdError::NotConverged { partial, .. }) => (*partial, true),
+        Err(e) => return Err(e),
+    };
+    let nloc = s.n_local;
+    let nvec = s.eigenvalues.len();
+    let mut counts = vec![0u64; comm.size()];
+    comm.all_gather_u64(&[nloc as u64], &mut counts);
+    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
+    let mut full = vec![0.0; n * nvec];
+    let mut col = vec![0.0; n];
+    for j in 0..nvec {
+        comm.all_gather_v(s.eigenvector(j), &counts, &mut col);
+        full[j * n..(j + 1) * n].copy_from_slice(&col);
+    }
+    s.eigenvectors = full;
+    s.n_local = n;
+    if boxed {
+        let wanted = s.eigenvalues.len();
+        Err(JdError::NotConverged {
+            wanted,
+            partial: Box::new(s),
+        })
+    } else {
+        Ok(s)
+    }
+}
+
+/// Prints the results (text or JSON) on standard output, then writes the
+/// eigenvectors and the plot (atomically, paths checked before the solve):
+/// the eigenvalues are printed even if a file cannot be written.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    a: &SolveArgs,
+    params: &JdParams,
+    source: &str,
+    m: &CsrMatrix,
+    res: Result<Solution, JdError>,
+    nprocs: usize,
+    extra: serde_json::Value,
+    history: Option<History>,
+) -> Result<(), Fail> {
+    let (sol, converged) = match res {
+        Ok(s) => (s, true),
+        Err(JdError::NotConverged { partial, .. }) => (*partial, false),
+        Err(JdError::Stopped { partial, .. }) => (*partial, false),
+        Err(e) => return Err(Fail::bad(e.to_string())),
+    };
+    let all_conv =
+        converged && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == params.nev;
+    let mut out = String::new();
+    if a.json {
+        let mut obj = serde_json::json!({
+            "source": source,
+            "n": m.nrows(),
+            "nnz": m.nnz(),
+            "nev": params.nev,
+            "eigenvalues": sol.eigenvalues,
+            "residual_norms": sol.residual_norms,
+            "converged": all_conv,
+            "converged_each": sol.converged,
+            "matvecs": sol.stats.matvecs,
+            "outer_iterations": sol.stats.outer_iterations,
+            "wall_seconds": sol.stats.wall_seconds,
+            "nprocs": nprocs,
+            "params": params,
+            "stats": sol.stats,
+        });
+        if let (Some(o), serde_json::Value::Object(e)) = (obj.as_object_mut(), extra) {
+            o.extend(e);
+        }
+        let _ = writeln!(out, "{obj}");
+    } else {
+        text_report(&mut out, source, m, &sol, nprocs, &extra);
+    }
+    emit(&out)?;
+    if let Some(path) = &a.eigenvectors {
+        matrices::mm::write_array_file(path, sol.n_local, sol.eigenvalues.len(), &sol.eigenvectors)
+            .map_err(|e| Fail::bad(format!("--eigenvectors {}: {e}", path.display())))?;
+    }
+    if let (Some(path), Some(mut h)) = (&a.plot, history) {
+        h.finish(sol.stats.matvecs, &sol.residual_norms);
+        let threshold = match params.conv {
+            ConvTest::Norm => Some(params.tol * params.anorm.unwrap_or(sol.stats.anorm_estimate)),
+            ConvTest::Abs => Some(params.tol),
+            ConvTest::Rel => None,
+        };
+        let title = format!(
+            "{source}: residual history of {} eigenpairs",
+            sol.eigenvalues.len()
+        );
+        let svg = h
+            .svg(&title, threshold)
+            .map_err(|e| Fail::bad(format!("--plot {}: {e}", path.display())))?;
+        write_atomic(path, svg.as_bytes())?;
+    }
+    let signal = INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+    if signal != 0 {
+        Err(Fail(
+            u8::try_from(128 + signal).unwrap_or(130),
+            format!(
+                "interrupted: {} of {} eigenpairs converged (printed above)",
+                sol.nconverged(),
+                params.nev
+            ),
+        ))
+    } else if all_conv {
+        Ok(())
+    } else {
+        Err(Fail(
+            EXIT_NOT_CONVERGED,
+            format!(
+                "not converged: {} of {} eigenpairs",
+                sol.nconverged(),
+                params.nev
+            ),
+        ))
+    }
+}
+
+/// The human-readable report.
+fn text_report(
+    out: &mut String,
+    source: &str,
+    m: &CsrMatrix,
+    sol: &Solution,
+    nprocs: usize,
+    extra: &serde_json::Value,
+) {
+    let _ = writeln!(
+        out,
+        "{source}: n = {}, nnz = {}, {} process(es)",
+        m.nrows(),
+        m.nnz(),
+        nprocs
+    );
+    let _ = writeln!(
+        out,
+        "{:>4}  {:>24}  {:>12}  converged",
+        "#", "eigenvalue", "residual"
+    );
+    for (j, (l, r)) in sol.eigenvalues.iter().zip(&sol.residual_norms).enumerate() {
+        let _ = writeln!(out, "{j:>4}  {l:>24.16e}  {r:>12.3e}  {}", sol.converged[j]);
+    }
+    let s = &sol.stats;
+    let _ = writeln!(
+        out,
+        "outer {}  matvecs {}  inner steps {}  precond {}  global sums {}  restarts {}",
+        s.outer_iterations,
+        s.matvecs,
+        s.inner_steps,
+        s.precond_applications,
+        s.global_sums,
+        s.restarts
+    );
+    let q = &s.inner_stops;
+    if q != &jdmg::InnerStops::default() {
+        let _ = writeln!(
+            out,
+            "JDQMR stops: maxits {}  stagnation {}  ritz {}  converged {}  reduced {}  linear {}  breakdown {}",
+            q.steps, q.stagnation, q.ritz, q.converged, q.reduced, q.linear, q.breakdown
+        );
+    }
+    let _ = writeln!(
+        out,
+        "time {:.3} s (projection {:.3}, correction {:.3}, setup {:.3})  ‖A‖ est {:.4e}",
+        s.wall_seconds,
+        s.projection_seconds,
+        s.correction_seconds,
+        s.setup_seconds,
+        s.anorm_estimate
+    );
+    if let Some(p) = extra.get("imbalance_percent").and_then(|v| v.as_f64()) {
+        let _ = writeln!(
+            out,
+            "imbalance {p:.2}% (seeds/003 §4 metric, fine-grain collectives)"
+        );
+    }
+    if let Some(mg) = extra.get("multigrain") {
+        let field = |v: Option<&serde_json::Value>| v.map(|g| g.to_string()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "solve groups {}  inner steps per group {}  rates {}",
+            field(extra.get("groups")),
+            field(mg.get("group_inner_steps")),
+            field(mg.get("group_rates"))
+        );
+    }
+}
+
+/// The MPI run: every rank reads (or generates) the matrix and keeps its rows;
+/// rank 0 checks the output paths and prints. All ranks agree on every check
+/// before entering the solver's collectives.
+#[cfg(feature = "mpi")]
+fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
+    let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
+    let (rank, size) = (world.rank(), world.size());
+    let prepared = (|| {
+        if rank == 0 {
+            check_outputs(a)?;
+        }
+        if let Some(g) = &a.groups {
+            check_groups(g, size)?;
+        }
+        let (m, source) = load(a)?;
+        check_problem(&m, params, size, "MPI processes")?;
+        let factor = if a.slowdown.is_empty() {
+            1.0
+        } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {
+            a.slowdown[rank]
+        } else {
+            return Err(Fail::bad(format!(
+                "--slowdown needs {size} positive factors"
+            )));
+        };
+        Ok((m, source, factor))
+    })();
+    // Every rank must agree before entering collectives.
+    let mut ok = [if prepared.is_ok() { 1.0 } else { 0.0 }];
+    world.all_reduce(&mut ok, lblib::ReduceOp::Min);
+    let (m, source, factor) = match prepared {
+        Ok(v) if ok[0] > 0.0 => v,
+        Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
+        Err(e) => {
+            return Err(if rank == 0 {
+                e
+            } else {
+                Fail(e.0, String::new())
+            });
+        }
+    };
+    let slowed = lblib::Slowed::new(world.split(0, rank), factor);
+    let watch = Mutex::new(Watch::new(a, params));
+    let w = (rank == 0).then_some(&watch);
+    let (r, extra) = run_distributed(a, params, &m, &slowed, w);
+    let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
+    watch.done();
+    let r = r?;
+    if rank == 0 {
+        report(a, params, &source, &m, r, size, extra, watch.history)
+    } else {
+        match r {
+            Ok(_) => Ok(()),
+            Err(JdError::NotConverged { .. }) => Err(Fail(EXIT_NOT_CONVERGED, String::new())),
+            Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
+        }
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn solve_mpi(_a: &SolveArgs, _params: &JdParams) -> Result<(), Fail> {
+    Err(Fail::bad(
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)",
+    ))
+}
