@@ -1,5 +1,6 @@
 //! jdmg: block Jacobi-Davidson for large sparse symmetric eigenproblems
 //! (`seeds/003`, §3), in fine-grain, coarse-grain and multigrain modes.
+#![warn(missing_docs)]
 
 mod correction;
 mod dense;

@@ -127,7 +127,9 @@ impl MultigrainStats {
 /// Result of [`solve_multigrain`].
 #[derive(Debug)]
 pub struct MultigrainSolution {
+    /// The eigenpairs, as from the other entry points.
     pub solution: Solution,
+    /// Solve groups, balancing and all-to-all figures.
     pub multigrain: MultigrainStats,
 }
 

@@ -41,7 +41,10 @@ pub enum InnerStop {
     Fixed,
     /// For `seconds` of wall time per correction phase (balanced mode), at most
     /// `maxits` steps.
-    Time { seconds: f64 },
+    Time {
+        /// Wall seconds per correction phase.
+        seconds: f64,
+    },
 }
 
 /// Krylov solver of the correction equations.

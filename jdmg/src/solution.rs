@@ -73,15 +73,18 @@ pub struct InnerStops {
 /// (this process's rows).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Solution {
+    /// Eigenvalues (or estimates, see `converged`), in target order.
     pub eigenvalues: Vec<f64>,
     /// True residual norms ‖A x − λ x‖ (recomputed with explicit matvecs).
     pub residual_norms: Vec<f64>,
     /// Whether each pair passed the convergence test.
     pub converged: Vec<bool>,
+    /// Eigenvectors, column-major: this process's rows of each (see `n_local`).
     #[serde(skip)]
     pub eigenvectors: Vec<f64>,
     /// Local rows per eigenvector.
     pub n_local: usize,
+    /// Counters and timings.
     pub stats: Stats,
 }
 
@@ -99,9 +102,13 @@ impl Solution {
 /// Per-iteration event for observers (progress, convergence history).
 #[derive(Debug, Clone, Serialize)]
 pub struct IterationEvent {
+    /// Outer iterations so far (1 at the first event).
     pub outer_iteration: usize,
+    /// Matrix-vector products so far.
     pub matvecs: u64,
+    /// Basis size after this iteration's projection.
     pub basis_size: usize,
+    /// Eigenpairs locked so far.
     pub nconverged: usize,
     /// Ritz values of the current block (targeted, unconverged first).
     pub ritz_values: Vec<f64>,
@@ -109,6 +116,7 @@ pub struct IterationEvent {
     pub residual_norms: Vec<f64>,
     /// Inner steps of each correction equation of this iteration.
     pub inner_steps: Vec<usize>,
+    /// Seconds since the solve started.
     pub elapsed_seconds: f64,
 }
 
@@ -128,13 +136,17 @@ pub enum JdError {
     /// the rest (with their residuals and `converged == false`).
     #[error("not converged: {} of {wanted} eigenpairs after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
     NotConverged {
+        /// Eigenpairs asked for.
         wanted: usize,
+        /// What the solve has: converged pairs and estimates.
         partial: Box<Solution>,
     },
     /// The observer asked to stop: `partial` as in `NotConverged`.
     #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
     Stopped {
+        /// Eigenpairs asked for.
         wanted: usize,
+        /// What the solve has: converged pairs and estimates.
         partial: Box<Solution>,
     },
 }

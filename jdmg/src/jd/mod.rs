@@ -11,9 +11,9 @@
 //! (8) correction equations by preconditioned BiCGSTAB.
 //!
 //! The solver is split as PRIMME splits `src/eigs`: the main loop here,
-//! [`ortho`], [`projection`] (basis, W = AV, H = VᵀAV), [`convergence`] (tests,
-//! locking, verification), [`restart`], [`correct`] (the correction equations via
-//! [`crate::correction::CorrectionSolver`]) and [`results`].
+//! `ortho`, `projection` (basis, W = AV, H = VᵀAV, Rayleigh-Ritz), `convergence`
+//! (tests, locking, verification), `restart`, `correct` (the correction equations
+//! through the one correction-equation solver of `crate::correction`) and `results`.
 
 mod convergence;
 mod correct;
