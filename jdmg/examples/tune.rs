@@ -26,7 +26,7 @@ fn main() {
         let p = JdParams {
             nev,
             tol,
-            maxits,
+            maxits: Some(maxits),
             block,
             max_basis: mb,
             restart_size: rs,

@@ -227,10 +227,8 @@ impl CorrectionSolver {
     /// Work space for vectors of `n` local rows and up to `max_locked` locked vectors.
     pub fn new(n: usize, solver: crate::params::InnerSolver, max_locked: usize) -> Self {
         let krylov = match solver {
-            crate::params::InnerSolver::Bicgstab => {
-                Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n)))
-            }
             crate::params::InnerSolver::Qmrs => Krylov::Qmrs(crate::jdqmr::JdQmr::new(n)),
+            _ => Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n))),
         };
         Self {
             n,

@@ -36,6 +36,10 @@ pub struct Stats {
     pub wall_seconds: f64,
     /// Final estimate of ‖A‖ used by the `norm` convergence test.
     pub anorm_estimate: f64,
+    /// The inner solver used (`InnerSolver::Auto` resolved).
+    pub inner_solver: crate::params::InnerSolver,
+    /// The inner step cap used.
+    pub maxits: usize,
     /// Internal scale s (a power of two): the solver worked with s·A because ‖A‖
     /// was outside [1e-100, 1e100]; 0 in a default value means 1.
     pub scale: f64,

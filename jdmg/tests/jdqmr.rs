@@ -19,7 +19,7 @@ fn qmrs(nev: usize, tol: f64, precond: PrecondChoice) -> JdParams {
         nev,
         tol,
         inner_solver: InnerSolver::Qmrs,
-        maxits: 100,
+        maxits: Some(100),
         precond,
         max_matvecs: 200_000,
         ..JdParams::default()

@@ -146,7 +146,7 @@ fn lap2d_closest_to_target() {
         nev: 3,
         tol: 1e-9,
         target: Target::Closest(sigma),
-        maxits: 20,
+        maxits: Some(20),
         max_matvecs: 400_000,
         ..JdParams::default()
     };

@@ -53,7 +53,7 @@ fn balanced_multigrain_matches_fine_grain_and_removes_imbalance() {
         nev: 2,
         block: 2,
         tol: 1e-10,
-        maxits: 300,
+        maxits: Some(300),
         inner: InnerStop::Fixed,
         max_matvecs: 200_000,
         ..JdParams::default()
@@ -153,7 +153,7 @@ fn layout_params(k: usize) -> JdParams {
         nev: 2,
         block: k,
         tol: 1e-10,
-        maxits: 40,
+        maxits: Some(40),
         inner: InnerStop::Fixed,
         max_matvecs: 200_000,
         ..JdParams::default()

@@ -43,7 +43,7 @@ fn check(name: &str, target: Target, precond: PrecondChoice) {
 fn check_qmrs(name: &str, target: Target, precond: PrecondChoice) {
     let base = JdParams {
         inner_solver: InnerSolver::Qmrs,
-        maxits: 100,
+        maxits: Some(100),
         ..JdParams::default()
     };
     check_with(name, target, precond, base);

@@ -36,7 +36,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             },
             _ => Inner::Identity,
         };
-        let maxits = self.prm.maxits;
+        let maxits = self.prm.maxits();
         let floor = 0.1 * self.tol_for(s.theta);
         let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| QmrSetup {
             theta: s.theta,

@@ -258,6 +258,8 @@ pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
     backend: Option<&mut dyn CorrectionBackend>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
+    let resolved = params.resolved(backend.is_some());
+    let params = &resolved;
     if backend.is_some() && params.inner_solver == InnerSolver::Qmrs {
         return Err(JdError::InvalidParams(
             "inner_solver = qmrs is for serial and fine-grain solves; solve groups use bicgstab"
@@ -329,6 +331,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             anorm: prm.anorm.unwrap_or(0.0),
             stats: Stats {
                 scale: 1.0,
+                inner_solver: prm.inner_solver,
+                maxits: prm.maxits(),
                 ..Stats::default()
             },
             random_cols: 0,
@@ -368,6 +372,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let mut solver = CorrectionSolver::new(n, self.prm.inner_solver, nev + self.sz.k);
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
+        // Ritz vectors and residuals of one batch (at most k), sized once.
+        let mut xbuf = vec![0.0; n * k];
+        let mut rbuf = vec![0.0; n * k];
         let mut last_ritz: Vec<(f64, f64)>;
         loop {
             // (1)-(4): orthogonalize the new block and extend the basis.
@@ -396,10 +403,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     .max(if pos < remaining { 1 } else { 0 });
                 let cnt = cnt.max(1).min(m - pos);
                 let ycols = &y[pos * m..(pos + cnt) * m];
-                let mut xb = vec![0.0; n * cnt];
-                let mut rb = vec![0.0; n * cnt];
-                gemm_nn(&mut xb, &self.v, n, m, ycols, cnt, self.par);
-                gemm_nn(&mut rb, &self.w, n, m, ycols, cnt, self.par);
+                let (xb, rb) = (&mut xbuf[..n * cnt], &mut rbuf[..n * cnt]);
+                gemm_nn(xb, &self.v, n, m, ycols, cnt, self.par);
+                gemm_nn(rb, &self.w, n, m, ycols, cnt, self.par);
                 let mut nrm = vec![0.0; cnt];
                 for j in 0..cnt {
                     let th = theta[pos + j];
@@ -591,7 +597,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     shifts: sel.iter().map(|s| self.shift_for(s)).collect(),
                     floors: sel.iter().map(|s| 0.1 * self.tol_for(s.theta)).collect(),
                     rel: 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32),
-                    maxits: self.prm.maxits,
+                    maxits: self.prm.maxits(),
                     inner: self.prm.inner,
                 };
                 steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);

@@ -68,6 +68,7 @@ pub enum Inner {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Solver {
+    Auto,
     Bicgstab,
     Qmrs,
 }
@@ -113,15 +114,17 @@ pub struct SolveArgs {
     /// Shift σ of the preconditioner (A − σI); finite.
     #[arg(long, allow_hyphen_values = true)]
     pub precond_shift: Option<f64>,
-    /// Inner steps cap per correction equation.
+    /// Inner steps cap per correction equation (0: Davidson steps, GD+k); default
+    /// 40 with qmrs (a cap: its dynamic rules stop earlier), 3 with bicgstab.
     #[arg(long)]
     pub maxits: Option<usize>,
     /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
     /// for qmrs).
     #[arg(long, value_enum)]
     pub inner: Option<Inner>,
-    /// Inner solver: bicgstab (the paper's) or qmrs (symmetric QMR, one matvec per
-    /// step, JDQMR stopping; raise --maxits, e.g. 100).
+    /// Inner solver: auto (default: qmrs for serial and fine-grain solves, bicgstab
+    /// in solve groups), bicgstab (the paper's) or qmrs (symmetric QMR, one matvec
+    /// per step, JDQMR's dynamic stopping).
     #[arg(long, value_enum)]
     pub inner_solver: Option<Solver>,
     /// Matvec budget.
@@ -293,7 +296,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.precond_shift = a.precond_shift;
     }
     if let Some(v) = a.maxits {
-        p.maxits = v;
+        p.maxits = Some(v);
     }
     if let Some(v) = a.inner {
         p.inner = match v {
@@ -303,6 +306,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     }
     if let Some(v) = a.inner_solver {
         p.inner_solver = match v {
+            Solver::Auto => InnerSolver::Auto,
             Solver::Bicgstab => InnerSolver::Bicgstab,
             Solver::Qmrs => InnerSolver::Qmrs,
         };
