@@ -473,3 +473,24 @@ fn help_documents_the_exit_codes() {
         assert!(text.contains(code), "{code}");
     }
 }
+
+#[test]
+fn help_to_a_full_device_or_closed_pipe_is_reported() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = cmd(&["solve", "--help"])
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("No space left on device"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("jdmg "));
+}
