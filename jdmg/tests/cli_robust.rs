@@ -127,7 +127,7 @@ fn absurd_thread_rank_and_group_requests_exit_2() {
             vec!["--ranks", "2000"],
             "--ranks 2000: must be between 1 and 1024",
         ),
-        (vec!["--ranks", "0"], "must be between 1 and 1024"),
+        (vec!["--ranks", "0"], "--ranks 0: must be between 1 and 256"),
         (
             vec!["--ranks", "4", "--groups", "0-18446744073709551615"],
             "not a rank range inside 0-3",

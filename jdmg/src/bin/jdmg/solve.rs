@@ -22,7 +22,9 @@ use crate::output::{
     check_output_path, emit, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED,
 };
 use crate::progress::{History, Live};
-use crate::resources::{check_count, check_groups, check_memory, generated_bytes, solve_bytes};
+use crate::resources::{
+    check_count, check_groups, check_memory, generated_bytes, solve_bytes, MAX_RANKS, MAX_THREADS,
+};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Which {
@@ -133,7 +135,7 @@ pub struct SolveArgs {
     /// Threads per process (1 to 1024).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Fine-grain ranks on the thread backend (one process; 1 to 1024, at most n).
+    /// Fine-grain ranks on the thread backend (one process; 1 to 256, at most n).
     #[arg(long, default_value_t = 1)]
     pub ranks: usize,
     /// Run over MPI. Needs a build with the `mpi` feature; not needed under
@@ -328,7 +330,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
             p.ilut_drop
         )));
     }
-    check_count("--threads", p.threads)?;
+    check_count("--threads", p.threads, MAX_THREADS)?;
     Ok(p)
 }
 
@@ -478,7 +480,7 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
 /// The failure to report, with its exit code.
 pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let params = params_from(a)?;
-    check_count("--ranks", a.ranks)?;
+    check_count("--ranks", a.ranks, MAX_RANKS)?;
     if let Some(g) = &a.groups {
         if a.ranks > 1 {
             check_groups(g, a.ranks)?;
