@@ -121,11 +121,11 @@ fn absurd_thread_rank_and_group_requests_exit_2() {
         ),
         (
             vec!["--ranks", max],
-            "--ranks 18446744073709551615: must be between 1 and 1024",
+            "--ranks 18446744073709551615: must be between 1 and 256",
         ),
         (
             vec!["--ranks", "2000"],
-            "--ranks 2000: must be between 1 and 1024",
+            "--ranks 2000: must be between 1 and 256",
         ),
         (vec!["--ranks", "0"], "--ranks 0: must be between 1 and 256"),
         (
