@@ -494,3 +494,39 @@ fn help_to_a_full_device_or_closed_pipe_is_reported() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("jdmg "));
 }
+
+/// SIGKILL during `generate`: the output path holds nothing or the whole matrix,
+/// never a truncated file (the partial data is in the temporary file beside it).
+#[test]
+fn generate_killed_mid_write_leaves_no_truncated_output() {
+    let d = dir("kill");
+    let out = d.join("big.mtx");
+    let mut child = cmd(&["generate", "lap3d:60", "-o", out.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmp = d.join(format!(".big.mtx.tmp.{}", child.id()));
+    // wait until the temporary file has data (or the process ended)
+    let mut finished = false;
+    for _ in 0..20_000 {
+        if std::fs::metadata(&tmp).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            finished = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    if out.exists() {
+        // the rename happened before the kill: the file is complete
+        let m = matrices::mm::read_matrix_market(&out).unwrap().matrix;
+        assert_eq!((m.nrows(), m.nnz()), (216_000, 216_000 * 7 - 6 * 3600));
+    } else {
+        assert!(!finished, "a finished generate must leave its output");
+        assert!(tmp.exists(), "the partial data stays in the temporary file");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
