@@ -425,6 +425,44 @@ fn plot_draws_the_residual_history_of_every_pair() {
     let lines = text.matches("<polyline").count();
     assert!(lines >= 3, "{lines} polylines");
     assert_eq!(v["converged"], true);
+    // thread ranks: rank 0 observes the fine-grain iterations
+    let svg2 = d.join("ranks.svg");
+    let out = run(&[
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--ranks",
+        "2",
+        "--plot",
+        svg2.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&svg2).unwrap();
+    assert!(text.contains("pair 1") && !text.contains("pair 2"));
+    // multigrain solves report no iterations: refused before the solve
+    let out = run(&[
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--block",
+        "2",
+        "--ranks",
+        "2",
+        "--groups",
+        "equal",
+        "--plot",
+        svg2.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.is_empty() && stderr(&out).contains("multigrain"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -469,6 +469,11 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
         check_output_path("--eigenvectors", p)?;
     }
     if let Some(p) = &a.plot {
+        if a.groups.is_some() {
+            return Err(Fail::bad(
+                "--plot draws the per-iteration residuals, which multigrain solves (--groups) do not report",
+            ));
+        }
         check_output_path("--plot", p)?;
     }
     Ok(())
