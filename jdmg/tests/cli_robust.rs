@@ -318,6 +318,34 @@ fn generate_writes_stdout_for_dash_and_files_atomically() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("m.mtx")]);
+    // a symbolic link keeps pointing at the replaced file
+    let link = d.join("link.mtx");
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    let out = run(&["generate", "lap2d:4", "-o", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        matrices::mm::read_matrix_market(&f).unwrap().matrix.nrows(),
+        16
+    );
+    // devices are written in place, never renamed over
+    use std::os::unix::fs::FileTypeExt;
+    let out = run(&["generate", "lap2d:3", "-o", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let out = run(&["generate", "lap2d:3", "-o", "/dev/full"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("No space left on device"));
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
 }
 
 #[test]
