@@ -494,11 +494,14 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     if let Mode::Mpi = mode(a)? {
         return solve_mpi(a, &params);
     }
-    check_outputs(a)?;
-    let (m, source) = load(a)?;
     if a.groups.is_some() && a.ranks < 2 {
         return Err(Fail::bad("--groups needs --ranks N (N > 1) or --mpi"));
     }
+    if !a.slowdown.is_empty() && a.ranks < 2 {
+        return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
+    }
+    check_outputs(a)?;
+    let (m, source) = load(a)?;
     check_problem(&m, &params, a.ranks, "ranks")?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
@@ -528,9 +531,6 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         };
         (first.0?, a.ranks, first.1)
     } else {
-        if !a.slowdown.is_empty() {
-            return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
-        }
         let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
         let active = w.active();
         let mut obs = |ev: &IterationEvent| w.see(ev);
