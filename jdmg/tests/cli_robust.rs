@@ -121,13 +121,13 @@ fn absurd_thread_rank_and_group_requests_exit_2() {
         ),
         (
             vec!["--ranks", max],
-            "--ranks 18446744073709551615: must be between 1 and 1024",
+            "--ranks 18446744073709551615: must be between 1 and 256",
         ),
         (
             vec!["--ranks", "2000"],
-            "--ranks 2000: must be between 1 and 1024",
+            "--ranks 2000: must be between 1 and 256",
         ),
-        (vec!["--ranks", "0"], "must be between 1 and 1024"),
+        (vec!["--ranks", "0"], "--ranks 0: must be between 1 and 256"),
         (
             vec!["--ranks", "4", "--groups", "0-18446744073709551615"],
             "not a rank range inside 0-3",
@@ -318,6 +318,34 @@ fn generate_writes_stdout_for_dash_and_files_atomically() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("m.mtx")]);
+    // a symbolic link keeps pointing at the replaced file
+    let link = d.join("link.mtx");
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    let out = run(&["generate", "lap2d:4", "-o", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        matrices::mm::read_matrix_market(&f).unwrap().matrix.nrows(),
+        16
+    );
+    // devices are written in place, never renamed over
+    use std::os::unix::fs::FileTypeExt;
+    let out = run(&["generate", "lap2d:3", "-o", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let out = run(&["generate", "lap2d:3", "-o", "/dev/full"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("No space left on device"));
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
 }
 
 #[test]
@@ -425,19 +453,58 @@ fn plot_draws_the_residual_history_of_every_pair() {
     let lines = text.matches("<polyline").count();
     assert!(lines >= 3, "{lines} polylines");
     assert_eq!(v["converged"], true);
+    // thread ranks: rank 0 observes the fine-grain iterations
+    let svg2 = d.join("ranks.svg");
+    let out = run(&[
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--ranks",
+        "2",
+        "--plot",
+        svg2.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&svg2).unwrap();
+    assert!(text.contains("pair 1") && !text.contains("pair 2"));
+    // multigrain solves report no iterations: refused before the solve
+    let out = run(&[
+        "solve",
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--block",
+        "2",
+        "--ranks",
+        "2",
+        "--groups",
+        "equal",
+        "--plot",
+        svg2.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.is_empty() && stderr(&out).contains("multigrain"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn mpi_launcher_is_detected_from_the_environment() {
     // this test binary is built without the mpi feature: under an MPI launcher
     // with several processes jdmg refuses to solve alone on each rank
+    // (an mpi build would start MPI here: covered by the mpirun scenarios of CI)
+    if cfg!(feature = "mpi") {
+        return;
+    }
     let out = cmd(&["solve", "--generate", "lap2d:4", "--nev", "1"])
         .env("OMPI_COMM_WORLD_SIZE", "4")
         .output()
         .unwrap();
-    if cfg!(feature = "mpi") {
-        return;
-    }
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
     assert!(
@@ -472,4 +539,61 @@ fn help_documents_the_exit_codes() {
     ] {
         assert!(text.contains(code), "{code}");
     }
+}
+
+#[test]
+fn help_to_a_full_device_or_closed_pipe_is_reported() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = cmd(&["solve", "--help"])
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("No space left on device"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("jdmg "));
+}
+
+/// SIGKILL during `generate`: the output path holds nothing or the whole matrix,
+/// never a truncated file (the partial data is in the temporary file beside it).
+#[test]
+fn generate_killed_mid_write_leaves_no_truncated_output() {
+    let d = dir("kill");
+    let out = d.join("big.mtx");
+    let mut child = cmd(&["generate", "lap3d:60", "-o", out.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tmp = d.join(format!(".big.mtx.tmp.{}", child.id()));
+    // wait until the temporary file has data (or the process ended)
+    let mut finished = false;
+    for _ in 0..20_000 {
+        if std::fs::metadata(&tmp).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            finished = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    if out.exists() {
+        // the rename happened before the kill: the file is complete
+        let m = matrices::mm::read_matrix_market(&out).unwrap().matrix;
+        assert_eq!((m.nrows(), m.nnz()), (216_000, 216_000 * 7 - 6 * 3600));
+    } else {
+        assert!(!finished, "a finished generate must leave its output");
+        assert!(tmp.exists(), "the partial data stays in the temporary file");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
 }

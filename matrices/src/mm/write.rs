@@ -217,7 +217,9 @@ pub fn temp_path(path: &Path) -> std::path::PathBuf {
 /// `path` ([`temp_path`]), which is flushed, synced and renamed over `path`.
 /// Readers of `path` see the old file or the complete new one, never a
 /// truncated one; on any error the temporary file is removed and `path` is
-/// untouched.
+/// untouched. A symbolic link is followed (its target is replaced, the link
+/// kept); a device, FIFO or socket (`/dev/null`, `/dev/stdout`) is written in
+/// place.
 ///
 /// # Errors
 /// Creating, writing, syncing or renaming the temporary file, or `write`'s
@@ -226,6 +228,16 @@ pub fn write_file_atomic(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
+    let target = match atomic_target(path)? {
+        Some(t) => t,
+        None => {
+            // a device, FIFO or socket (`/dev/null`, `/dev/stdout`): written in place
+            let mut w = BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+            write(&mut w)?;
+            return w.flush();
+        }
+    };
+    let path = target.as_path();
     let tmp = temp_path(path);
     let result = (|| {
         let mut w = BufWriter::new(File::create(&tmp)?);
@@ -255,7 +267,26 @@ pub fn check_writable(path: &Path) -> io::Result<()> {
             "is a directory",
         ));
     }
-    let tmp = temp_path(path);
-    File::create(&tmp)?;
-    std::fs::remove_file(&tmp)
+    match atomic_target(path)? {
+        Some(target) => {
+            let tmp = temp_path(&target);
+            File::create(&tmp)?;
+            std::fs::remove_file(&tmp)
+        }
+        None => std::fs::OpenOptions::new().write(true).open(path).map(drop),
+    }
+}
+
+/// Where [`write_file_atomic`] renames its temporary file: `path` itself, or
+/// the file a symbolic link points to (the link stays a link); `None` when
+/// `path` is a device, FIFO or socket, which is written in place (renaming
+/// over `/dev/null` would replace the device).
+fn atomic_target(path: &Path) -> io::Result<Option<std::path::PathBuf>> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Ok(None),
+        Ok(_) => Ok(Some(std::fs::canonicalize(path)?)),
+        // missing: created by the rename (a dangling link is written through)
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Some(path.to_path_buf())),
+        Err(e) => Err(e),
+    }
 }

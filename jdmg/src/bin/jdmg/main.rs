@@ -81,7 +81,23 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // usage errors go to stderr with exit 2
+        Err(e) if e.use_stderr() => e.exit(),
+        // --help and --version go to stdout through the checked writer
+        Err(e) => {
+            return match emit(&e.render().to_string()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(Fail(code, msg)) => {
+                    if !msg.is_empty() {
+                        output::note(&format!("jdmg: {msg}"));
+                    }
+                    ExitCode::from(code)
+                }
+            }
+        }
+    };
     let r = match cli.cmd {
         Cmd::Info { file, json } => info(&file, json),
         Cmd::Generate {

@@ -56,20 +56,25 @@ impl Live {
     }
 }
 
-/// Residual norms of every eigenpair over the solve: pair `j` (in target
-/// order; pairs are locked in that order) is `nconverged + i` for the `i`-th
-/// Ritz value of an event. Points are (matvecs, ‖r‖).
+/// Residual norms of every eigenpair over the solve. An event's Ritz values
+/// are in target order, starting after the pairs locked before its iteration
+/// (pairs are locked in target order, and the event comes after this
+/// iteration's locks): value `i` belongs to pair `locked_before + i`, where
+/// `locked_before` is the previous event's locked count. Points are
+/// (matvecs, ‖r‖).
 #[derive(Debug, Default, Clone)]
 pub struct History {
     /// Per pair, its (matvecs, residual) points.
     pub pairs: Vec<Vec<(f64, f64)>>,
+    /// Pairs locked when the previous event was emitted.
+    locked_before: usize,
 }
 
 impl History {
     /// Records one event (only the first `nev` pairs).
     pub fn record(&mut self, ev: &IterationEvent, nev: usize) {
         for (i, &r) in ev.residual_norms.iter().enumerate() {
-            let j = ev.nconverged + i;
+            let j = self.locked_before + i;
             if j >= nev || !(r.is_finite() && r > 0.0) {
                 continue;
             }
@@ -78,6 +83,7 @@ impl History {
             }
             self.pairs[j].push((ev.matvecs as f64, r));
         }
+        self.locked_before = ev.nconverged;
     }
 
     /// Appends each pair's final true residual (recomputed when it was locked)
@@ -198,13 +204,15 @@ mod tests {
     #[test]
     fn pairs_follow_locking() {
         let mut h = History::default();
-        h.record(&ev(0, 10, &[1e-1, 1e-2]), 3);
-        h.record(&ev(1, 20, &[1e-3, 1e-4]), 3);
-        h.record(&ev(2, 30, &[1e-5, 9.0]), 3); // pair 3 is past nev
+        // iteration 1 locks pair 0 (its residual is reported in this event)
+        h.record(&ev(1, 10, &[1e-9, 1e-2]), 3);
+        // iteration 2 starts after pair 0: values are pairs 1, 2, 3 (past nev)
+        h.record(&ev(1, 20, &[1e-3, 1e-4, 5.0]), 3);
+        h.record(&ev(3, 30, &[1e-9, 1e-9]), 3);
         assert_eq!(h.pairs.len(), 3);
-        assert_eq!(h.pairs[0], vec![(10.0, 1e-1)]);
-        assert_eq!(h.pairs[1], vec![(10.0, 1e-2), (20.0, 1e-3)]);
-        assert_eq!(h.pairs[2], vec![(20.0, 1e-4), (30.0, 1e-5)]);
+        assert_eq!(h.pairs[0], vec![(10.0, 1e-9)]);
+        assert_eq!(h.pairs[1], vec![(10.0, 1e-2), (20.0, 1e-3), (30.0, 1e-9)]);
+        assert_eq!(h.pairs[2], vec![(20.0, 1e-4), (30.0, 1e-9)]);
         let svg = h.svg("t", Some(1e-6)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("pair 2"), "{svg}");
         assert!(History::default().svg("t", None).is_err());

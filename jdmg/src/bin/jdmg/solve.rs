@@ -22,7 +22,9 @@ use crate::output::{
     check_output_path, emit, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED,
 };
 use crate::progress::{History, Live};
-use crate::resources::{check_count, check_groups, check_memory, generated_bytes, solve_bytes};
+use crate::resources::{
+    check_count, check_groups, check_memory, generated_bytes, solve_bytes, MAX_RANKS, MAX_THREADS,
+};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Which {
@@ -136,7 +138,7 @@ pub struct SolveArgs {
     /// Threads per process (1 to 1024).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Fine-grain ranks on the thread backend (one process; 1 to 1024, at most n).
+    /// Fine-grain ranks on the thread backend (one process; 1 to 256, at most n).
     #[arg(long, default_value_t = 1)]
     pub ranks: usize,
     /// Run over MPI. Needs a build with the `mpi` feature; not needed under
@@ -332,7 +334,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
             p.ilut_drop
         )));
     }
-    check_count("--threads", p.threads)?;
+    check_count("--threads", p.threads, MAX_THREADS)?;
     Ok(p)
 }
 
@@ -501,6 +503,11 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
         check_output_path("--eigenvectors", p)?;
     }
     if let Some(p) = &a.plot {
+        if a.groups.is_some() {
+            return Err(Fail::bad(
+                "--plot draws the per-iteration residuals, which multigrain solves (--groups) do not report",
+            ));
+        }
         check_output_path("--plot", p)?;
     }
     Ok(())
@@ -512,7 +519,7 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
 /// The failure to report, with its exit code.
 pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let params = params_from(a)?;
-    check_count("--ranks", a.ranks)?;
+    check_count("--ranks", a.ranks, MAX_RANKS)?;
     if let Some(g) = &a.groups {
         if a.ranks > 1 {
             check_groups(g, a.ranks)?;
@@ -521,11 +528,14 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     if let Mode::Mpi = mode(a)? {
         return solve_mpi(a, &params);
     }
-    check_outputs(a)?;
-    let (m, source) = load(a)?;
     if a.groups.is_some() && a.ranks < 2 {
         return Err(Fail::bad("--groups needs --ranks N (N > 1) or --mpi"));
     }
+    if !a.slowdown.is_empty() && a.ranks < 2 {
+        return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
+    }
+    check_outputs(a)?;
+    let (m, source) = load(a)?;
     check_problem(&m, &params, a.ranks, "ranks")?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
@@ -555,9 +565,6 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         };
         (first.0?, a.ranks, first.1)
     } else {
-        if !a.slowdown.is_empty() {
-            return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
-        }
         let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
         catch_interrupts();
         let mut obs = |ev: &IterationEvent| w.see_or_stop(ev);
