@@ -183,7 +183,7 @@ impl Default for JdParams {
             max_outer: 100_000,
             maxits: None,
             inner: InnerStop::Adaptive,
-            inner_solver: InnerSolver::Bicgstab,
+            inner_solver: InnerSolver::Auto,
             precond: PrecondChoice::None,
             precond_shift: None,
             ilut_fill: 20,
