@@ -171,7 +171,7 @@ pub fn solve_distributed<C: Comm + ?Sized>(
     comm: &C,
     params: &JdParams,
     observer: Option<Observer<'_>>,
-) -> Result<(Solution, std::ops::Range<usize>), JdError> {
+) -> Result<Solution, JdError> {
     use matrices::partition::RowPartition;
     use precond::dist::{DistCsrOperator, DistOptions};
     if a.nrows() != a.ncols() {
@@ -208,5 +208,5 @@ pub fn solve_distributed<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
     };
-    with_setup(solve(&pb, params, observer), setup).map(|s| (s, range))
+    with_setup(solve(&pb, params, observer), setup)
 }

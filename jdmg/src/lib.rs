@@ -19,7 +19,7 @@ pub use input::AsCsr;
 pub use jd::{solve, Problem};
 pub use multigrain::{
     fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
-    MultigrainSolution, MultigrainStats,
+    MultigrainStats,
 };
 pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
 pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};

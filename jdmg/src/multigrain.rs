@@ -124,15 +124,6 @@ impl MultigrainStats {
     }
 }
 
-/// Result of [`solve_multigrain`].
-#[derive(Debug)]
-pub struct MultigrainSolution {
-    /// The eigenpairs, as from the other entry points.
-    pub solution: Solution,
-    /// Solve groups, balancing and all-to-all figures.
-    pub multigrain: MultigrainStats,
-}
-
 /// Moves columns between the fine layout and solve-group layouts with one
 /// all-to-all-v per call. `items[i] = (source column, destination group)`.
 ///
@@ -890,7 +881,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     base: &B,
     params: &JdParams,
     mg: &MultigrainParams,
-) -> Result<MultigrainSolution, JdError> {
+) -> Result<Solution, JdError> {
     let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
     let np = world.size();
     let me = world.rank();
@@ -1102,9 +1093,9 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     backend.stats.group_inner_steps = gs.iter().map(|&v| v as u64).collect();
     backend.stats.alltoall_values_sent = backend.mover.values_sent;
     let mgstats = backend.stats.clone();
-    with_setup(res, setup).map(|s| MultigrainSolution {
-        solution: s,
-        multigrain: mgstats,
+    with_setup(res, setup).map(|mut s| {
+        s.multigrain = Some(mgstats);
+        s
     })
 }
 

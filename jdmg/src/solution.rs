@@ -88,6 +88,12 @@ pub struct Solution {
     pub eigenvectors: Vec<f64>,
     /// Local rows per eigenvector.
     pub n_local: usize,
+    /// Global index of this process's first row (0 on one process).
+    pub row_offset: usize,
+    /// Solve groups, balancing and all-to-all figures of a multigrain solve
+    /// ([`crate::solve_multigrain`]); None for the other entry points.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multigrain: Option<crate::multigrain::MultigrainStats>,
     /// Counters and timings.
     pub stats: Stats,
 }
@@ -96,6 +102,10 @@ impl Solution {
     /// Number of pairs that passed the convergence test.
     pub fn nconverged(&self) -> usize {
         self.converged.iter().filter(|&&c| c).count()
+    }
+    /// The global rows this process holds.
+    pub fn rows(&self) -> std::ops::Range<usize> {
+        self.row_offset..self.row_offset + self.n_local
     }
     /// Eigenvector j (local rows).
     pub fn eigenvector(&self, j: usize) -> &[f64] {

@@ -36,13 +36,14 @@ fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult
                 );
             }
         }
-        assert_eq!(out.multigrain.alltoall_scope, AlltoallScope::Hierarchical);
+        let mgs = out.multigrain.expect("multigrain stats");
+        assert_eq!(mgs.alltoall_scope, AlltoallScope::Hierarchical);
         (
-            out.solution.eigenvalues,
+            out.eigenvalues,
             // fine-grain collectives plus the waits in the all-to-all groups
-            out.multigrain.imbalance_percent(&rep),
-            out.multigrain.group_inner_steps,
-            out.multigrain.time_limits,
+            mgs.imbalance_percent(&rep),
+            mgs.group_inner_steps,
+            mgs.time_limits,
         )
     })
 }
@@ -64,7 +65,6 @@ fn balanced_multigrain_matches_fine_grain_and_removes_imbalance() {
     let fine = ThreadComm::run(4, |comm| {
         solve_distributed(&a, &comm, &params, None)
             .unwrap()
-            .0
             .eigenvalues
     });
     let slow = [1.0, 1.0, 4.0, 4.0];
@@ -144,7 +144,7 @@ fn run_layout(
             ..MultigrainParams::default()
         };
         let out = solve_multigrain(&a, &world, &comm, params, &mg).expect("converges");
-        (out.solution.eigenvalues, out.multigrain)
+        (out.eigenvalues, out.multigrain.expect("multigrain stats"))
     })
 }
 
@@ -173,7 +173,6 @@ fn hierarchical_equal_groups_match_fine_grain() {
         let fine = ThreadComm::run(p, |comm| {
             solve_distributed(&a, &comm, &params, None)
                 .unwrap()
-                .0
                 .eigenvalues
         });
         let groups = jdmg::parse_groups("equal", p, k).unwrap();
@@ -231,7 +230,6 @@ fn unequal_groups_fall_back_to_global_and_bad_order_is_refused() {
     let fine = ThreadComm::run(4, |comm| {
         solve_distributed(&a, &comm, &params, None)
             .unwrap()
-            .0
             .eigenvalues
     });
     let groups = vec![vec![0, 1, 2], vec![3]];

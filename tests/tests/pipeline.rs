@@ -33,7 +33,6 @@ fn generated_matrix_round_trips_through_a_file_and_solves() {
     let dist = ThreadComm::run(3, |c| {
         solve_distributed(&back, &c, &params, None)
             .unwrap()
-            .0
             .eigenvalues
     });
     for vals in dist {

@@ -50,6 +50,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             converged: items.iter().map(|i| i.2).collect(),
             eigenvectors: vecs,
             n_local: n,
+            row_offset: self.pb.row_offset,
+            multigrain: None,
             stats: self.stats.clone(),
         }
     }

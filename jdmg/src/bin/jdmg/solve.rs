@@ -641,10 +641,10 @@ fn run_distributed<B: Comm>(
             extra.insert("groups".into(), serde_json::json!(groups));
             extra.insert("balance".into(), serde_json::json!(balance));
             match jdmg::solve_multigrain(m, &world, base, params, &mg) {
-                Ok(s) => {
+                Ok(mut s) => {
                     extra.insert("multigrain".into(), serde_json::json!(s.multigrain));
-                    mg_stats = Some(s.multigrain);
-                    Ok((s.solution, 0..0))
+                    mg_stats = s.multigrain.take();
+                    Ok(s)
                 }
                 Err(e) => Err(e),
             }
@@ -683,10 +683,10 @@ fn run_distributed<B: Comm>(
 fn gather<C: Comm>(
     comm: &C,
     n: usize,
-    r: Result<(Solution, std::ops::Range<usize>), JdError>,
+    r: Result<Solution, JdError>,
 ) -> Result<Solution, JdError> {
     let (mut s, boxed) = match r {
-        Ok((s, _)) => (s, false),
+        Ok(s) => (s, false),
         Err(JdError::NotConverged { partial, .. }) => (*partial, true),
         Err(e) => return Err(e),
     };
@@ -703,6 +703,7 @@ fn gather<C: Comm>(
     }
     s.eigenvectors = full;
     s.n_local = n;
+    s.row_offset = 0;
     if boxed {
         let wanted = s.eigenvalues.len();
         Err(JdError::NotConverged {
