@@ -633,11 +633,14 @@ fn measure_rates<W: Comm + ?Sized>(
 pub struct MultigrainParams {
     /// Global ranks of each solve group (must cover every rank exactly once).
     pub groups: Vec<Vec<usize>>,
-    /// Load balancing of the correction phase. Default none.
+    /// Load balancing of the correction phase. Default `Fastest` (`seeds/003` §4:
+    /// T is the fastest group's time; it pays whenever speeds differ).
     pub balance: Balance,
     /// Split the fine-grain rows in proportion to each rank's measured SpMV rate
     /// (otherwise equal nonzeros). Default true. With the hierarchical layout the
-    /// rates split each coarse part among its k owners.
+    /// rates split each coarse part among its k owners. Timings make the layout,
+    /// and so the matvec counts and the last digits, vary from run to run: set it
+    /// false for a deterministic solve (`jdmg solve --balance none` does).
     pub rate_weighted_rows: bool,
     /// Hierarchical partitioning when all groups have the same size g ≥ 2
     /// (`seeds/003` §6, "Multigrain algorithm for MPP's"): g coarse parts shared by
@@ -652,7 +655,7 @@ impl Default for MultigrainParams {
     fn default() -> Self {
         Self {
             groups: Vec::new(),
-            balance: Balance::None,
+            balance: Balance::Fastest,
             rate_weighted_rows: true,
             hierarchical: true,
         }

@@ -160,8 +160,11 @@ pub struct SolveArgs {
     #[arg(long, value_enum, default_value = "on")]
     pub hierarchical: OnOff,
     /// Load balancing of the multigrain correction phase (seeds/003 §4, §7).
-    #[arg(long, value_enum, default_value = "none")]
-    pub balance: BalanceArg,
+    /// Default: fastest whenever there is more than one solve group, else none.
+    /// `none` is deterministic (rows split by equal nonzeros, not by timed rates):
+    /// the same eigenvalues and matvecs on every run with the same ranks.
+    #[arg(long, value_enum)]
+    pub balance: Option<BalanceArg>,
     /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
     /// processors: virtual clocks on the thread backend, sleeping under MPI.
     #[arg(long, value_delimiter = ',')]
@@ -627,15 +630,17 @@ fn run_distributed<B: Comm>(
     let r = match groups {
         Some(groups) => {
             let balance = match a.balance {
-                BalanceArg::None => jdmg::Balance::None,
-                BalanceArg::Fastest => jdmg::Balance::Fastest,
-                BalanceArg::Slowest => jdmg::Balance::Slowest,
+                None if groups.len() > 1 => jdmg::Balance::Fastest,
+                None | Some(BalanceArg::None) => jdmg::Balance::None,
+                Some(BalanceArg::Fastest) => jdmg::Balance::Fastest,
+                Some(BalanceArg::Slowest) => jdmg::Balance::Slowest,
             };
             let mg = jdmg::MultigrainParams {
                 groups: groups.clone(),
                 balance,
                 hierarchical,
-                ..Default::default()
+                // timed rates only where balancing is asked: `none` is deterministic
+                rate_weighted_rows: balance != jdmg::Balance::None,
             };
             extra.insert("mode".into(), "multigrain".into());
             extra.insert("groups".into(), serde_json::json!(groups));
