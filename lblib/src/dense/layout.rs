@@ -1,0 +1,179 @@
+//! Column-block layouts of a dense `n × n` matrix over `p` processes (`seeds/000`
+//! §2.2–§2.3, §4.4): homogeneous cyclic(B), heterogeneous cyclic(B) from
+//! cycle-times, and the optimized distribution.
+//!
+//! The matrix is cut into `nb = ceil(n / block)` column blocks of `block` columns
+//! (the last one may be narrower). A layout gives every block a *home* process
+//! (which stores it) and every step `k` of LU/QR a *factor* process (which factors
+//! panel `k`). They differ only for the optimized distribution of `000` §4.4, where
+//! the fastest process factors every panel and performs the update just before it.
+
+use serde::{Deserialize, Serialize};
+
+use super::alloc::{
+    cyclic_slice_layout, optimized_lu_schedule, predicted_times, pure_cyclic_layout, simulate_lu,
+    AllocError,
+};
+
+/// Which column-block layout to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayoutKind {
+    /// ScaLAPACK's homogeneous CYCLIC: block `j` on process `j mod p` (`000` §2.2,
+    /// the baseline of Tables 4–5).
+    #[default]
+    Cyclic,
+    /// Heterogeneous cyclic(B) of `000` §2.2: slices of `B` blocks laid out by
+    /// the incremental dynamic programming, reversed
+    /// ([`cyclic_slice_layout`]).
+    Hetero,
+    /// The optimized distribution of `000` §4.4: the fastest process factors every
+    /// panel (and updates it just before); the other blocks are laid out by the
+    /// reversed DP started from `(2, 0, …, 0)` ([`optimized_lu_schedule`]).
+    Optimized,
+}
+
+impl LayoutKind {
+    /// The name used by the CLI and in JSON (`cyclic`, `hetero`, `optimized`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Cyclic => "cyclic",
+            LayoutKind::Hetero => "hetero",
+            LayoutKind::Optimized => "optimized",
+        }
+    }
+}
+
+/// A column-block layout: home and factor process of every block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnLayout {
+    /// Matrix order `n`.
+    pub n: usize,
+    /// Width of a column block (the last block may be narrower).
+    pub block: usize,
+    /// Number of processes.
+    pub p: usize,
+    /// How the layout was built.
+    pub kind: LayoutKind,
+    /// Slice size `B` of `000` §2.2 (blocks per slice) for [`LayoutKind::Hetero`];
+    /// `p` for cyclic; `nb` for optimized.
+    pub slice: usize,
+    /// `home[j]`: process that stores column block `j`.
+    pub home: Vec<usize>,
+    /// `factor[k]`: process that factors panel `k` (equals `home[k]` except for
+    /// the optimized distribution).
+    pub factor: Vec<usize>,
+}
+
+/// Number of column blocks of width `block` covering `n` columns.
+pub fn n_blocks(n: usize, block: usize) -> usize {
+    n.div_ceil(block.max(1))
+}
+
+impl ColumnLayout {
+    /// Number of column blocks.
+    pub fn n_blocks(&self) -> usize {
+        self.home.len()
+    }
+
+    /// Global columns `start..end` of block `j`.
+    pub fn block_cols(&self, j: usize) -> (usize, usize) {
+        let s = j * self.block;
+        (s, (s + self.block).min(self.n))
+    }
+
+    /// Number of matrix columns stored on every process.
+    pub fn columns_per_rank(&self) -> Vec<usize> {
+        let mut c = vec![0; self.p];
+        for (j, &h) in self.home.iter().enumerate() {
+            let (s, e) = self.block_cols(j);
+            c[h] += e - s;
+        }
+        c
+    }
+
+    /// The blocks stored on process `r`, ascending.
+    pub fn blocks_of(&self, r: usize) -> Vec<usize> {
+        (0..self.n_blocks())
+            .filter(|&j| self.home[j] == r)
+            .collect()
+    }
+
+    /// Builds a layout from cycle-times (one per process; ignored, apart from
+    /// their count, for [`LayoutKind::Cyclic`]). `slice = None` picks, for
+    /// [`LayoutKind::Hetero`], the `B <= 4p` with the smallest `t_theoretical(B)`
+    /// of `000` §3 (the first one within 1 % of the best).
+    ///
+    /// # Errors
+    /// [`AllocError`] for bad cycle-times, `n == 0`, `block == 0` or `slice == Some(0)`;
+    /// the optimized distribution needs at least 2 blocks.
+    pub fn build(
+        kind: LayoutKind,
+        times: &[f64],
+        n: usize,
+        block: usize,
+        slice: Option<usize>,
+    ) -> Result<Self, AllocError> {
+        super::alloc_check(n, block)?;
+        let p = times.len();
+        let nb = n_blocks(n, block);
+        let (home, factor, slice) = match kind {
+            LayoutKind::Cyclic => {
+                let h = pure_cyclic_layout(p, nb)?;
+                (h.clone(), h, p)
+            }
+            LayoutKind::Hetero => {
+                let b = match slice {
+                    Some(b) => b,
+                    None => best_slice(times, nb)?,
+                };
+                let h = cyclic_slice_layout(times, b, nb)?;
+                (h.clone(), h, b)
+            }
+            LayoutKind::Optimized => {
+                let s = optimized_lu_schedule(times, nb)?;
+                let f = vec![s.fastest; nb];
+                (s.column_owner, f, nb)
+            }
+        };
+        Ok(Self {
+            n,
+            block,
+            p,
+            kind,
+            slice,
+            home,
+            factor,
+        })
+    }
+
+    /// Predicted LU/QR time of this layout in the unit-task model of `000` §2.2 /
+    /// §4.3 ([`simulate_lu`]; for the optimized distribution, its own schedule).
+    ///
+    /// # Errors
+    /// As [`simulate_lu`].
+    pub fn predicted_time(&self, times: &[f64]) -> Result<f64, AllocError> {
+        match self.kind {
+            LayoutKind::Optimized if self.n_blocks() >= 2 => {
+                Ok(optimized_lu_schedule(times, self.n_blocks())?.predicted_time())
+            }
+            _ => simulate_lu(times, &self.home),
+        }
+    }
+}
+
+/// The slice size `B <= min(4p, nb)` minimizing `t_theoretical(B)` of `000` §3
+/// (the smallest `B` within 1 % of the minimum).
+///
+/// # Errors
+/// As [`predicted_times`].
+pub fn best_slice(times: &[f64], nb: usize) -> Result<usize, AllocError> {
+    let max_b = (4 * times.len()).min(nb).max(1);
+    let pt = predicted_times(times, max_b)?;
+    let best = pt.per_b.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(pt
+        .per_b
+        .iter()
+        .position(|&c| c <= best * 1.01)
+        .map_or(1, |i| i + 1))
+}
