@@ -162,6 +162,43 @@ impl ColumnLayout {
     }
 }
 
+impl ColumnLayout {
+    /// The LU model of `000` §2.2 / §4.3 with tasks weighted by their size:
+    /// at step `k` the panel factorization costs `t_f (m_k / n) / 2` and the
+    /// update of one block `t_i (m_k / n)`, `m_k = n - c0_k` the rows left
+    /// (LU flops: `m w²` to factor, `2 m w²` to update a block). Steps are
+    /// synchronous, as in [`simulate_lu`]. In units of the cycle-times.
+    ///
+    /// # Errors
+    /// [`AllocError::LengthMismatch`] if `times` has not `p` entries.
+    pub fn predicted_time_weighted(&self, times: &[f64]) -> Result<f64, AllocError> {
+        if times.len() != self.p {
+            return Err(AllocError::LengthMismatch {
+                what: "cycle-times",
+                got: times.len(),
+                expected: self.p,
+            });
+        }
+        let nb = self.n_blocks();
+        let mut counts = vec![0usize; self.p];
+        for &h in &self.home {
+            counts[h] += 1;
+        }
+        let mut total = 0.0;
+        for k in 0..nb {
+            counts[self.home[k]] -= 1;
+            let m = (self.n - self.block_cols(k).0) as f64 / self.n as f64;
+            let update = counts
+                .iter()
+                .zip(times)
+                .map(|(&c, &t)| c as f64 * t)
+                .fold(0.0, f64::max);
+            total += m * (0.5 * times[self.factor[k]] + update);
+        }
+        Ok(total)
+    }
+}
+
 /// The slice size `B <= min(4p, nb)` minimizing `t_theoretical(B)` of `000` §3
 /// (the smallest `B` within 1 % of the minimum).
 ///
