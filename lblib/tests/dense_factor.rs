@@ -218,7 +218,7 @@ fn virtual_clock_times_follow_the_000_model() {
     // (virtual clocks: CPU time x slowdown), up to the model's simplifications
     // (unit tasks, shrinking updates).
     let times = [1.0, 1.0, 3.0];
-    let (n, block) = (1024, 32);
+    let (n, block) = (1024, 64);
     let mut measured = Vec::new();
     let mut predicted = Vec::new();
     for layout in [LayoutKind::Cyclic, LayoutKind::Hetero] {
@@ -257,8 +257,12 @@ fn virtual_clock_times_follow_the_000_model() {
     let p = predicted[1] / predicted[0];
     eprintln!("measured hetero/cyclic {m:.3}, predicted {p:.3}");
     assert!(p < 0.8, "the model predicts a gain: {p}");
+    // The model omits per-step costs that do not scale with the update flops
+    // (panel copies of the broadcast, row swaps, the slower panel factorization),
+    // which can only raise the measured ratio: measured within [0.8, 1.5] x the
+    // prediction, and well below the cyclic time.
     assert!(
-        (m - p).abs() <= 0.2 * p,
+        m < 0.8 && m >= 0.8 * p && m <= 1.5 * p,
         "measured {m:.3} vs predicted {p:.3}"
     );
 }
