@@ -17,10 +17,11 @@ use crate::lbs::{Lbs, LbsConfig, Method};
 pub struct RateParams {
     /// Rows `m` of one update `C (m×B) -= A (m×B) · U (B×B)`. Default: 256.
     pub rows: usize,
-    /// Updates of the first (fixed-length) section. Default: 6.
+    /// Updates of the first (fixed-length) section, after 2 untimed warm-up
+    /// updates. Default: 16.
     pub first_ops: f64,
     /// Updates the fastest process is given for every later (flexible) section,
-    /// which then runs for the time this takes it. Default: 6.
+    /// which then runs for the time this takes it. Default: 16.
     pub ops: f64,
 }
 
@@ -28,8 +29,8 @@ impl Default for RateParams {
     fn default() -> Self {
         Self {
             rows: 256,
-            first_ops: 6.0,
-            ops: 6.0,
+            first_ops: 16.0,
+            ops: 16.0,
         }
     }
 }
@@ -97,7 +98,7 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
                 .map(|i| super::random_entry(s, i, 0) * 0.01)
                 .collect::<Vec<_>>()
         };
-        Ok(Self {
+        let mut meter = Self {
             lbs,
             params: params.clone(),
             block,
@@ -105,7 +106,11 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
             u: fill(block * block, 2),
             c: fill(m * block, 3),
             par,
-        })
+        };
+        // Warm-up (first touch of the buffers, faer's dispatch), not timed.
+        meter.update();
+        meter.update();
+        Ok(meter)
     }
 
     fn update(&mut self) {

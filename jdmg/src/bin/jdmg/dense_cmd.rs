@@ -1,0 +1,289 @@
+//! `jdmg dense lu|qr|gemm`: distributed dense LU / QR / matrix product laid out
+//! on the rates lblib measures (`seeds/000`; `lblib::dense`).
+//!
+//! Exit codes: 0 success; 2 bad input (options, unreadable or non-square file,
+//! singular matrix).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use lblib::dense::{run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, Source};
+
+use crate::{Fail, EXIT_BAD_INPUT};
+
+/// Largest order accepted from a MatrixMarket file (the matrix is made dense
+/// and replicated on every process).
+const MAX_FILE_ORDER: usize = 20_000;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OpArg {
+    /// PA = LU with partial pivoting.
+    Lu,
+    /// A = QR (Householder).
+    Qr,
+    /// C = AB (B a second random matrix, or A itself for a file).
+    Gemm,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LayoutArg {
+    /// Homogeneous cyclic column blocks.
+    Cyclic,
+    /// Heterogeneous cyclic(B) from the measured cycle-times (seeds/000 §2.2).
+    Hetero,
+    /// The optimized distribution of seeds/000 §4.4 (fastest rank factors every panel).
+    Optimized,
+}
+
+#[derive(Args)]
+pub struct DenseArgs {
+    /// Operation.
+    #[arg(value_enum)]
+    op: OpArg,
+    /// MatrixMarket file (square; made dense), or use --n.
+    file: Option<PathBuf>,
+    /// Order of a seeded random matrix (entries uniform in [-1, 1)).
+    #[arg(long, conflicts_with = "file")]
+    n: Option<usize>,
+    /// Seed of the random matrix.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Column block width.
+    #[arg(long, default_value_t = 64)]
+    block: usize,
+    /// Column-block layout.
+    #[arg(long, value_enum, default_value = "cyclic")]
+    layout: LayoutArg,
+    /// Slice size B of the heterogeneous layout (blocks per slice; default: best
+    /// predicted B <= 4P).
+    #[arg(long)]
+    slice: Option<usize>,
+    /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
+    #[arg(long, default_value_t = 0)]
+    replan: usize,
+    /// Also solve Ax = b with the factors (random b).
+    #[arg(long)]
+    rhs: bool,
+    /// Skip the backward-error check (it gathers the factors and costs a product).
+    #[arg(long)]
+    no_check: bool,
+    /// faer threads per process.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Ranks on the thread backend (one process).
+    #[arg(long, default_value_t = 1)]
+    ranks: usize,
+    /// Run over MPI (launch with mpirun; needs the `mpi` feature).
+    #[arg(long)]
+    mpi: bool,
+    /// Per-rank slowdown factors (e.g. 1,3): virtual clocks on the thread backend,
+    /// sleeping under MPI.
+    #[arg(long, value_delimiter = ',')]
+    slowdown: Vec<f64>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn bad(msg: impl Into<String>) -> Fail {
+    Fail(EXIT_BAD_INPUT, msg.into())
+}
+
+fn params_from(a: &DenseArgs, n: usize) -> DenseParams {
+    DenseParams {
+        op: match a.op {
+            OpArg::Lu => DenseOp::Lu,
+            OpArg::Qr => DenseOp::Qr,
+            OpArg::Gemm => DenseOp::Gemm,
+        },
+        n,
+        block: a.block,
+        layout: match a.layout {
+            LayoutArg::Cyclic => LayoutKind::Cyclic,
+            LayoutArg::Hetero => LayoutKind::Hetero,
+            LayoutArg::Optimized => LayoutKind::Optimized,
+        },
+        slice: a.slice,
+        replan: a.replan,
+        threads: a.threads,
+        seed: a.seed,
+        rhs: a.rhs,
+        check: !a.no_check,
+        ..DenseParams::default()
+    }
+}
+
+/// The input matrix: `(n, dense column-major data or None for random)`.
+fn load(a: &DenseArgs) -> Result<(usize, Option<Vec<f64>>), Fail> {
+    match (&a.file, a.n) {
+        (Some(path), _) => read_dense(path).map(|(n, d)| (n, Some(d))),
+        (None, Some(n)) => Ok((n, None)),
+        (None, None) => Err(bad("give a MatrixMarket file or --n N")),
+    }
+}
+
+fn read_dense(path: &Path) -> Result<(usize, Vec<f64>), Fail> {
+    let m = matrices::mm::read_matrix_market(path)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?
+        .matrix;
+    let n = m.nrows();
+    if m.ncols() != n {
+        return Err(bad(format!(
+            "{}: {} x {} is not square",
+            path.display(),
+            n,
+            m.ncols()
+        )));
+    }
+    if n > MAX_FILE_ORDER {
+        return Err(bad(format!(
+            "{}: order {n} is above {MAX_FILE_ORDER} (the matrix is made dense)",
+            path.display()
+        )));
+    }
+    let mut d = vec![0.0; n * n];
+    for i in 0..n {
+        let (cols, vals) = m.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            d[j as usize * n + i] = v;
+        }
+    }
+    Ok((n, d))
+}
+
+fn to_fail(e: DenseError) -> Fail {
+    bad(e.to_string())
+}
+
+/// Entry point of `jdmg dense`.
+pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
+    if a.mpi {
+        return dense_mpi(a);
+    }
+    if a.ranks == 0 {
+        return Err(bad("--ranks must be at least 1"));
+    }
+    let (n, data) = load(a)?;
+    let params = params_from(a, n);
+    params.validate().map_err(to_fail)?;
+    let src = match &data {
+        Some(d) => Source::ColMajor(d),
+        None => Source::Random { seed: a.seed },
+    };
+    let report = if a.ranks > 1 {
+        let slow = if a.slowdown.is_empty() {
+            vec![1.0; a.ranks]
+        } else {
+            a.slowdown.clone()
+        };
+        if slow.len() != a.ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(bad(format!(
+                "--slowdown needs {} positive factors",
+                a.ranks
+            )));
+        }
+        let clock = if a.slowdown.is_empty() {
+            lblib::ClockMode::Real
+        } else {
+            lblib::ClockMode::Virtual
+        };
+        let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+        let out = lblib::ThreadComm::run_with(cfg, |comm| run_dense(&comm, &src, &params));
+        out.into_iter().next().expect("rank 0").map_err(to_fail)?
+    } else {
+        if !a.slowdown.is_empty() {
+            return Err(bad("--slowdown needs --ranks N or --mpi"));
+        }
+        run_dense(&lblib::SelfComm::new(), &src, &params).map_err(to_fail)?
+    };
+    print_report(a, &report)
+}
+
+fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(r).map_err(|e| (EXIT_BAD_INPUT, e))?
+        );
+        return Ok(());
+    }
+    println!(
+        "{} n={} block={} layout={} (slice B={}) on {} process(es) x {} thread(s)",
+        r.op, r.n, r.block, r.layout, r.slice, r.nprocs, r.threads
+    );
+    println!(
+        "time {:.3} s  {:.2} GFLOP/s  imbalance {:.1}%",
+        r.wall_seconds, r.gflops, r.imbalance_percent
+    );
+    println!("backward error {:.3e}", r.backward_error);
+    if let Some(o) = r.orthogonality {
+        println!("orthogonality ‖QᵀQ − I‖ {o:.3e}");
+    }
+    if let Some(s) = r.solve_residual {
+        println!("solve residual {s:.3e}");
+    }
+    let rates: Vec<String> = r.rates.iter().map(|x| format!("{x:.2}")).collect();
+    println!("update rates (GFLOP/s per rank) {}", rates.join(" "));
+    println!("columns per rank {:?}", r.columns_per_rank);
+    if let (Some(p), Some(c)) = (r.predicted_time, r.predicted_cyclic_time) {
+        println!(
+            "seeds/000 model: predicted time / cyclic = {:.3}",
+            p / c.max(f64::MIN_POSITIVE)
+        );
+    }
+    if r.replans > 0 {
+        println!("re-plannings {}  bytes moved {}", r.replans, r.bytes_moved);
+    }
+    Ok(())
+}
+
+#[cfg(feature = "mpi")]
+fn dense_mpi(a: &DenseArgs) -> Result<(), Fail> {
+    use lblib::Comm;
+    let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
+    let loaded = load(a).and_then(|(n, d)| {
+        let p = params_from(a, n);
+        p.validate().map_err(to_fail)?;
+        Ok((n, d, p))
+    });
+    // Every rank must agree before entering collectives.
+    let mut ok = [if loaded.is_ok() { 1.0 } else { 0.0 }];
+    world.all_reduce(&mut ok, lblib::ReduceOp::Min);
+    let (_n, data, params) = match loaded {
+        Ok(v) if ok[0] > 0.0 => v,
+        Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
+        Err(e) => {
+            return Err(if world.rank() == 0 {
+                e
+            } else {
+                Fail(e.0, String::new())
+            })
+        }
+    };
+    let factor = if a.slowdown.is_empty() {
+        1.0
+    } else if a.slowdown.len() == world.size() {
+        a.slowdown[world.rank()]
+    } else {
+        return Err(bad(format!("--slowdown needs {} factors", world.size())));
+    };
+    let src = match &data {
+        Some(d) => Source::ColMajor(d),
+        None => Source::Random { seed: a.seed },
+    };
+    let slowed = lblib::Slowed::new(world.split(0, world.rank()), factor);
+    let r = run_dense(&slowed, &src, &params);
+    match r {
+        Ok(rep) if world.rank() == 0 => print_report(a, &rep),
+        Ok(_) => Ok(()),
+        Err(e) if world.rank() == 0 => Err(to_fail(e)),
+        Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn dense_mpi(_a: &DenseArgs) -> Result<(), Fail> {
+    Err(bad(
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)",
+    ))
+}
