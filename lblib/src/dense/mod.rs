@@ -7,6 +7,7 @@
 //! | `003` §5 rates of a flexible section, used as `000`'s cycle-times | [`rates`] |
 //! | `000` §2.2 right-looking LU / QR on a 1-D column-block layout, §2.1/§4.5 semi-static re-planning | [`factor`] |
 //! | `000` §2.1 matrix product (Algorithm 2.1 chunks) | [`gemm`] |
+//! | `001` §4.3–4.4 outer-product matrix product on a heterogeneous 2-D grid | [`grid`] |
 //! | checks: backward error, orthogonality, serial faer references, solve | [`check`] |
 //! | one call that runs an operation and reports (the `jdmg dense` CLI) | [`run`] |
 
@@ -14,6 +15,7 @@ pub mod alloc;
 pub mod check;
 pub mod factor;
 pub mod gemm;
+pub mod grid;
 pub mod layout;
 pub mod rates;
 pub mod run;

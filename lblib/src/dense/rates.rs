@@ -23,6 +23,11 @@ pub struct RateParams {
     /// Updates the fastest process is given for every later (flexible) section,
     /// which then runs for the time this takes it. Default: 16.
     pub ops: f64,
+    /// Both counts are raised so that a section lasts at least about this many
+    /// seconds (sized from the warm-up updates), so that emulated slowdowns
+    /// (which sleep in quanta of 1 ms) and timer resolution do not bias the
+    /// rates. Default: 0.01.
+    pub min_seconds: f64,
 }
 
 impl Default for RateParams {
@@ -31,6 +36,7 @@ impl Default for RateParams {
             rows: 256,
             first_ops: 16.0,
             ops: 16.0,
+            min_seconds: 0.01,
         }
     }
 }
@@ -76,6 +82,13 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
                 reason: "must be at least 1 x 1",
             });
         }
+        if !(params.min_seconds.is_finite() && params.min_seconds >= 0.0) {
+            return Err(DenseError::BadParam {
+                what: "min_seconds",
+                value: params.min_seconds.to_string(),
+                reason: "must be finite and >= 0",
+            });
+        }
         for (what, v) in [("first_ops", params.first_ops), ("ops", params.ops)] {
             if !(v.is_finite() && v >= 1.0) {
                 return Err(DenseError::BadParam {
@@ -85,13 +98,6 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
                 });
             }
         }
-        let lbs = Lbs::with_config(
-            comm,
-            LbsConfig {
-                first_section_ops: params.first_ops,
-                ..LbsConfig::default()
-            },
-        )?;
         let m = params.rows;
         let fill = |len: usize, s: u64| {
             (0..len)
@@ -99,7 +105,7 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
                 .collect::<Vec<_>>()
         };
         let mut meter = Self {
-            lbs,
+            lbs: Lbs::new(comm),
             params: params.clone(),
             block,
             a: fill(m * block, 1),
@@ -107,9 +113,23 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
             c: fill(m * block, 3),
             par,
         };
-        // Warm-up (first touch of the buffers, faer's dispatch), not timed.
+        // Warm-up (first touch of the buffers, faer's dispatch), then size the
+        // sections from two timed updates.
+        meter.update();
+        let t = std::time::Instant::now();
         meter.update();
         meter.update();
+        let per = (t.elapsed().as_secs_f64() / 2.0).max(1e-9);
+        let floor = (params.min_seconds / per).ceil();
+        meter.params.first_ops = params.first_ops.max(floor);
+        meter.params.ops = params.ops.max(floor);
+        meter.lbs = Lbs::with_config(
+            comm,
+            LbsConfig {
+                first_section_ops: meter.params.first_ops,
+                ..LbsConfig::default()
+            },
+        )?;
         Ok(meter)
     }
 

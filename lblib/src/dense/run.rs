@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::check;
 use super::factor::{factor_distributed, gather_factors, Factorization};
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
+use super::grid::{gather_grid, grid_gemm, GridLayout};
 use super::layout::{ColumnLayout, LayoutKind};
 use super::rates::{RateMeter, RateParams, RateSample};
 use super::{par_for, random_entry, DenseError, Source};
@@ -72,6 +73,9 @@ pub struct DenseParams {
     pub rhs: bool,
     /// Compute the backward error / orthogonality (gathers the factors). Default: true.
     pub check: bool,
+    /// Run the product on an `R × Q` process grid (`001` §4.3; `gemm` only).
+    /// Default: `None` (1-D column slabs).
+    pub grid: Option<(usize, usize)>,
     /// Rate measurement. Default: [`RateParams::default`].
     pub rates: RateParams,
 }
@@ -89,6 +93,7 @@ impl Default for DenseParams {
             seed: 0,
             rhs: false,
             check: true,
+            grid: None,
             rates: RateParams::default(),
         }
     }
@@ -128,6 +133,14 @@ impl DenseParams {
         }
         if self.replan > 0 && self.op == DenseOp::Gemm {
             return bad("replan", self.replan, "re-planning applies to lu and qr");
+        }
+        if let Some((r, q)) = self.grid {
+            if self.op != DenseOp::Gemm {
+                return bad("grid", r * q, "the 2-D grid runs gemm only");
+            }
+            if r == 0 || q == 0 {
+                return bad("grid", r * q, "needs at least 1 x 1");
+            }
         }
         if self.layout == LayoutKind::Optimized && self.n.div_ceil(self.block) < 2 {
             return bad(
@@ -175,6 +188,10 @@ pub struct DenseReport {
     pub cycle_times: Vec<f64>,
     /// Matrix columns per rank (final layout).
     pub columns_per_rank: Vec<usize>,
+    /// Matrix rows per rank (2-D grid only).
+    pub rows_per_rank: Option<Vec<usize>>,
+    /// `R × Q` of the 2-D grid, if any.
+    pub grid: Option<(usize, usize)>,
     /// `003` §4 %imbalance of the collectives of the operation.
     pub imbalance_percent: f64,
     /// Semi-static re-plannings performed.
@@ -226,6 +243,8 @@ pub fn run_dense<C: Comm>(
         rates: sample.gflops.clone(),
         cycle_times: sample.times.clone(),
         columns_per_rank: Vec::new(),
+        rows_per_rank: None,
+        grid: params.grid,
         imbalance_percent: 0.0,
         replans: 0,
         bytes_moved: 0,
@@ -234,7 +253,57 @@ pub fn run_dense<C: Comm>(
         predicted_cyclic_time: None,
     };
     let mut checks = [f64::NAN; 3];
-    if params.op == DenseOp::Gemm {
+    if let Some((gr, gq)) = params.grid {
+        if gr * gq != comm.size() {
+            return Err(DenseError::BadParam {
+                what: "grid",
+                value: format!("{gr}x{gq}"),
+                reason: "rows x cols must equal the number of processes",
+            });
+        }
+        let nb = n.div_ceil(params.block);
+        let equal = vec![1.0; comm.size()];
+        let times = if params.layout == LayoutKind::Cyclic {
+            &equal
+        } else {
+            &sample.times
+        };
+        let gl = GridLayout::build(
+            times,
+            gr,
+            gq,
+            n,
+            params.block,
+            (4 * gr).min(nb),
+            (4 * gq).min(nb),
+        )?;
+        report.columns_per_rank = (0..comm.size()).map(|r| gl.cols_of(r % gq).len()).collect();
+        report.rows_per_rank = Some((0..comm.size()).map(|r| gl.rows_of(r / gq).len()).collect());
+        report.slice = gl.r.iter().sum::<usize>() * gl.c.iter().sum::<usize>();
+        let b_src = match src {
+            Source::Random { seed } => Source::Random {
+                seed: seed.wrapping_add(1),
+            },
+            Source::ColMajor(_) => *src,
+        };
+        traced.reset();
+        traced.barrier();
+        let t0 = traced.wtime();
+        let c = grid_gemm(&traced, &gl, src, &b_src, par)?;
+        traced.barrier();
+        report.wall_seconds = traced.wtime() - t0;
+        report.imbalance_percent = traced.report()?.imbalance_percent;
+        if params.check {
+            let full = gather_grid(traced.inner(), &gl, &c);
+            if comm.rank() == 0 {
+                let a = src.to_col_major(n);
+                let b = b_src.to_col_major(n);
+                let exact = gemm_slab(&a, &b, n, n, par);
+                let diff: Vec<f64> = full.iter().zip(&exact).map(|(x, y)| x - y).collect();
+                checks[0] = check::frobenius(&diff) / (check::frobenius(&a) * check::frobenius(&b));
+            }
+        }
+    } else if params.op == DenseOp::Gemm {
         let gl = GemmLayout::build(params.layout, &sample.times, n, params.block)?;
         report.columns_per_rank = gl.columns_per_rank();
         report.slice = gl.blocks.iter().sum();

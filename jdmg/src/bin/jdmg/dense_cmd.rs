@@ -58,6 +58,10 @@ pub struct DenseArgs {
     /// predicted B <= 4P).
     #[arg(long)]
     slice: Option<usize>,
+    /// Run gemm on an R x C process grid with the 2-D panel allocation of
+    /// seeds/001 §4.3 (e.g. 2x2; R*C must equal the number of processes).
+    #[arg(long)]
+    grid: Option<String>,
     /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
     #[arg(long, default_value_t = 0)]
     replan: usize,
@@ -89,8 +93,21 @@ fn bad(msg: impl Into<String>) -> Fail {
     Fail(EXIT_BAD_INPUT, msg.into())
 }
 
-fn params_from(a: &DenseArgs, n: usize) -> DenseParams {
-    DenseParams {
+/// Parses `RxC`.
+fn parse_grid(s: &str) -> Result<(usize, usize), Fail> {
+    let parsed = s
+        .split_once(['x', 'X'])
+        .and_then(|(r, c)| Some((r.trim().parse().ok()?, c.trim().parse().ok()?)));
+    match parsed {
+        Some((r, c)) if r > 0 && c > 0 => Ok((r, c)),
+        _ => Err(bad(format!(
+            "--grid {s}: expected RxC with R, C >= 1 (e.g. 2x2)"
+        ))),
+    }
+}
+
+fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
+    Ok(DenseParams {
         op: match a.op {
             OpArg::Lu => DenseOp::Lu,
             OpArg::Qr => DenseOp::Qr,
@@ -109,8 +126,9 @@ fn params_from(a: &DenseArgs, n: usize) -> DenseParams {
         seed: a.seed,
         rhs: a.rhs,
         check: !a.no_check,
+        grid: a.grid.as_deref().map(parse_grid).transpose()?,
         ..DenseParams::default()
-    }
+    })
 }
 
 /// The input matrix: `(n, dense column-major data or None for random)`.
@@ -164,7 +182,7 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
         return Err(bad("--ranks must be at least 1"));
     }
     let (n, data) = load(a)?;
-    let params = params_from(a, n);
+    let params = params_from(a, n)?;
     params.validate().map_err(to_fail)?;
     let src = match &data {
         Some(d) => Source::ColMajor(d),
@@ -225,6 +243,9 @@ fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
     let rates: Vec<String> = r.rates.iter().map(|x| format!("{x:.2}")).collect();
     println!("update rates (GFLOP/s per rank) {}", rates.join(" "));
     println!("columns per rank {:?}", r.columns_per_rank);
+    if let (Some(rows), Some((gr, gq))) = (&r.rows_per_rank, r.grid) {
+        println!("grid {gr}x{gq}, rows per rank {rows:?}");
+    }
     if let (Some(p), Some(c)) = (r.predicted_time, r.predicted_cyclic_time) {
         println!(
             "seeds/000 model: predicted time / cyclic = {:.3}",
@@ -242,7 +263,7 @@ fn dense_mpi(a: &DenseArgs) -> Result<(), Fail> {
     use lblib::Comm;
     let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
     let loaded = load(a).and_then(|(n, d)| {
-        let p = params_from(a, n);
+        let p = params_from(a, n)?;
         p.validate().map_err(to_fail)?;
         Ok((n, d, p))
     });
