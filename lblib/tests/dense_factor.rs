@@ -371,3 +371,37 @@ fn grid_2d_panel_layout_and_outer_product() {
     assert!(reps[0].backward_error <= params.n as f64 * EPS);
     assert_eq!(reps[0].rows_per_rank.as_ref().unwrap().len(), 4);
 }
+
+#[test]
+fn clusters_of_clusters_layout_runs_lu() {
+    // 001 §4.5 example: clusters A = (2,3,4), B = (3,5,8), panels of 5 blocks:
+    // cluster times 6 and 9, panels BAABA (read left to right).
+    let times = [2.0, 3.0, 4.0, 3.0, 5.0, 8.0];
+    let groups = vec![vec![0, 1, 2], vec![3, 4, 5]];
+    let (n, block) = (25 * 4, 4);
+    let lay = ColumnLayout::build_clusters(&groups, &times, n, block, Some(5)).unwrap();
+    let panel_of = |j: usize| usize::from(lay.home[j] >= 3);
+    let panels: Vec<usize> = (0..5).map(|k| panel_of(5 * k)).collect();
+    assert_eq!(panels, vec![1, 0, 0, 1, 0]);
+    for k in 0..5 {
+        assert!((5 * k..5 * k + 5).all(|j| panel_of(j) == panels[k]));
+    }
+    let a = Source::Random { seed: 8 }.to_col_major(n);
+    let out = ThreadComm::run(6, |comm| {
+        let f = factor_distributed(
+            &comm,
+            Factorization::Lu,
+            &Source::Random { seed: 8 },
+            &lay,
+            0,
+            None::<&mut RateMeter<'_, ThreadComm>>,
+            faer::Par::Seq,
+        )
+        .unwrap();
+        (gather_factors(&comm, &f), f.ipiv)
+    });
+    let (lu, ipiv) = &out[0];
+    let be = check::lu_backward_error(&a, lu, ipiv, n, faer::Par::Seq);
+    assert!(be <= n as f64 * EPS, "{be:e}");
+    assert!(ColumnLayout::build_clusters(&[vec![0, 1]], &times, n, block, None).is_err());
+}

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::alloc::{
     cyclic_slice_layout, optimized_lu_schedule, predicted_times, pure_cyclic_layout, simulate_lu,
-    AllocError,
+    two_level_allocation, AllocError, TwoLevelParams,
 };
 
 /// Which column-block layout to use.
@@ -31,6 +31,11 @@ pub enum LayoutKind {
     /// panel (and updates it just before); the other blocks are laid out by the
     /// reversed DP started from `(2, 0, …, 0)` ([`optimized_lu_schedule`]).
     Optimized,
+    /// The two-level clusters-of-clusters allocation of `001` §4.5: panels of
+    /// `B` blocks go to groups of processes ("clusters", e.g. hosts) by the DP on
+    /// the clusters' panel times, blocks inside a cluster by its continued DP
+    /// ([`two_level_allocation`]). Built with [`ColumnLayout::build_clusters`].
+    Clusters,
 }
 
 impl LayoutKind {
@@ -40,6 +45,7 @@ impl LayoutKind {
             LayoutKind::Cyclic => "cyclic",
             LayoutKind::Hetero => "hetero",
             LayoutKind::Optimized => "optimized",
+            LayoutKind::Clusters => "clusters",
         }
     }
 }
@@ -135,6 +141,10 @@ impl ColumnLayout {
                 let f = vec![s.fastest; nb];
                 (s.column_owner, f, nb)
             }
+            LayoutKind::Clusters => {
+                let all: Vec<usize> = (0..p).collect();
+                return Self::build_clusters(&[all], times, n, block, slice);
+            }
         };
         Ok(Self {
             n,
@@ -144,6 +154,73 @@ impl ColumnLayout {
             slice,
             home,
             factor,
+        })
+    }
+
+    /// The two-level layout of `001` §4.5 over the clusters `groups` (lists of
+    /// ranks, together a partition of `0..times.len()`), with panels of
+    /// `panel` blocks (default: `4 x` the largest cluster). Blocks are read from
+    /// the right end of the allocation, as the slices of `000` §2.2.
+    ///
+    /// # Errors
+    /// [`AllocError::BadOwner`] if the groups are not a partition of the ranks;
+    /// errors of [`two_level_allocation`].
+    pub fn build_clusters(
+        groups: &[Vec<usize>],
+        times: &[f64],
+        n: usize,
+        block: usize,
+        panel: Option<usize>,
+    ) -> Result<Self, AllocError> {
+        super::alloc_check(n, block)?;
+        let p = times.len();
+        let mut seen = vec![false; p];
+        for (g, ranks) in groups.iter().enumerate() {
+            for &r in ranks {
+                if r >= p || seen[r] {
+                    return Err(AllocError::BadOwner {
+                        block: g,
+                        owner: r,
+                        p,
+                    });
+                }
+                seen[r] = true;
+            }
+        }
+        if let Some(r) = seen.iter().position(|s| !s) {
+            return Err(AllocError::BadOwner {
+                block: groups.len(),
+                owner: r,
+                p,
+            });
+        }
+        let nb = n_blocks(n, block);
+        let b = panel.unwrap_or(4 * groups.iter().map(Vec::len).max().unwrap_or(1));
+        let cl_times: Vec<Vec<f64>> = groups
+            .iter()
+            .map(|g| g.iter().map(|&r| times[r]).collect())
+            .collect();
+        let two = two_level_allocation(
+            &cl_times,
+            nb.div_ceil(b.max(1)),
+            &TwoLevelParams {
+                panel_size: b,
+                ..TwoLevelParams::default()
+            },
+        )?;
+        let skip = two.block_owner.len() - nb;
+        let home: Vec<usize> = two.block_owner[skip..]
+            .iter()
+            .map(|&(c, i)| groups[c][i])
+            .collect();
+        Ok(Self {
+            n,
+            block,
+            p,
+            kind: LayoutKind::Clusters,
+            slice: b,
+            factor: home.clone(),
+            home,
         })
     }
 

@@ -73,6 +73,9 @@ pub struct DenseParams {
     pub rhs: bool,
     /// Compute the backward error / orthogonality (gathers the factors). Default: true.
     pub check: bool,
+    /// Clusters of ranks for [`LayoutKind::Clusters`] (`001` §4.5); `None`:
+    /// one cluster of all ranks. Default: `None`.
+    pub clusters: Option<Vec<Vec<usize>>>,
     /// Run the product on an `R × Q` process grid (`001` §4.3; `gemm` only).
     /// Default: `None` (1-D column slabs).
     pub grid: Option<(usize, usize)>,
@@ -94,6 +97,7 @@ impl Default for DenseParams {
             rhs: false,
             check: true,
             grid: None,
+            clusters: None,
             rates: RateParams::default(),
         }
     }
@@ -133,6 +137,9 @@ impl DenseParams {
         }
         if self.replan > 0 && self.op == DenseOp::Gemm {
             return bad("replan", self.replan, "re-planning applies to lu and qr");
+        }
+        if self.clusters.is_some() && self.layout != LayoutKind::Clusters {
+            return bad("clusters", 0, "cluster lists need --layout clusters");
         }
         if let Some((r, q)) = self.grid {
             if self.op != DenseOp::Gemm {

@@ -33,6 +33,8 @@ pub enum LayoutArg {
     Hetero,
     /// The optimized distribution of seeds/000 §4.4 (fastest rank factors every panel).
     Optimized,
+    /// Two-level clusters-of-clusters allocation of seeds/001 §4.5 (see --clusters).
+    Clusters,
 }
 
 #[derive(Args)]
@@ -58,6 +60,9 @@ pub struct DenseArgs {
     /// predicted B <= 4P).
     #[arg(long)]
     slice: Option<usize>,
+    /// Clusters of ranks for --layout clusters, e.g. 0-1,2-3 (default: one cluster).
+    #[arg(long)]
+    clusters: Option<String>,
     /// Run gemm on an R x C process grid with the 2-D panel allocation of
     /// seeds/001 §4.3 (e.g. 2x2; R*C must equal the number of processes).
     #[arg(long)]
@@ -106,6 +111,34 @@ fn parse_grid(s: &str) -> Result<(usize, usize), Fail> {
     }
 }
 
+/// Parses cluster lists like `0-1,2,3-5` (ranges or single ranks, one cluster each).
+fn parse_clusters(s: &str) -> Result<Vec<Vec<usize>>, Fail> {
+    let err = || {
+        bad(format!(
+            "--clusters {s}: expected comma-separated ranks or ranges, e.g. 0-1,2-3"
+        ))
+    };
+    s.split(',')
+        .map(|part| {
+            let part = part.trim();
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (
+                    a.trim().parse().map_err(|_| err())?,
+                    b.trim().parse().map_err(|_| err())?,
+                ),
+                None => {
+                    let r: usize = part.parse().map_err(|_| err())?;
+                    (r, r)
+                }
+            };
+            if lo > hi {
+                return Err(err());
+            }
+            Ok((lo..=hi).collect())
+        })
+        .collect()
+}
+
 fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
     Ok(DenseParams {
         op: match a.op {
@@ -119,6 +152,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
             LayoutArg::Cyclic => LayoutKind::Cyclic,
             LayoutArg::Hetero => LayoutKind::Hetero,
             LayoutArg::Optimized => LayoutKind::Optimized,
+            LayoutArg::Clusters => LayoutKind::Clusters,
         },
         slice: a.slice,
         replan: a.replan,
@@ -127,6 +161,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
         rhs: a.rhs,
         check: !a.no_check,
         grid: a.grid.as_deref().map(parse_grid).transpose()?,
+        clusters: a.clusters.as_deref().map(parse_clusters).transpose()?,
         ..DenseParams::default()
     })
 }
