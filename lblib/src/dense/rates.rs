@@ -26,7 +26,7 @@ pub struct RateParams {
     /// Both counts are raised so that a section lasts at least about this many
     /// seconds (sized from the warm-up updates), so that emulated slowdowns
     /// (which sleep in quanta of 1 ms) and timer resolution do not bias the
-    /// rates. Default: 0.01.
+    /// rates. Default: 0.03.
     pub min_seconds: f64,
 }
 
@@ -36,7 +36,7 @@ impl Default for RateParams {
             rows: 256,
             first_ops: 16.0,
             ops: 16.0,
-            min_seconds: 0.01,
+            min_seconds: 0.03,
         }
     }
 }

@@ -183,8 +183,8 @@ pub struct DenseReport {
     /// `flops / wall_seconds / 1e9`.
     pub gflops: f64,
     /// `‖PA − LU‖_F/‖A‖_F`, `‖A − QR‖_F/‖A‖_F`, or `‖C − AB‖_F/(‖A‖_F‖B‖_F)`
-    /// (NaN when checks are off).
-    pub backward_error: f64,
+    /// (`None` when checks are off).
+    pub backward_error: Option<f64>,
     /// `‖QᵀQ − I‖_F` (QR only).
     pub orthogonality: Option<f64>,
     /// `‖Ax − b‖/(‖A‖‖x‖ + ‖b‖)` of the solve with the factors (`--rhs`).
@@ -244,7 +244,7 @@ pub fn run_dense<C: Comm>(
         threads: params.threads,
         wall_seconds: 0.0,
         gflops: 0.0,
-        backward_error: f64::NAN,
+        backward_error: None,
         orthogonality: None,
         solve_residual: None,
         rates: sample.gflops.clone(),
@@ -418,7 +418,7 @@ pub fn run_dense<C: Comm>(
     comm.all_reduce(&mut wall, ReduceOp::Max);
     report.wall_seconds = wall[0];
     report.gflops = params.op.flops(n) / wall[0].max(1e-12) * 1e-9;
-    report.backward_error = checks[0];
+    report.backward_error = params.check.then_some(checks[0]);
     if params.op == DenseOp::Qr && params.check {
         report.orthogonality = Some(checks[1]);
     }
