@@ -135,7 +135,7 @@ fn run_dense_backward_errors_and_solves_at_rounding_level() {
             let bound = params.n as f64 * EPS;
             assert!(
                 r.backward_error.unwrap() <= bound,
-                "{op:?} {layout:?}: {}",
+                "{op:?} {layout:?}: {:?}",
                 r.backward_error
             );
             if op == DenseOp::Qr {
@@ -383,8 +383,8 @@ fn clusters_of_clusters_layout_runs_lu() {
     let panel_of = |j: usize| usize::from(lay.home[j] >= 3);
     let panels: Vec<usize> = (0..5).map(|k| panel_of(5 * k)).collect();
     assert_eq!(panels, vec![1, 0, 0, 1, 0]);
-    for k in 0..5 {
-        assert!((5 * k..5 * k + 5).all(|j| panel_of(j) == panels[k]));
+    for (k, &owner) in panels.iter().enumerate() {
+        assert!((5 * k..5 * k + 5).all(|j| panel_of(j) == owner));
     }
     let a = Source::Random { seed: 8 }.to_col_major(n);
     let out = ThreadComm::run(6, |comm| {

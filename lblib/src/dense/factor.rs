@@ -539,10 +539,10 @@ fn move_blocks<C: Comm + ?Sized>(
     let mut send = Vec::new();
     let mut total = 0u64;
     // Send order: by destination, then block ascending.
-    for dest in 0..p {
+    for (dest, count) in send_counts.iter_mut().enumerate() {
         for (b, &j) in loc.blocks.iter().enumerate() {
             if new_home[j] == dest && dest != me {
-                send_counts[dest] += n * width(j);
+                *count += n * width(j);
                 for lc in loc.cols(b) {
                     send.extend_from_slice(&loc.data[lc * n..(lc + 1) * n]);
                 }
@@ -550,8 +550,7 @@ fn move_blocks<C: Comm + ?Sized>(
         }
     }
     let mut incoming: Vec<(usize, usize)> = Vec::new(); // (block, source)
-    for j in 0..layout.n_blocks() {
-        let (from, to) = (layout.home[j], new_home[j]);
+    for (j, (&from, &to)) in layout.home.iter().zip(new_home).enumerate() {
         if from != to {
             total += (n * width(j) * 8) as u64;
             if to == me {

@@ -57,7 +57,7 @@ pub struct DenseArgs {
     #[arg(long, value_enum, default_value = "cyclic")]
     layout: LayoutArg,
     /// Slice size B of the heterogeneous layout (blocks per slice; default: best
-    /// predicted B <= 4P).
+    /// predicted B <= 4P); panel size for --layout clusters.
     #[arg(long)]
     slice: Option<usize>,
     /// Clusters of ranks for --layout clusters, e.g. 0-1,2-3 (default: one cluster).
@@ -170,7 +170,6 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
             min_seconds: a.rate_seconds,
             ..Default::default()
         },
-        ..DenseParams::default()
     })
 }
 
