@@ -405,3 +405,27 @@ fn clusters_of_clusters_layout_runs_lu() {
     assert!(be <= n as f64 * EPS, "{be:e}");
     assert!(ColumnLayout::build_clusters(&[vec![0, 1]], &times, n, block, None).is_err());
 }
+
+#[test]
+fn run_dense_uses_the_given_clusters() {
+    let params = |clusters: Vec<Vec<usize>>| DenseParams {
+        n: 64,
+        block: 4,
+        layout: LayoutKind::Clusters,
+        clusters: Some(clusters),
+        ..DenseParams::default()
+    };
+    let good = params(vec![vec![0, 1], vec![2, 3]]);
+    let reps = ThreadComm::run(4, |comm| {
+        run_dense(&comm, &Source::Random { seed: 6 }, &good)
+    });
+    let r = reps[0].as_ref().unwrap();
+    assert_eq!(r.layout, "clusters");
+    assert!(r.backward_error.unwrap() <= 64.0 * EPS);
+    // Rank 2 in no cluster: a typed error on every rank.
+    let bad = params(vec![vec![0, 1], vec![3]]);
+    let reps = ThreadComm::run(4, |comm| {
+        run_dense(&comm, &Source::Random { seed: 6 }, &bad)
+    });
+    assert!(reps.iter().all(|r| matches!(r, Err(DenseError::Alloc(_)))));
+}

@@ -345,8 +345,12 @@ pub fn run_dense<C: Comm>(
             }
         }
     } else {
-        let layout =
-            ColumnLayout::build(params.layout, &sample.times, n, params.block, params.slice)?;
+        let layout = match &params.clusters {
+            Some(groups) if params.layout == LayoutKind::Clusters => {
+                ColumnLayout::build_clusters(groups, &sample.times, n, params.block, params.slice)?
+            }
+            _ => ColumnLayout::build(params.layout, &sample.times, n, params.block, params.slice)?,
+        };
         report.slice = layout.slice;
         report.predicted_time = Some(layout.predicted_time(&sample.times)?);
         let cyc = ColumnLayout::build(LayoutKind::Cyclic, &sample.times, n, params.block, None)?;
