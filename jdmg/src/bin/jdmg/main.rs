@@ -7,6 +7,8 @@
 //! still printed); 141 standard output is a closed pipe (nothing more is
 //! printed); 130 / 143 interrupted by SIGINT / SIGTERM. A panic (101) is a bug.
 
+#[cfg(feature = "dense")]
+mod dense_cmd;
 mod mpi_detect;
 mod output;
 mod progress;
@@ -78,6 +80,9 @@ enum Cmd {
     /// Computes eigenpairs of FILE.mtx or of a generated matrix.
     #[command(after_help = EXIT_CODES)]
     Solve(solve::SolveArgs),
+    /// Distributed dense LU / QR / GEMM laid out on measured rates (seeds/000).
+    #[cfg(feature = "dense")]
+    Dense(dense_cmd::DenseArgs),
 }
 
 fn main() -> ExitCode {
@@ -106,6 +111,8 @@ fn main() -> ExitCode {
             symmetric,
         } => gen_cmd(&spec, &output, symmetric),
         Cmd::Solve(a) => solve::solve_cmd(&a),
+        #[cfg(feature = "dense")]
+        Cmd::Dense(a) => dense_cmd::dense_cmd(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

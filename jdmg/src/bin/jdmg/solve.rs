@@ -685,11 +685,7 @@ fn run_distributed<B: Comm>(
 }
 
 /// Collects the eigenvectors of a distributed solution on every rank.
-fn gather<C: Comm>(
-    comm: &C,
-    n: usize,
-    r: Result<Solution, JdError>,
-) -> Result<Solution, JdError> {
+fn gather<C: Comm>(comm: &C, n: usize, r: Result<Solution, JdError>) -> Result<Solution, JdError> {
     let (mut s, boxed) = match r {
         Ok(s) => (s, false),
         Err(JdError::NotConverged { partial, .. }) => (*partial, true),

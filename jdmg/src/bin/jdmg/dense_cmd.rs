@@ -1,0 +1,361 @@
+//! `jdmg dense lu|qr|gemm`: distributed dense LU / QR / matrix product laid out
+//! on the rates lblib measures (`seeds/000`; `lblib::dense`).
+//!
+//! Exit codes: 0 success; 2 bad input (options, unreadable or non-square file,
+//! singular matrix).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use lblib::dense::{run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, Source};
+
+use std::fmt::Write as _;
+
+use crate::output::{emit, Fail, EXIT_BAD_INPUT};
+
+/// Largest order accepted from a MatrixMarket file (the matrix is made dense
+/// and replicated on every process).
+const MAX_FILE_ORDER: usize = 20_000;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OpArg {
+    /// PA = LU with partial pivoting.
+    Lu,
+    /// A = QR (Householder).
+    Qr,
+    /// C = AB (B a second random matrix, or A itself for a file).
+    Gemm,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LayoutArg {
+    /// Homogeneous cyclic column blocks.
+    Cyclic,
+    /// Heterogeneous cyclic(B) from the measured cycle-times (seeds/000 §2.2).
+    Hetero,
+    /// The optimized distribution of seeds/000 §4.4 (fastest rank factors every panel).
+    Optimized,
+    /// Two-level clusters-of-clusters allocation of seeds/001 §4.5 (see --clusters).
+    Clusters,
+}
+
+#[derive(Args)]
+pub struct DenseArgs {
+    /// Operation.
+    #[arg(value_enum)]
+    op: OpArg,
+    /// MatrixMarket file (square; made dense), or use --n.
+    file: Option<PathBuf>,
+    /// Order of a seeded random matrix (entries uniform in [-1, 1)).
+    #[arg(long, conflicts_with = "file")]
+    n: Option<usize>,
+    /// Seed of the random matrix.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Column block width.
+    #[arg(long, default_value_t = 64)]
+    block: usize,
+    /// Column-block layout.
+    #[arg(long, value_enum, default_value = "cyclic")]
+    layout: LayoutArg,
+    /// Slice size B of the heterogeneous layout (blocks per slice; default: best
+    /// predicted B <= 4P); panel size for --layout clusters.
+    #[arg(long)]
+    slice: Option<usize>,
+    /// Clusters of ranks for --layout clusters, e.g. 0-1,2-3 (default: one cluster).
+    #[arg(long)]
+    clusters: Option<String>,
+    /// Run gemm on an R x C process grid with the 2-D panel allocation of
+    /// seeds/001 §4.3 (e.g. 2x2; R*C must equal the number of processes).
+    #[arg(long)]
+    grid: Option<String>,
+    /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
+    #[arg(long, default_value_t = 0)]
+    replan: usize,
+    /// Also solve Ax = b with the factors (random b).
+    #[arg(long)]
+    rhs: bool,
+    /// Skip the backward-error check (it gathers the factors and costs a product).
+    #[arg(long)]
+    no_check: bool,
+    /// faer threads per process.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Ranks on the thread backend (one process).
+    #[arg(long, default_value_t = 1)]
+    ranks: usize,
+    /// Run over MPI (launch with mpirun; needs the `mpi` feature).
+    #[arg(long)]
+    mpi: bool,
+    /// Per-rank slowdown factors (e.g. 1,3): virtual clocks on the thread backend,
+    /// sleeping under MPI.
+    #[arg(long, value_delimiter = ',')]
+    slowdown: Vec<f64>,
+    /// Minimum length in seconds of each rate-measurement section (an lblib
+    /// flexible section of GEMM updates).
+    #[arg(long, default_value_t = 0.03)]
+    rate_seconds: f64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn bad(msg: impl Into<String>) -> Fail {
+    Fail(EXIT_BAD_INPUT, msg.into())
+}
+
+/// Parses `RxC`.
+fn parse_grid(s: &str) -> Result<(usize, usize), Fail> {
+    let parsed = s
+        .split_once(['x', 'X'])
+        .and_then(|(r, c)| Some((r.trim().parse().ok()?, c.trim().parse().ok()?)));
+    match parsed {
+        Some((r, c)) if r > 0 && c > 0 => Ok((r, c)),
+        _ => Err(bad(format!(
+            "--grid {s}: expected RxC with R, C >= 1 (e.g. 2x2)"
+        ))),
+    }
+}
+
+/// Parses cluster lists like `0-1,2,3-5` (ranges or single ranks, one cluster each).
+fn parse_clusters(s: &str) -> Result<Vec<Vec<usize>>, Fail> {
+    let err = || {
+        bad(format!(
+            "--clusters {s}: expected comma-separated ranks or ranges, e.g. 0-1,2-3"
+        ))
+    };
+    s.split(',')
+        .map(|part| {
+            let part = part.trim();
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (
+                    a.trim().parse().map_err(|_| err())?,
+                    b.trim().parse().map_err(|_| err())?,
+                ),
+                None => {
+                    let r: usize = part.parse().map_err(|_| err())?;
+                    (r, r)
+                }
+            };
+            if lo > hi {
+                return Err(err());
+            }
+            Ok((lo..=hi).collect())
+        })
+        .collect()
+}
+
+fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
+    Ok(DenseParams {
+        op: match a.op {
+            OpArg::Lu => DenseOp::Lu,
+            OpArg::Qr => DenseOp::Qr,
+            OpArg::Gemm => DenseOp::Gemm,
+        },
+        n,
+        block: a.block,
+        layout: match a.layout {
+            LayoutArg::Cyclic => LayoutKind::Cyclic,
+            LayoutArg::Hetero => LayoutKind::Hetero,
+            LayoutArg::Optimized => LayoutKind::Optimized,
+            LayoutArg::Clusters => LayoutKind::Clusters,
+        },
+        slice: a.slice,
+        replan: a.replan,
+        threads: a.threads,
+        seed: a.seed,
+        rhs: a.rhs,
+        check: !a.no_check,
+        grid: a.grid.as_deref().map(parse_grid).transpose()?,
+        clusters: a.clusters.as_deref().map(parse_clusters).transpose()?,
+        rates: lblib::dense::RateParams {
+            min_seconds: a.rate_seconds,
+            ..Default::default()
+        },
+    })
+}
+
+/// The input matrix: `(n, dense column-major data or None for random)`.
+fn load(a: &DenseArgs) -> Result<(usize, Option<Vec<f64>>), Fail> {
+    match (&a.file, a.n) {
+        (Some(path), _) => read_dense(path).map(|(n, d)| (n, Some(d))),
+        (None, Some(n)) => Ok((n, None)),
+        (None, None) => Err(bad("give a MatrixMarket file or --n N")),
+    }
+}
+
+fn read_dense(path: &Path) -> Result<(usize, Vec<f64>), Fail> {
+    let m = matrices::mm::read_matrix_market(path)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?
+        .matrix;
+    let n = m.nrows();
+    if m.ncols() != n {
+        return Err(bad(format!(
+            "{}: {} x {} is not square",
+            path.display(),
+            n,
+            m.ncols()
+        )));
+    }
+    if n > MAX_FILE_ORDER {
+        return Err(bad(format!(
+            "{}: order {n} is above {MAX_FILE_ORDER} (the matrix is made dense)",
+            path.display()
+        )));
+    }
+    let mut d = vec![0.0; n * n];
+    for i in 0..n {
+        let (cols, vals) = m.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            d[j as usize * n + i] = v;
+        }
+    }
+    Ok((n, d))
+}
+
+fn to_fail(e: DenseError) -> Fail {
+    bad(e.to_string())
+}
+
+/// Entry point of `jdmg dense`.
+pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
+    if a.mpi {
+        return dense_mpi(a);
+    }
+    if a.ranks == 0 {
+        return Err(bad("--ranks must be at least 1"));
+    }
+    let (n, data) = load(a)?;
+    let params = params_from(a, n)?;
+    params.validate().map_err(to_fail)?;
+    let src = match &data {
+        Some(d) => Source::ColMajor(d),
+        None => Source::Random { seed: a.seed },
+    };
+    let report = if a.ranks > 1 {
+        let slow = if a.slowdown.is_empty() {
+            vec![1.0; a.ranks]
+        } else {
+            a.slowdown.clone()
+        };
+        if slow.len() != a.ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(bad(format!(
+                "--slowdown needs {} positive factors",
+                a.ranks
+            )));
+        }
+        let clock = if a.slowdown.is_empty() {
+            lblib::ClockMode::Real
+        } else {
+            lblib::ClockMode::Virtual
+        };
+        let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+        let out = lblib::ThreadComm::run_with(cfg, |comm| run_dense(&comm, &src, &params));
+        out.into_iter().next().expect("rank 0").map_err(to_fail)?
+    } else {
+        if !a.slowdown.is_empty() {
+            return Err(bad("--slowdown needs --ranks N or --mpi"));
+        }
+        run_dense(&lblib::SelfComm::new(), &src, &params).map_err(to_fail)?
+    };
+    print_report(a, &report)
+}
+
+fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
+    if a.json {
+        let json = serde_json::to_string(r).map_err(|e| (EXIT_BAD_INPUT, e))?;
+        return emit(&format!("{json}\n"));
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} n={} block={} layout={} (slice B={}) on {} process(es) x {} thread(s)",
+        r.op, r.n, r.block, r.layout, r.slice, r.nprocs, r.threads
+    );
+    let _ = writeln!(
+        out,
+        "time {:.3} s  {:.2} GFLOP/s  imbalance {:.1}%",
+        r.wall_seconds, r.gflops, r.imbalance_percent
+    );
+    if let Some(b) = r.backward_error {
+        let _ = writeln!(out, "backward error {b:.3e}");
+    }
+    if let Some(o) = r.orthogonality {
+        let _ = writeln!(out, "orthogonality ‖QᵀQ − I‖ {o:.3e}");
+    }
+    if let Some(s) = r.solve_residual {
+        let _ = writeln!(out, "solve residual {s:.3e}");
+    }
+    let rates: Vec<String> = r.rates.iter().map(|x| format!("{x:.2}")).collect();
+    let _ = writeln!(out, "update rates (GFLOP/s per rank) {}", rates.join(" "));
+    let _ = writeln!(out, "columns per rank {:?}", r.columns_per_rank);
+    if let (Some(rows), Some((gr, gq))) = (&r.rows_per_rank, r.grid) {
+        let _ = writeln!(out, "grid {gr}x{gq}, rows per rank {rows:?}");
+    }
+    if let (Some(p), Some(c)) = (r.predicted_time, r.predicted_cyclic_time) {
+        let _ = writeln!(
+            out,
+            "seeds/000 model: predicted time / cyclic = {:.3}",
+            p / c.max(f64::MIN_POSITIVE)
+        );
+    }
+    if r.replans > 0 {
+        let _ = writeln!(
+            out,
+            "re-plannings {}  bytes moved {}",
+            r.replans, r.bytes_moved
+        );
+    }
+    emit(&out)
+}
+
+#[cfg(feature = "mpi")]
+fn dense_mpi(a: &DenseArgs) -> Result<(), Fail> {
+    use lblib::Comm;
+    let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
+    let loaded = load(a).and_then(|(n, d)| {
+        let p = params_from(a, n)?;
+        p.validate().map_err(to_fail)?;
+        Ok((n, d, p))
+    });
+    // Every rank must agree before entering collectives.
+    let mut ok = [if loaded.is_ok() { 1.0 } else { 0.0 }];
+    world.all_reduce(&mut ok, lblib::ReduceOp::Min);
+    let (_n, data, params) = match loaded {
+        Ok(v) if ok[0] > 0.0 => v,
+        Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
+        Err(e) => {
+            return Err(if world.rank() == 0 {
+                e
+            } else {
+                Fail(e.0, String::new())
+            })
+        }
+    };
+    let factor = if a.slowdown.is_empty() {
+        1.0
+    } else if a.slowdown.len() == world.size() {
+        a.slowdown[world.rank()]
+    } else {
+        return Err(bad(format!("--slowdown needs {} factors", world.size())));
+    };
+    let src = match &data {
+        Some(d) => Source::ColMajor(d),
+        None => Source::Random { seed: a.seed },
+    };
+    let slowed = lblib::Slowed::new(world.split(0, world.rank()), factor);
+    let r = run_dense(&slowed, &src, &params);
+    match r {
+        Ok(rep) if world.rank() == 0 => print_report(a, &rep),
+        Ok(_) => Ok(()),
+        Err(e) if world.rank() == 0 => Err(to_fail(e)),
+        Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn dense_mpi(_a: &DenseArgs) -> Result<(), Fail> {
+    Err(bad(
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)",
+    ))
+}

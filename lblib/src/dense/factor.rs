@@ -1,0 +1,635 @@
+//! Distributed right-looking LU with partial pivoting and Householder QR on a 1-D
+//! column-block layout (`seeds/000` §2.2: "at each step, the processor owning the
+//! pivot block factors it and broadcasts it to all the other processors, which
+//! update their remaining column blocks").
+//!
+//! Per step `k` (panel = column block `k`, rows `c0..n`):
+//! 1. the panel's factor process factors it with faer (`lu_in_place` /
+//!    `qr_in_place`);
+//! 2. the factored panel, with its pivots (LU) or the triangular factor `T` of its
+//!    block reflector `I - Y T Yᵀ` (QR), is broadcast;
+//! 3. every process updates its own trailing columns, kept as one contiguous
+//!    column-major array: row swaps, TRSM and GEMM (LU), or the WY update (QR),
+//!    all faer kernels.
+//!
+//! With the optimized distribution (`000` §4.4) the factor process of panel `k`
+//! (the fastest) is not its home: the home sends block `k` to it before the update
+//! of step `k - 1`, the fastest performs that update and the factorization, and
+//! the broadcast carries the rows the home skipped.
+//!
+//! Semi-static re-planning (`000` §2.1 and §4.5): every `S` panels the rates are
+//! measured again ([`RateMeter`]) and the remaining column blocks are laid out
+//! again ([`reallocate_remaining`]); the blocks that change owner are moved with
+//! one all-to-all, and the bytes moved are counted.
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::householder::apply_block_householder_transpose_on_the_left_in_place_with_conj;
+use faer::linalg::lu::partial_pivoting::factor::{lu_in_place, lu_in_place_scratch};
+use faer::linalg::matmul::matmul;
+use faer::linalg::qr::no_pivoting::factor::{qr_in_place, qr_in_place_scratch};
+use faer::linalg::temp_mat_scratch;
+use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::{Accum, Conj, MatMut, MatRef, Par};
+use serde::{Deserialize, Serialize};
+
+use super::alloc::reallocate_remaining;
+use super::layout::{ColumnLayout, LayoutKind};
+use super::rates::{RateMeter, RateSample};
+use super::{DenseError, Source};
+use crate::comm::Comm;
+
+/// Which factorization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Factorization {
+    /// `PA = LU`, partial pivoting.
+    Lu,
+    /// `A = QR`, Householder, no pivoting.
+    Qr,
+}
+
+/// Counters of one distributed factorization.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactorStats {
+    /// Number of semi-static re-plannings performed.
+    pub replans: usize,
+    /// Bytes of matrix data moved by re-plannings.
+    pub bytes_moved: u64,
+    /// Column blocks moved by re-plannings.
+    pub blocks_moved: usize,
+    /// Bytes sent to the factor process by the optimized distribution.
+    pub bytes_to_factor: u64,
+    /// Rates measured at each re-planning (the first measurement is not here).
+    pub replan_rates: Vec<RateSample>,
+    /// Seconds (communicator clock) spent measuring rates during re-planning.
+    pub replan_seconds: f64,
+}
+
+/// The distributed factors held by one process.
+#[derive(Debug, Clone)]
+pub struct DistFactors {
+    /// Which factorization.
+    pub kind: Factorization,
+    /// Final layout (after re-plannings).
+    pub layout: ColumnLayout,
+    /// Global column blocks stored here, ascending.
+    pub blocks: Vec<usize>,
+    /// Their columns, `n × ncols` column-major, blocks in the order of `blocks`:
+    /// `L` (unit, strictly below the diagonal) and `U` for LU; `R` and the
+    /// Householder vectors for QR (faer's storage).
+    pub local: Vec<f64>,
+    /// LU: `ipiv[i]`: row `i` was swapped with row `ipiv[i] >= i` (LAPACK's
+    /// convention, 0-based). Replicated.
+    pub ipiv: Vec<usize>,
+    /// QR: the `T` factors of the block reflectors, `block × n` column-major (panel
+    /// `k`'s `w × w` factor in columns `c0..c1`, faer's `Q_coeff` layout). Replicated.
+    pub t_factors: Vec<f64>,
+    /// Counters.
+    pub stats: FactorStats,
+}
+
+/// Local column storage: blocks ascending, columns contiguous.
+struct Local {
+    blocks: Vec<usize>,
+    /// Column offset of each local block, plus the total at the end.
+    offs: Vec<usize>,
+    data: Vec<f64>,
+}
+
+impl Local {
+    fn new(layout: &ColumnLayout, rank: usize, src: &Source) -> Self {
+        let n = layout.n;
+        let blocks = layout.blocks_of(rank);
+        let mut offs = vec![0];
+        for &j in &blocks {
+            let (s, e) = layout.block_cols(j);
+            offs.push(offs.last().copied().unwrap_or(0) + e - s);
+        }
+        let ncols = *offs.last().unwrap_or(&0);
+        let mut data = vec![0.0; n * ncols];
+        for (b, &j) in blocks.iter().enumerate() {
+            let (s, e) = layout.block_cols(j);
+            for (lc, gc) in (offs[b]..).zip(s..e) {
+                let col = &mut data[lc * n..(lc + 1) * n];
+                for (i, x) in col.iter_mut().enumerate() {
+                    *x = src.entry(n, i, gc);
+                }
+            }
+        }
+        Self { blocks, offs, data }
+    }
+
+    fn ncols(&self) -> usize {
+        *self.offs.last().unwrap_or(&0)
+    }
+
+    /// Local index of the first block with global index `> k`.
+    fn first_after(&self, k: usize) -> usize {
+        self.blocks.partition_point(|&j| j <= k)
+    }
+
+    fn index_of(&self, j: usize) -> Option<usize> {
+        self.blocks.binary_search(&j).ok()
+    }
+
+    /// Columns (local) of local block `b`.
+    fn cols(&self, b: usize) -> std::ops::Range<usize> {
+        self.offs[b]..self.offs[b + 1]
+    }
+}
+
+/// Block `k+1` borrowed by the factor process (optimized distribution).
+struct Pending {
+    block: usize,
+    row0: usize,
+    width: usize,
+    /// Rows `row0..n`, column-major.
+    data: Vec<f64>,
+}
+
+/// Applies the transpositions `ipiv[c0 + i] = c0 + ...` of one panel (rows
+/// `c0..`, `w` of them) to the columns of `data` (leading dimension `ld`, first
+/// row of `data` is global row `row0`).
+fn apply_swaps(data: &mut [f64], ld: usize, ncols: usize, row0: usize, c0: usize, piv: &[usize]) {
+    for c in 0..ncols {
+        let col = &mut data[c * ld..(c + 1) * ld];
+        for (i, &p) in piv.iter().enumerate() {
+            let (a, b) = (c0 + i - row0, p - row0);
+            if a != b {
+                col.swap(a, b);
+            }
+        }
+    }
+}
+
+/// Converts faer's row permutation of an `m × w` panel (`perm[i]` = original
+/// row of row `i`) into `w` LAPACK transpositions (0-based, relative to the panel).
+fn perm_to_transpositions(perm: &[usize], w: usize) -> Vec<usize> {
+    let m = perm.len();
+    let mut cur: Vec<usize> = (0..m).collect(); // cur[pos] = original row at pos
+    let mut pos: Vec<usize> = (0..m).collect(); // pos[row] = its position
+    let mut out = Vec::with_capacity(w);
+    for (i, &want) in perm.iter().enumerate().take(w) {
+        let j = pos[want];
+        out.push(j);
+        let other = cur[i];
+        cur.swap(i, j);
+        pos[want] = i;
+        pos[other] = j;
+    }
+    out
+}
+
+/// Updates `cols` (rows `row0..n` of `ncols` columns, leading dimension `ld`)
+/// with panel `k` (rows `c0..n`, width `w`, in `panel` with leading dimension
+/// `pld` starting at global row `prow0`).
+#[allow(clippy::too_many_arguments)]
+fn update_columns(
+    kind: Factorization,
+    cols: MatMut<'_, f64>,
+    panel: MatRef<'_, f64>,
+    t: MatRef<'_, f64>,
+    w: usize,
+    par: Par,
+    stack: &mut MemStack,
+) {
+    // `cols` and `panel` both start at global row c0 here.
+    match kind {
+        Factorization::Lu => {
+            let (top, bottom) = cols.split_at_row_mut(w);
+            let l11 = panel.subrows(0, w);
+            let l21 = panel.subrows(w, panel.nrows() - w);
+            let mut top = top;
+            solve_unit_lower_triangular_in_place(l11, top.rb_mut(), par);
+            if bottom.nrows() > 0 {
+                matmul(bottom, Accum::Add, l21, top.rb(), -1.0, par);
+            }
+        }
+        Factorization::Qr => {
+            apply_block_householder_transpose_on_the_left_in_place_with_conj(
+                panel,
+                t,
+                Conj::No,
+                cols,
+                par,
+                stack,
+            );
+        }
+    }
+}
+
+/// Factors the `n × n` matrix given by `src` with LU (partial pivoting) or
+/// Householder QR on the 1-D column-block `layout`, over `comm` (collective).
+///
+/// `replan_every = S > 0` re-plans every `S` panels (semi-static strategy, `000`
+/// §4.5): only for [`LayoutKind::Hetero`] layouts, and needs `meter` (the rate
+/// meter whose first measurement gave the layout). `par` is faer's parallelism
+/// inside this process.
+///
+/// # Errors
+/// [`DenseError::BadParam`] if the layout is not for `comm.size()` processes, or
+/// if re-planning is asked without a hetero layout or meter; [`DenseError::Singular`]
+/// for an exactly zero pivot (LU); errors of the re-planning.
+pub fn factor_distributed<C: Comm + ?Sized>(
+    comm: &C,
+    kind: Factorization,
+    src: &Source,
+    layout: &ColumnLayout,
+    replan_every: usize,
+    mut meter: Option<&mut RateMeter<'_, C>>,
+    par: Par,
+) -> Result<DistFactors, DenseError> {
+    let p = comm.size();
+    let me = comm.rank();
+    if layout.p != p {
+        return Err(DenseError::BadParam {
+            what: "layout processes",
+            value: layout.p.to_string(),
+            reason: "must equal the communicator size",
+        });
+    }
+    if replan_every > 0 && (layout.kind != LayoutKind::Hetero || meter.is_none()) {
+        return Err(DenseError::BadParam {
+            what: "replan",
+            value: replan_every.to_string(),
+            reason: "semi-static re-planning needs the hetero layout and a rate meter",
+        });
+    }
+    src.validate(layout.n)?;
+    let n = layout.n;
+    let nb = layout.n_blocks();
+    let bw = layout.block;
+    let mut layout = layout.clone();
+    let mut loc = Local::new(&layout, me, src);
+    let mut ipiv = vec![0usize; if kind == Factorization::Lu { n } else { 0 }];
+    let mut t_factors = vec![0.0; if kind == Factorization::Qr { bw * n } else { 0 }];
+    let mut stats = FactorStats::default();
+    let mut pending: Option<Pending> = None;
+
+    // Scratch, sized once for the largest panel and the widest local update.
+    let req = lu_in_place_scratch::<usize, f64>(n, bw, par, Default::default())
+        .or(qr_in_place_scratch::<f64>(
+            n,
+            bw,
+            bw,
+            par,
+            Default::default(),
+        ))
+        .or(temp_mat_scratch::<f64>(bw, n + bw));
+    let mut mem = MemBuffer::new(req);
+    let mut panel: Vec<f64> = Vec::with_capacity(n * bw + bw * bw + bw);
+    let mut perm = vec![0usize; n];
+    let mut perm_inv = vec![0usize; n];
+
+    // The optimized distribution borrows block 0 before step 0.
+    borrow_block(comm, &layout, &loc, 0, 0, &mut pending, &mut stats);
+
+    for k in 0..nb {
+        let (c0, c1) = layout.block_cols(k);
+        let w = c1 - c0;
+        let f = layout.factor[k];
+        let h = layout.home[k];
+        // Rows carried by the broadcast: from c0, or from where the borrowed copy
+        // starts (the home skipped the update of the previous step).
+        let rb = if f == h {
+            c0
+        } else if k == 0 {
+            0
+        } else {
+            layout.block_cols(k - 1).0
+        };
+        let prows = n - rb;
+        let extra = match kind {
+            Factorization::Lu => w,
+            Factorization::Qr => w * w,
+        };
+        panel.clear();
+        panel.resize(prows * w + extra + 1, 0.0);
+        if me == f {
+            // 1. Factor.
+            if f == h {
+                let b = loc.index_of(k).expect("home stores its block");
+                for (pc, lc) in loc.cols(b).enumerate() {
+                    panel[pc * prows..(pc + 1) * prows]
+                        .copy_from_slice(&loc.data[lc * n + rb..(lc + 1) * n]);
+                }
+            } else {
+                let pd = pending
+                    .take()
+                    .expect("factor process holds the borrowed block");
+                debug_assert_eq!((pd.block, pd.row0, pd.width), (k, rb, w));
+                panel[..prows * w].copy_from_slice(&pd.data);
+            }
+            let (pm, tail) = panel.split_at_mut(prows * w);
+            let mut pmat = MatMut::from_column_major_slice_mut(pm, prows, w);
+            let fac = pmat.rb_mut().subrows_mut(c0 - rb, n - c0);
+            let stack = MemStack::new(&mut mem);
+            let mut status = 0.0;
+            match kind {
+                Factorization::Lu => {
+                    let m = n - c0;
+                    lu_in_place(
+                        fac,
+                        &mut perm[..m],
+                        &mut perm_inv[..m],
+                        par,
+                        stack,
+                        Default::default(),
+                    );
+                    let tr = perm_to_transpositions(&perm[..m], w);
+                    for (i, t) in tr.iter().enumerate() {
+                        tail[i] = (c0 + t) as f64;
+                    }
+                    let fac = pmat.rb().subrows(c0 - rb, n - c0);
+                    if let Some(i) = (0..w).find(|&i| fac[(i, i)] == 0.0) {
+                        status = (c0 + i + 1) as f64;
+                    }
+                }
+                Factorization::Qr => {
+                    let tm = MatMut::from_column_major_slice_mut(&mut tail[..w * w], w, w);
+                    qr_in_place(fac, tm, par, stack, Default::default());
+                }
+            }
+            tail[extra] = status;
+        }
+        // 2. Broadcast panel + pivots or T + status.
+        comm.broadcast(&mut panel, f);
+        let status = panel[prows * w + extra];
+        if status > 0.0 {
+            return Err(DenseError::Singular {
+                column: status as usize - 1,
+            });
+        }
+        let (pm, tail) = panel.split_at(prows * w);
+        match kind {
+            Factorization::Lu => {
+                for i in 0..w {
+                    ipiv[c0 + i] = tail[i] as usize;
+                }
+            }
+            Factorization::Qr => {
+                for c in 0..w {
+                    t_factors[(c0 + c) * bw..(c0 + c) * bw + w]
+                        .copy_from_slice(&tail[c * w..(c + 1) * w]);
+                }
+            }
+        }
+        // The home stores the factored panel.
+        if me == h {
+            let b = loc.index_of(k).expect("home stores its block");
+            for (pc, lc) in loc.cols(b).enumerate() {
+                loc.data[lc * n + rb..(lc + 1) * n]
+                    .copy_from_slice(&pm[pc * prows..(pc + 1) * prows]);
+            }
+        }
+        // The optimized distribution: block k+1 goes to its factor process now,
+        // before the update of step k.
+        if k + 1 < nb {
+            borrow_block(comm, &layout, &loc, k + 1, c0, &mut pending, &mut stats);
+        }
+        // 3. Update.
+        let pref = MatRef::from_column_major_slice(pm, prows, w).subrows(c0 - rb, n - c0);
+        let tref = if kind == Factorization::Qr {
+            MatRef::from_column_major_slice(&tail[..w * w], w, w)
+        } else {
+            MatRef::from_column_major_slice(&tail[..0], 0, 0)
+        };
+        let piv: Vec<usize> = if kind == Factorization::Lu {
+            ipiv[c0..c1].to_vec()
+        } else {
+            Vec::new()
+        };
+        let lent = k + 1 < nb && layout.factor[k + 1] != layout.home[k + 1];
+        let mut t0 = loc.first_after(k);
+        if lent && me == layout.home[k + 1] {
+            t0 = loc.first_after(k + 1);
+        }
+        if kind == Factorization::Lu {
+            // Swaps on every local column but the panel and the lent block.
+            for b in 0..loc.blocks.len() {
+                let j = loc.blocks[b];
+                if j == k || (lent && j == k + 1 && me == layout.home[k + 1]) {
+                    continue;
+                }
+                let r = loc.cols(b);
+                apply_swaps(
+                    &mut loc.data[r.start * n..r.end * n],
+                    n,
+                    r.len(),
+                    0,
+                    c0,
+                    &piv,
+                );
+            }
+        }
+        let tcols = loc.ncols() - loc.offs[t0];
+        if tcols > 0 {
+            let (ncols, off) = (loc.ncols(), loc.offs[t0]);
+            let all = MatMut::from_column_major_slice_mut(&mut loc.data, n, ncols);
+            let trailing = all.submatrix_mut(c0, off, n - c0, tcols);
+            let stack = MemStack::new(&mut mem);
+            update_columns(kind, trailing, pref, tref, w, par, stack);
+        }
+        if let Some(pd) = pending.as_mut() {
+            let rows = n - pd.row0;
+            if kind == Factorization::Lu {
+                apply_swaps(&mut pd.data, rows, pd.width, pd.row0, c0, &piv);
+            }
+            let m = MatMut::from_column_major_slice_mut(&mut pd.data, rows, pd.width);
+            let cols = m.subrows_mut(c0 - pd.row0, n - c0);
+            let stack = MemStack::new(&mut mem);
+            update_columns(kind, cols, pref, tref, w, par, stack);
+        }
+        // Semi-static re-planning every S panels.
+        if replan_every > 0 && (k + 1) % replan_every == 0 && k + 1 < nb {
+            if let Some(m) = meter.as_deref_mut() {
+                let t_start = comm.wtime();
+                let sample = m.measure()?;
+                stats.replan_seconds += comm.wtime() - t_start;
+                let re = reallocate_remaining(&sample.times, layout.slice, &layout.home, k + 1)?;
+                stats.replans += 1;
+                stats.replan_rates.push(sample);
+                if !re.moves.is_empty() {
+                    let moved = move_blocks(comm, &layout, &re.owners, &mut loc);
+                    stats.blocks_moved += re.moves.len();
+                    stats.bytes_moved += moved;
+                }
+                layout.home = re.owners.clone();
+                layout.factor = re.owners;
+            }
+        }
+    }
+    Ok(DistFactors {
+        kind,
+        layout,
+        blocks: loc.blocks,
+        local: loc.data,
+        ipiv,
+        t_factors,
+        stats,
+    })
+}
+
+/// If block `j`'s factor process is not its home, the home sends rows `row0..n`
+/// of it to the factor process (point to point, through `all_to_all_v`).
+fn borrow_block<C: Comm + ?Sized>(
+    comm: &C,
+    layout: &ColumnLayout,
+    loc: &Local,
+    j: usize,
+    row0: usize,
+    pending: &mut Option<Pending>,
+    stats: &mut FactorStats,
+) {
+    let (f, h) = (layout.factor[j], layout.home[j]);
+    if f == h {
+        return;
+    }
+    let n = layout.n;
+    let (s, e) = layout.block_cols(j);
+    let w = e - s;
+    let rows = n - row0;
+    let me = comm.rank();
+    let p = comm.size();
+    let mut send_counts = vec![0; p];
+    let mut recv_counts = vec![0; p];
+    let mut send = Vec::new();
+    if me == h {
+        send_counts[f] = rows * w;
+        let b = loc.index_of(j).expect("home stores its block");
+        for lc in loc.cols(b) {
+            send.extend_from_slice(&loc.data[lc * n + row0..(lc + 1) * n]);
+        }
+    }
+    let mut recv = Vec::new();
+    if me == f {
+        recv_counts[h] = rows * w;
+        recv.resize(rows * w, 0.0);
+    }
+    comm.all_to_all_v(&send, &send_counts, &mut recv, &recv_counts);
+    stats.bytes_to_factor += (rows * w * 8) as u64;
+    if me == f {
+        *pending = Some(Pending {
+            block: j,
+            row0,
+            width: w,
+            data: recv,
+        });
+    }
+}
+
+/// Moves every block whose home changes to its new home (one `all_to_all_v`) and
+/// rebuilds the local storage. Returns the bytes moved (all ranks together).
+fn move_blocks<C: Comm + ?Sized>(
+    comm: &C,
+    layout: &ColumnLayout,
+    new_home: &[usize],
+    loc: &mut Local,
+) -> u64 {
+    let n = layout.n;
+    let p = comm.size();
+    let me = comm.rank();
+    let width = |j: usize| {
+        let (s, e) = layout.block_cols(j);
+        e - s
+    };
+    let mut send_counts = vec![0; p];
+    let mut recv_counts = vec![0; p];
+    let mut send = Vec::new();
+    let mut total = 0u64;
+    // Send order: by destination, then block ascending.
+    for (dest, count) in send_counts.iter_mut().enumerate() {
+        for (b, &j) in loc.blocks.iter().enumerate() {
+            if new_home[j] == dest && dest != me {
+                *count += n * width(j);
+                for lc in loc.cols(b) {
+                    send.extend_from_slice(&loc.data[lc * n..(lc + 1) * n]);
+                }
+            }
+        }
+    }
+    let mut incoming: Vec<(usize, usize)> = Vec::new(); // (block, source)
+    for (j, (&from, &to)) in layout.home.iter().zip(new_home).enumerate() {
+        if from != to {
+            total += (n * width(j) * 8) as u64;
+            if to == me {
+                recv_counts[from] += n * width(j);
+                incoming.push((j, from));
+            }
+        }
+    }
+    let mut recv = vec![0.0; recv_counts.iter().sum()];
+    comm.all_to_all_v(&send, &send_counts, &mut recv, &recv_counts);
+    // Offsets of each source's data in recv; blocks of a source arrive ascending.
+    let mut src_off = vec![0; p];
+    for r in 1..p {
+        src_off[r] = src_off[r - 1] + recv_counts[r - 1];
+    }
+    let mut blocks: Vec<usize> = (0..layout.n_blocks())
+        .filter(|&j| new_home[j] == me)
+        .collect();
+    blocks.sort_unstable();
+    let mut offs = vec![0];
+    for &j in &blocks {
+        offs.push(offs.last().copied().unwrap_or(0) + width(j));
+    }
+    let mut data = vec![0.0; n * offs.last().copied().unwrap_or(0)];
+    let mut recv_pos: std::collections::HashMap<usize, usize> = Default::default();
+    for &(j, from) in &incoming {
+        recv_pos.insert(j, src_off[from]);
+        src_off[from] += n * width(j);
+    }
+    for (b, &j) in blocks.iter().enumerate() {
+        let len = n * width(j);
+        let dst = &mut data[offs[b] * n..offs[b] * n + len];
+        if let Some(&pos) = recv_pos.get(&j) {
+            dst.copy_from_slice(&recv[pos..pos + len]);
+        } else {
+            let ob = loc.index_of(j).expect("kept block is stored here");
+            let r = loc.cols(ob);
+            dst.copy_from_slice(&loc.data[r.start * n..r.end * n]);
+        }
+    }
+    *loc = Local { blocks, offs, data };
+    total
+}
+
+/// Gathers the distributed factors into one `n × n` column-major matrix on every
+/// process (collective; for checks and the solve).
+pub fn gather_factors<C: Comm + ?Sized>(comm: &C, f: &DistFactors) -> Vec<f64> {
+    let n = f.layout.n;
+    let p = comm.size();
+    let mut counts_u = vec![0u64; p];
+    comm.all_gather_u64(&[f.local.len() as u64], &mut counts_u);
+    let counts: Vec<usize> = counts_u.iter().map(|&c| c as usize).collect();
+    let mut all = vec![0.0; counts.iter().sum()];
+    comm.all_gather_v(&f.local, &counts, &mut all);
+    let mut out = vec![0.0; n * n];
+    let mut off = 0;
+    for r in 0..p {
+        for j in f.layout.blocks_of(r) {
+            let (s, e) = f.layout.block_cols(j);
+            let len = n * (e - s);
+            out[s * n..e * n].copy_from_slice(&all[off..off + len]);
+            off += len;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpositions_reproduce_the_permutation() {
+        let perm = [3usize, 0, 4, 1, 2];
+        let tr = perm_to_transpositions(&perm, 5);
+        let mut rows: Vec<usize> = (0..5).collect();
+        for (i, &t) in tr.iter().enumerate() {
+            rows.swap(i, t);
+        }
+        assert_eq!(rows, perm);
+    }
+}

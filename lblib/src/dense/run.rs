@@ -1,0 +1,433 @@
+//! One call that runs a dense operation over a communicator and reports what the
+//! `jdmg dense` command prints: rates, layout, time, GFLOP/s, backward error,
+//! orthogonality, imbalance (`seeds/003` §4 tracer) and re-planning counters.
+
+use serde::{Deserialize, Serialize};
+
+use super::check;
+use super::factor::{factor_distributed, gather_factors, Factorization};
+use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
+use super::grid::{gather_grid, grid_gemm, GridLayout};
+use super::layout::{ColumnLayout, LayoutKind};
+use super::rates::{RateMeter, RateParams, RateSample};
+use super::{par_for, random_entry, DenseError, Source};
+use crate::comm::{Comm, ReduceOp};
+use crate::tracer::Traced;
+
+/// The operation of [`run_dense`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DenseOp {
+    /// `PA = LU` with partial pivoting.
+    #[default]
+    Lu,
+    /// `A = QR`, Householder.
+    Qr,
+    /// `C = A B` (`B` is a second seeded random matrix, or `A` itself for a file).
+    Gemm,
+}
+
+impl DenseOp {
+    /// `lu`, `qr` or `gemm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DenseOp::Lu => "lu",
+            DenseOp::Qr => "qr",
+            DenseOp::Gemm => "gemm",
+        }
+    }
+
+    /// Floating-point operations for order `n` (`2n³/3`, `4n³/3`, `2n³`).
+    pub fn flops(self, n: usize) -> f64 {
+        let n3 = (n as f64).powi(3);
+        match self {
+            DenseOp::Lu => 2.0 * n3 / 3.0,
+            DenseOp::Qr => 4.0 * n3 / 3.0,
+            DenseOp::Gemm => 2.0 * n3,
+        }
+    }
+}
+
+/// Parameters of [`run_dense`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DenseParams {
+    /// Operation. Default: LU.
+    pub op: DenseOp,
+    /// Matrix order. Default: 1000.
+    pub n: usize,
+    /// Column block width. Default: 64.
+    pub block: usize,
+    /// Layout. Default: cyclic.
+    pub layout: LayoutKind,
+    /// Slice size `B` of the heterogeneous layout (`000` §2.2). Default: `None`
+    /// (the `B <= 4p` with the best `t_theoretical`).
+    pub slice: Option<usize>,
+    /// Re-plan every `S` panels (`000` §4.5); 0 = static. Default: 0.
+    pub replan: usize,
+    /// faer threads inside each process. Default: 1.
+    pub threads: usize,
+    /// Seed of the random matrix (when no matrix is given). Default: 0.
+    pub seed: u64,
+    /// Also solve `Ax = b` (LU and QR) with a random `b`. Default: false.
+    pub rhs: bool,
+    /// Compute the backward error / orthogonality (gathers the factors). Default: true.
+    pub check: bool,
+    /// Clusters of ranks for [`LayoutKind::Clusters`] (`001` §4.5); `None`:
+    /// one cluster of all ranks. Default: `None`.
+    pub clusters: Option<Vec<Vec<usize>>>,
+    /// Run the product on an `R × Q` process grid (`001` §4.3; `gemm` only).
+    /// Default: `None` (1-D column slabs).
+    pub grid: Option<(usize, usize)>,
+    /// Rate measurement. Default: [`RateParams::default`].
+    pub rates: RateParams,
+}
+
+impl Default for DenseParams {
+    fn default() -> Self {
+        Self {
+            op: DenseOp::Lu,
+            n: 1000,
+            block: 64,
+            layout: LayoutKind::Cyclic,
+            slice: None,
+            replan: 0,
+            threads: 1,
+            seed: 0,
+            rhs: false,
+            check: true,
+            grid: None,
+            clusters: None,
+            rates: RateParams::default(),
+        }
+    }
+}
+
+impl DenseParams {
+    /// Checks ranges.
+    ///
+    /// # Errors
+    /// [`DenseError::BadParam`] naming the parameter.
+    pub fn validate(&self) -> Result<(), DenseError> {
+        let bad = |what, value: usize, reason| {
+            Err(DenseError::BadParam {
+                what,
+                value: value.to_string(),
+                reason,
+            })
+        };
+        if self.n == 0 {
+            return bad("n", self.n, "must be at least 1");
+        }
+        if self.block == 0 || self.block > self.n {
+            return bad("block", self.block, "must be in 1..=n");
+        }
+        if self.threads == 0 {
+            return bad("threads", 0, "must be at least 1");
+        }
+        if self.slice == Some(0) {
+            return bad("slice", 0, "must be at least 1");
+        }
+        if self.replan > 0 && self.layout != LayoutKind::Hetero {
+            return bad(
+                "replan",
+                self.replan,
+                "semi-static re-planning needs --layout hetero",
+            );
+        }
+        if self.replan > 0 && self.op == DenseOp::Gemm {
+            return bad("replan", self.replan, "re-planning applies to lu and qr");
+        }
+        if self.clusters.is_some() && self.layout != LayoutKind::Clusters {
+            return bad("clusters", 0, "cluster lists need --layout clusters");
+        }
+        if let Some((r, q)) = self.grid {
+            if self.op != DenseOp::Gemm {
+                return bad("grid", r * q, "the 2-D grid runs gemm only");
+            }
+            if r == 0 || q == 0 {
+                return bad("grid", r * q, "needs at least 1 x 1");
+            }
+        }
+        if self.layout == LayoutKind::Optimized && self.n.div_ceil(self.block) < 2 {
+            return bad(
+                "block",
+                self.block,
+                "the optimized layout needs at least 2 column blocks",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What [`run_dense`] reports (the JSON of `jdmg dense --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DenseReport {
+    /// `lu`, `qr` or `gemm`.
+    pub op: String,
+    /// Matrix order.
+    pub n: usize,
+    /// Column block width.
+    pub block: usize,
+    /// Slice size `B` of the layout (`000` §2.2).
+    pub slice: usize,
+    /// `cyclic`, `hetero` or `optimized`.
+    pub layout: String,
+    /// Number of processes.
+    pub nprocs: usize,
+    /// faer threads per process.
+    pub threads: usize,
+    /// Time of the operation (communicator clock: virtual on the thread backend
+    /// with slowdowns), barrier to barrier, including re-planning.
+    pub wall_seconds: f64,
+    /// `flops / wall_seconds / 1e9`.
+    pub gflops: f64,
+    /// `‖PA − LU‖_F/‖A‖_F`, `‖A − QR‖_F/‖A‖_F`, or `‖C − AB‖_F/(‖A‖_F‖B‖_F)`
+    /// (`None` when checks are off).
+    pub backward_error: Option<f64>,
+    /// `‖QᵀQ − I‖_F` (QR only).
+    pub orthogonality: Option<f64>,
+    /// `‖Ax − b‖/(‖A‖‖x‖ + ‖b‖)` of the solve with the factors (`--rhs`).
+    pub solve_residual: Option<f64>,
+    /// Measured update rates per rank, GFLOP/s (first measurement).
+    pub rates: Vec<f64>,
+    /// Cycle-times per rank (seconds per update of `rates.rows × block × block`).
+    pub cycle_times: Vec<f64>,
+    /// Matrix columns per rank (final layout).
+    pub columns_per_rank: Vec<usize>,
+    /// Matrix rows per rank (2-D grid only).
+    pub rows_per_rank: Option<Vec<usize>>,
+    /// `R × Q` of the 2-D grid, if any.
+    pub grid: Option<(usize, usize)>,
+    /// `003` §4 %imbalance of the collectives of the operation.
+    pub imbalance_percent: f64,
+    /// Semi-static re-plannings performed.
+    pub replans: usize,
+    /// Bytes moved by re-plannings.
+    pub bytes_moved: u64,
+    /// Rates (GFLOP/s per rank) measured at each re-planning.
+    pub replan_rates: Vec<Vec<f64>>,
+    /// Predicted time of the layout in `000`'s unit-task model (units of the
+    /// measured cycle-times); LU/QR only.
+    pub predicted_time: Option<f64>,
+    /// The same prediction for the homogeneous cyclic layout, for comparison.
+    pub predicted_cyclic_time: Option<f64>,
+}
+
+/// Runs `params.op` on the matrix `src` (order `params.n`) over `comm`
+/// (collective): measures the rates with an `Lbs` section, lays out the columns,
+/// runs the operation under the imbalance tracer, then gathers and checks the
+/// result. Every rank returns the same report.
+///
+/// # Errors
+/// [`DenseError::BadParam`] / [`DenseError::BadMatrix`] for bad input (same on
+/// every rank); errors of the layout, the rate measurement or the factorization.
+pub fn run_dense<C: Comm>(
+    comm: &C,
+    src: &Source,
+    params: &DenseParams,
+) -> Result<DenseReport, DenseError> {
+    params.validate()?;
+    src.validate(params.n)?;
+    let n = params.n;
+    let par = par_for(params.threads);
+    let traced = Traced::new(comm.split(0, comm.rank()));
+    let mut meter = RateMeter::new(&traced, &params.rates, params.block, par)?;
+    let sample: RateSample = meter.measure()?;
+    let mut report = DenseReport {
+        op: params.op.name().into(),
+        n,
+        block: params.block,
+        slice: 0,
+        layout: params.layout.name().into(),
+        nprocs: comm.size(),
+        threads: params.threads,
+        wall_seconds: 0.0,
+        gflops: 0.0,
+        backward_error: None,
+        orthogonality: None,
+        solve_residual: None,
+        rates: sample.gflops.clone(),
+        cycle_times: sample.times.clone(),
+        columns_per_rank: Vec::new(),
+        rows_per_rank: None,
+        grid: params.grid,
+        imbalance_percent: 0.0,
+        replans: 0,
+        bytes_moved: 0,
+        replan_rates: Vec::new(),
+        predicted_time: None,
+        predicted_cyclic_time: None,
+    };
+    let mut checks = [f64::NAN; 3];
+    if let Some((gr, gq)) = params.grid {
+        if gr * gq != comm.size() {
+            return Err(DenseError::BadParam {
+                what: "grid",
+                value: format!("{gr}x{gq}"),
+                reason: "rows x cols must equal the number of processes",
+            });
+        }
+        let nb = n.div_ceil(params.block);
+        let equal = vec![1.0; comm.size()];
+        let times = if params.layout == LayoutKind::Cyclic {
+            &equal
+        } else {
+            &sample.times
+        };
+        let gl = GridLayout::build(
+            times,
+            gr,
+            gq,
+            n,
+            params.block,
+            (4 * gr).min(nb),
+            (4 * gq).min(nb),
+        )?;
+        report.columns_per_rank = (0..comm.size()).map(|r| gl.cols_of(r % gq).len()).collect();
+        report.rows_per_rank = Some((0..comm.size()).map(|r| gl.rows_of(r / gq).len()).collect());
+        report.slice = gl.r.iter().sum::<usize>() * gl.c.iter().sum::<usize>();
+        let b_src = match src {
+            Source::Random { seed } => Source::Random {
+                seed: seed.wrapping_add(1),
+            },
+            Source::ColMajor(_) => *src,
+        };
+        traced.reset();
+        traced.barrier();
+        let t0 = traced.wtime();
+        let c = grid_gemm(&traced, &gl, src, &b_src, par)?;
+        traced.barrier();
+        report.wall_seconds = traced.wtime() - t0;
+        report.imbalance_percent = traced.report()?.imbalance_percent;
+        if params.check {
+            let full = gather_grid(traced.inner(), &gl, &c);
+            if comm.rank() == 0 {
+                let a = src.to_col_major(n);
+                let b = b_src.to_col_major(n);
+                let exact = gemm_slab(&a, &b, n, n, par);
+                let diff: Vec<f64> = full.iter().zip(&exact).map(|(x, y)| x - y).collect();
+                checks[0] = check::frobenius(&diff) / (check::frobenius(&a) * check::frobenius(&b));
+            }
+        }
+    } else if params.op == DenseOp::Gemm {
+        let gl = GemmLayout::build(params.layout, &sample.times, n, params.block)?;
+        report.columns_per_rank = gl.columns_per_rank();
+        report.slice = gl.blocks.iter().sum();
+        let b_src = match src {
+            Source::Random { seed } => Source::Random {
+                seed: seed.wrapping_add(1),
+            },
+            Source::ColMajor(_) => *src,
+        };
+        let (s, e) = gl.ranges[comm.rank()];
+        let a = src.to_col_major(n);
+        let mut bl = vec![0.0; n * (e - s)];
+        for (c, gc) in (s..e).enumerate() {
+            for i in 0..n {
+                bl[c * n + i] = b_src.entry(n, i, gc);
+            }
+        }
+        traced.reset();
+        traced.barrier();
+        let t0 = traced.wtime();
+        let c = gemm_slab(&a, &bl, n, e - s, par);
+        traced.barrier();
+        report.wall_seconds = traced.wtime() - t0;
+        report.imbalance_percent = traced.report()?.imbalance_percent;
+        if params.check {
+            let full = gather_slabs(traced.inner(), &c, &gl);
+            if comm.rank() == 0 {
+                let b = b_src.to_col_major(n);
+                let exact = gemm_slab(&a, &b, n, n, par);
+                let diff: Vec<f64> = full.iter().zip(&exact).map(|(x, y)| x - y).collect();
+                checks[0] = check::frobenius(&diff) / (check::frobenius(&a) * check::frobenius(&b));
+            }
+        }
+    } else {
+        let layout = match &params.clusters {
+            Some(groups) if params.layout == LayoutKind::Clusters => {
+                ColumnLayout::build_clusters(groups, &sample.times, n, params.block, params.slice)?
+            }
+            _ => ColumnLayout::build(params.layout, &sample.times, n, params.block, params.slice)?,
+        };
+        report.slice = layout.slice;
+        report.predicted_time = Some(layout.predicted_time(&sample.times)?);
+        let cyc = ColumnLayout::build(LayoutKind::Cyclic, &sample.times, n, params.block, None)?;
+        report.predicted_cyclic_time = Some(cyc.predicted_time(&sample.times)?);
+        let kind = if params.op == DenseOp::Lu {
+            Factorization::Lu
+        } else {
+            Factorization::Qr
+        };
+        traced.reset();
+        traced.barrier();
+        let t0 = traced.wtime();
+        let f = factor_distributed(
+            &traced,
+            kind,
+            src,
+            &layout,
+            params.replan,
+            Some(&mut meter),
+            par,
+        )?;
+        traced.barrier();
+        report.wall_seconds = traced.wtime() - t0;
+        report.imbalance_percent = traced.report()?.imbalance_percent;
+        report.columns_per_rank = f.layout.columns_per_rank();
+        report.replans = f.stats.replans;
+        report.bytes_moved = f.stats.bytes_moved;
+        report.replan_rates = f
+            .stats
+            .replan_rates
+            .iter()
+            .map(|s| s.gflops.clone())
+            .collect();
+        if params.check || params.rhs {
+            let full = gather_factors(traced.inner(), &f);
+            if comm.rank() == 0 {
+                let a = src.to_col_major(n);
+                let b: Vec<f64> = (0..n)
+                    .map(|i| random_entry(params.seed ^ 0xB, i, n))
+                    .collect();
+                match kind {
+                    Factorization::Lu => {
+                        if params.check {
+                            checks[0] = check::lu_backward_error(&a, &full, &f.ipiv, n, par);
+                        }
+                        if params.rhs {
+                            let x = check::lu_solve(&full, &f.ipiv, n, &b, par);
+                            checks[2] = check::solve_residual(&a, n, &x, &b, par);
+                        }
+                    }
+                    Factorization::Qr => {
+                        if params.check {
+                            let (be, orth) =
+                                check::qr_errors(&a, &full, &f.t_factors, n, params.block, par);
+                            checks[0] = be;
+                            checks[1] = orth;
+                        }
+                        if params.rhs {
+                            let x = check::qr_solve(&full, &f.t_factors, n, params.block, &b, par);
+                            checks[2] = check::solve_residual(&a, n, &x, &b, par);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    comm.broadcast(&mut checks, 0);
+    let mut wall = [report.wall_seconds];
+    comm.all_reduce(&mut wall, ReduceOp::Max);
+    report.wall_seconds = wall[0];
+    report.gflops = params.op.flops(n) / wall[0].max(1e-12) * 1e-9;
+    report.backward_error = params.check.then_some(checks[0]);
+    if params.op == DenseOp::Qr && params.check {
+        report.orthogonality = Some(checks[1]);
+    }
+    if params.rhs && params.op != DenseOp::Gemm {
+        report.solve_residual = Some(checks[2]);
+    }
+    Ok(report)
+}
