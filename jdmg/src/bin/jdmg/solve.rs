@@ -69,6 +69,13 @@ pub enum Inner {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub enum VerifyArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub enum Solver {
     Auto,
     Bicgstab,
@@ -129,6 +136,11 @@ pub struct SolveArgs {
     /// per step, JDQMR's dynamic stopping).
     #[arg(long, value_enum)]
     pub inner_solver: Option<Solver>,
+    /// Verification pass for copies of multiple eigenvalues the block missed:
+    /// auto (default: when a locked eigenvalue appears block-size times), always,
+    /// never.
+    #[arg(long, value_enum)]
+    pub verify: Option<VerifyArg>,
     /// Matvec budget.
     #[arg(long)]
     pub max_matvecs: Option<u64>,
@@ -307,6 +319,13 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.inner = match v {
             Inner::Adaptive => InnerStop::Adaptive,
             Inner::Fixed => InnerStop::Fixed,
+        };
+    }
+    if let Some(v) = a.verify {
+        p.verify = match v {
+            VerifyArg::Auto => jdmg::Verify::Auto,
+            VerifyArg::Always => jdmg::Verify::Always,
+            VerifyArg::Never => jdmg::Verify::Never,
         };
     }
     if let Some(v) = a.inner_solver {
@@ -850,6 +869,19 @@ fn text_report(
             "JDQMR stops: maxits {}  stagnation {}  ritz {}  converged {}  reduced {}  linear {}  breakdown {}",
             q.steps, q.stagnation, q.ritz, q.converged, q.reduced, q.linear, q.breakdown
         );
+    }
+    if s.verification_passes > 0 {
+        let _ = writeln!(
+            out,
+            "verification: {} pass(es), {} missed cop{} of multiple eigenvalues found and locked{}",
+            s.verification_passes,
+            s.missed_copies,
+            if s.missed_copies == 1 { "y" } else { "ies" },
+            if s.verified == Some(false) { " (cut short by the budget)" } else { "" }
+        );
+    }
+    if s.scale != 1.0 && s.scale != 0.0 {
+        let _ = writeln!(out, "internal scale {:e} (‖A‖ outside [1e-100, 1e100])", s.scale);
     }
     let _ = writeln!(
         out,
