@@ -51,35 +51,24 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let eq = Equation { x, r, shift, qmr };
         let tcol = &mut self.t[slot * n..(slot + 1) * n];
         let sums = std::cell::Cell::new(0);
-        let out = match self.prm.inner {
+        let rel = 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32);
+        let mut rule: Box<dyn FnMut(usize, f64, f64) -> bool + '_> = match self.prm.inner {
             InnerStop::Time { seconds } => {
-                let mut rule = time_rule(self.pb.comm, seconds, maxits, &sums);
-                solver.solve(
-                    &self.op,
-                    self.pb.comm,
-                    &self.xl,
-                    nl,
-                    inner,
-                    &eq,
-                    &mut rule,
-                    tcol,
-                )
+                Box::new(time_rule(self.pb.comm, seconds, maxits, &sums))
             }
-            stop => {
-                let rel = 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32);
-                let mut rule = steps_rule(stop, maxits, rel, floor);
-                solver.solve(
-                    &self.op,
-                    self.pb.comm,
-                    &self.xl,
-                    nl,
-                    inner,
-                    &eq,
-                    &mut rule,
-                    tcol,
-                )
-            }
+            stop => Box::new(steps_rule(stop, maxits, rel, floor)),
         };
+        let out = solver.solve(
+            &self.op,
+            self.pb.comm,
+            &self.xl,
+            nl,
+            inner,
+            &eq,
+            &mut *rule,
+            tcol,
+        );
+        drop(rule);
         self.count(&out);
         self.stats.global_sums += sums.get();
         out.steps

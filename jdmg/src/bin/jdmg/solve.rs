@@ -871,7 +871,8 @@ fn text_report(
         );
     }
     if s.verification_passes > 0 {
-        let _ = writeln!(
+        let _ =
+            writeln!(
             out,
             "verification: {} pass(es), {} missed cop{} of multiple eigenvalues found and locked{}",
             s.verification_passes,
@@ -881,7 +882,11 @@ fn text_report(
         );
     }
     if s.scale != 1.0 && s.scale != 0.0 {
-        let _ = writeln!(out, "internal scale {:e} (‖A‖ outside [1e-100, 1e100])", s.scale);
+        let _ = writeln!(
+            out,
+            "internal scale {:e} (‖A‖ outside [1e-100, 1e100])",
+            s.scale
+        );
     }
     let _ = writeln!(
         out,
