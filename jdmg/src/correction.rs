@@ -28,9 +28,11 @@ pub(crate) fn project_out<C: Comm + ?Sized>(
     let coef = &mut coef[..nq];
     gemm_tn(coef, q, n, nq, v, 1, faer::Par::Seq);
     comm.all_reduce(coef, ReduceOp::Sum);
-    for (j, &c) in coef.iter().enumerate() {
-        let qj = &q[j * n..(j + 1) * n];
-        v.iter_mut().zip(qj).for_each(|(vi, qi)| *vi -= c * qi);
+    if nq == 1 {
+        crate::dense::axpy(-coef[0], &q[..n], v);
+    } else {
+        // one pass over v and Q (not one per column)
+        crate::dense::gemm_sub(v, q, n, nq, coef, 1, faer::Par::Seq);
     }
 }
 
@@ -228,7 +230,9 @@ impl CorrectionSolver {
     pub fn new(n: usize, solver: crate::params::InnerSolver, max_locked: usize) -> Self {
         let krylov = match solver {
             crate::params::InnerSolver::Qmrs => Krylov::Qmrs(crate::jdqmr::JdQmr::new(n)),
-            _ => Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n))),
+            crate::params::InnerSolver::Bicgstab => {
+                Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n)))
+            }
         };
         Self {
             n,

@@ -1007,7 +1007,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     let gpc = build_preconditioner(params, &gblock, precond_shift(params, a))?;
     let setup = t0.elapsed().as_secs_f64();
     let cfg = LbsConfig {
-        first_section_ops: params.resolved(true).maxits() as f64,
+        first_section_ops: params.resolved().maxits() as f64,
         ..LbsConfig::default()
     };
     let lbs = if mg.balance != Balance::None {

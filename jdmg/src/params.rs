@@ -51,14 +51,10 @@ pub enum InnerStop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum InnerSolver {
-    /// JDQMR (`Qmrs`) for serial and fine-grain solves, whose dynamic stopping
-    /// made it the faster default (0.77× the wall time of BiCGSTAB with 3 steps on
-    /// lap3d:40, side by side); BiCGSTAB in solve groups (the paper's, with the
-    /// balanced time budget) and with `InnerStop::Time`. Default.
+    /// Right-preconditioned BiCGSTAB, the paper's solver (`seeds/003` §3; default):
+    /// two matvecs per step, any preconditioner. (JDQMR took 0.77× its wall time
+    /// on lap3d:40 but 1.14× on lap3d:64, side by side, so it is not the default.)
     #[default]
-    Auto,
-    /// Right-preconditioned BiCGSTAB, the paper's solver (`seeds/003` §3):
-    /// two matvecs per step, any preconditioner.
     Bicgstab,
     /// Symmetric QMR with JDQMR's dynamic stopping (Stathopoulos; PRIMME's
     /// `inner_solve`): one matvec per step; each solve stops when the estimated
@@ -142,7 +138,7 @@ pub struct JdParams {
     /// Inner stopping rule. Default `Adaptive` (2^−iter; with `Qmrs`: JDQMR's
     /// dynamic rules).
     pub inner: InnerStop,
-    /// Inner Krylov solver. Default `Auto`.
+    /// Inner Krylov solver. Default `Bicgstab`.
     pub inner_solver: InnerSolver,
     /// Preconditioner. Default none.
     pub precond: PrecondChoice,
@@ -183,7 +179,7 @@ impl Default for JdParams {
             max_outer: 100_000,
             maxits: None,
             inner: InnerStop::Adaptive,
-            inner_solver: InnerSolver::Auto,
+            inner_solver: InnerSolver::Bicgstab,
             precond: PrecondChoice::None,
             precond_shift: None,
             ilut_fill: 20,
@@ -215,17 +211,10 @@ pub(crate) struct Sizes {
 }
 
 impl JdParams {
-    /// A copy with `Auto` choices made: the inner solver (BiCGSTAB when
-    /// `solve_groups` or with a time budget, JDQMR otherwise) and its step cap.
-    pub fn resolved(&self, solve_groups: bool) -> JdParams {
+    /// A copy with the defaults that depend on other fields filled in: the inner
+    /// step cap of the chosen solver.
+    pub fn resolved(&self) -> JdParams {
         let mut p = self.clone();
-        if p.inner_solver == InnerSolver::Auto {
-            p.inner_solver = if solve_groups || matches!(p.inner, InnerStop::Time { .. }) {
-                InnerSolver::Bicgstab
-            } else {
-                InnerSolver::Qmrs
-            };
-        }
         p.maxits.get_or_insert(match p.inner_solver {
             InnerSolver::Qmrs => DEFAULT_MAXITS_QMRS,
             _ => DEFAULT_MAXITS_BICGSTAB,

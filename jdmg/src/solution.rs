@@ -36,7 +36,7 @@ pub struct Stats {
     pub wall_seconds: f64,
     /// Final estimate of ‖A‖ used by the `norm` convergence test.
     pub anorm_estimate: f64,
-    /// The inner solver used (`InnerSolver::Auto` resolved).
+    /// The inner solver used.
     pub inner_solver: crate::params::InnerSolver,
     /// The inner step cap used.
     pub maxits: usize,

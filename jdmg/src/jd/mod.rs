@@ -258,7 +258,7 @@ pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
     backend: Option<&mut dyn CorrectionBackend>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
-    let resolved = params.resolved(backend.is_some());
+    let resolved = params.resolved();
     let params = &resolved;
     if backend.is_some() && params.inner_solver == InnerSolver::Qmrs {
         return Err(JdError::InvalidParams(

@@ -77,7 +77,6 @@ pub enum VerifyArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Solver {
-    Auto,
     Bicgstab,
     Qmrs,
 }
@@ -131,9 +130,8 @@ pub struct SolveArgs {
     /// for qmrs).
     #[arg(long, value_enum)]
     pub inner: Option<Inner>,
-    /// Inner solver: auto (default: qmrs for serial and fine-grain solves, bicgstab
-    /// in solve groups), bicgstab (the paper's) or qmrs (symmetric QMR, one matvec
-    /// per step, JDQMR's dynamic stopping).
+    /// Inner solver: bicgstab (the paper's; default) or qmrs (symmetric QMR, one
+    /// matvec per step, JDQMR's dynamic stopping; serial and fine grain).
     #[arg(long, value_enum)]
     pub inner_solver: Option<Solver>,
     /// Verification pass for copies of multiple eigenvalues the block missed:
@@ -330,7 +328,6 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     }
     if let Some(v) = a.inner_solver {
         p.inner_solver = match v {
-            Solver::Auto => InnerSolver::Auto,
             Solver::Bicgstab => InnerSolver::Bicgstab,
             Solver::Qmrs => InnerSolver::Qmrs,
         };
