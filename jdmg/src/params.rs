@@ -71,8 +71,9 @@ pub enum InnerSolver {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Verify {
-    /// Verify when some eigenvalue was locked at least `block` times (equal within
-    /// the residual bounds): the only case in which copies can be missed. Default.
+    /// Verify when some eigenvalue before the last wanted one was locked at least
+    /// `block` times (equal within the residual bounds): the only case in which
+    /// missed copies change the wanted set. Default.
     #[default]
     Auto,
     /// Always verify.

@@ -48,13 +48,18 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         items.get(i).copied().unwrap_or((f64::INFINITY, 0.0))
     }
 
-    /// Largest number of locked eigenvalues equal within their residual bounds.
+    /// Largest number of locked eigenvalues equal within their residual bounds,
+    /// among those before the boundary of the wanted set.
     pub(super) fn largest_locked_cluster(&self) -> usize {
+        // Only eigenvalues strictly inside the wanted set count: a missed copy of the
+        // last wanted value (a tie at the boundary) leaves the set right.
+        let (wk, wr) = self.wanted_boundary();
         let mut items: Vec<(f64, f64)> = self
             .lam
             .iter()
             .copied()
             .zip(self.res.iter().copied())
+            .filter(|&(l, r)| self.key(l) < wk - (wr + r))
             .collect();
         items.sort_by(|a, b| a.0.total_cmp(&b.0));
         let (mut best, mut run) = (0, 0);
