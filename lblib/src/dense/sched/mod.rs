@@ -12,7 +12,7 @@
 //! | real tiled LU on threads, compared with 𝔇(M) | [`taskgraph`] |
 //! | per-thread GEMM rates with [`crate::Lbs`] | [`measure`] |
 
-// pub mod malleable;
+pub mod malleable;
 //pub mod measure;
 //pub mod taskgraph;
 pub mod tiles;
