@@ -13,8 +13,8 @@
 //! | per-thread GEMM rates with [`crate::Lbs`] | [`measure`] |
 
 pub mod malleable;
-//pub mod measure;
-//pub mod taskgraph;
+pub mod measure;
+pub mod taskgraph;
 pub mod tiles;
 
 /// Errors of the schedulers: every bad input is reported with what is known.
