@@ -4,6 +4,9 @@
 //! file with its line, non-symmetric matrix, nev > n, unknown flag values);
 //! 3 not converged (partial results are still printed).
 
+#[cfg(feature = "dense")]
+mod plan_cmd;
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -58,6 +61,9 @@ enum Cmd {
     },
     /// Computes eigenpairs of FILE.mtx or of a generated matrix.
     Solve(SolveArgs),
+    /// Schedules from processor speeds: malleable task graphs (`dag`), BLR tile allocation (`tiles`).
+    #[cfg(feature = "dense")]
+    Plan(plan_cmd::PlanArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -224,6 +230,8 @@ fn main() -> ExitCode {
             symmetric,
         } => gen_cmd(&spec, &output, symmetric),
         Cmd::Solve(a) => solve_cmd(&a),
+        #[cfg(feature = "dense")]
+        Cmd::Plan(a) => plan_cmd::plan_cmd(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
