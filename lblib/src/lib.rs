@@ -14,9 +14,9 @@
 
 pub mod comm;
 pub mod cputime;
+pub mod demo;
 #[cfg(feature = "dense")]
 pub mod dense;
-pub mod demo;
 pub mod error;
 pub mod lbs;
 pub mod memory;

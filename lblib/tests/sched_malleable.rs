@@ -66,7 +66,11 @@ fn dags_of_figures_5_and_9() {
 fn algorithms_1_2_3_are_valid_schedules() {
     let speeds = ramp_speeds(20, 700.0, 0.5).unwrap();
     let m = CostModel::default();
-    for dag in [Dag::fig5(1500, 2500), Dag::dag1(1000, 1500), Dag::dag2(2000, 3000)] {
+    for dag in [
+        Dag::fig5(1500, 2500),
+        Dag::dag1(1000, 1500),
+        Dag::dag2(2000, 3000),
+    ] {
         let s1 = algorithm1(&dag, &speeds, &m).unwrap();
         let s2 = algorithm2(&dag, &speeds, &m).unwrap();
         let s3 = algorithm3(&dag, &speeds, &m, &Alg3Params::default()).unwrap();
@@ -133,7 +137,13 @@ fn figure_10() {
         assert!((got[i] - ours[i]).abs() < 0.2, "case {}: {}", i + 1, got[i]);
     }
     for i in 0..4 {
-        assert!((got[i] - paper[i]).abs() < 5.0, "case {}: {} vs {}", i + 1, got[i], paper[i]);
+        assert!(
+            (got[i] - paper[i]).abs() < 5.0,
+            "case {}: {} vs {}",
+            i + 1,
+            got[i],
+            paper[i]
+        );
     }
     // The paper's ordering: case 2 best, case 5 smallest.
     assert!(got[1] > got[2] && got[2] > got[0] && got[0] > got[3] && got[3] > got[4]);
@@ -166,8 +176,20 @@ fn figure_8() {
     assert!((hi - 25.3).abs() < 0.3, "max {hi}");
     assert!((lo + 0.6).abs() < 0.3, "min {lo}");
     // Similar input sizes give the larger improvements (paper §4).
-    let cases = reproduce(Figure::Fig8, &CostModel::default(), 0.5, &Alg3Params::default()).unwrap();
-    let find = |a, b| cases.iter().find(|c| c.sizes == [a, b]).unwrap().improvement_percent;
+    let cases = reproduce(
+        Figure::Fig8,
+        &CostModel::default(),
+        0.5,
+        &Alg3Params::default(),
+    )
+    .unwrap();
+    let find = |a, b| {
+        cases
+            .iter()
+            .find(|c| c.sizes == [a, b])
+            .unwrap()
+            .improvement_percent
+    };
     assert!(find(2500, 2500) > find(2500, 5000));
     assert!(find(3000, 3000) > find(3000, 5000));
 }

@@ -110,7 +110,13 @@ fn lu_and_mm_weights_count_kernels() {
 fn block_cyclic_grids_of_section_4_1() {
     // r = c - 1, c the largest with P >= c(c-1): the paper's P = 12, 30, 90 and
     // §6.2's P = 34 ("the basic block-cyclic strategy is limited to a 5 × 6 grid").
-    for (p, rc) in [(12, (3, 4)), (30, (5, 6)), (34, (5, 6)), (90, (9, 10)), (6, (2, 3))] {
+    for (p, rc) in [
+        (12, (3, 4)),
+        (30, (5, 6)),
+        (34, (5, 6)),
+        (90, (9, 10)),
+        (6, (2, 3)),
+    ] {
         assert_eq!(bc_grid(p), rc, "P = {p}");
         let m = block_cyclic(20, p).unwrap();
         assert_eq!(m.max_distinct_per_line(), rc.1.max(rc.0));
@@ -277,7 +283,11 @@ fn simulator_bounds() {
         // One processor per tile: D = the critical path (longest path).
         let cp = dag.bottom_levels(&tw).iter().copied().fold(0.0, f64::max);
         let s = simulate(&dag, |t| t, n * n, &tw, |t, _| tw[t], true);
-        assert!((s.makespan - cp).abs() < 1e-9 * cp, "{} vs {cp}", s.makespan);
+        assert!(
+            (s.makespan - cp).abs() < 1e-9 * cp,
+            "{} vs {cp}",
+            s.makespan
+        );
         // Any mapping: max(B, critical path) <= D <= total.
         let m = block_cyclic(n, 6).unwrap();
         let w = tile_weights(&d, n, op, &c);
@@ -287,8 +297,8 @@ fn simulator_bounds() {
             assert!(s.makespan >= b.max(cp) - 1e-9 && s.makespan <= total + 1e-9);
             // Busy time of each processor is its load.
             let l = m.loads(&w);
-            for q in 0..6 {
-                assert!((s.busy[q] - l[q]).abs() < 1e-6 * (1.0 + l[q]));
+            for (b, lq) in s.busy.iter().zip(&l) {
+                assert!((b - lq).abs() < 1e-6 * (1.0 + lq));
             }
         }
     }
@@ -318,9 +328,15 @@ fn figures_4_5_trends() {
             assert!(bce3.max_load_ratio < 1.01);
             assert!(rs3.max_load_ratio < 1.005);
             // "as soon as α = 3, BCE returns allocations within 5 % of the bound"
-            assert!(bce3.makespan_ratio < 1.05, "{p} {n} {}", bce3.makespan_ratio);
+            assert!(
+                bce3.makespan_ratio < 1.05,
+                "{p} {n} {}",
+                bce3.makespan_ratio
+            );
             // RS degrades more than BCE from B to D for LU.
-            assert!(rs3.makespan_ratio - rs3.max_load_ratio > bce3.makespan_ratio - bce3.max_load_ratio);
+            assert!(
+                rs3.makespan_ratio - rs3.max_load_ratio > bce3.makespan_ratio - bce3.max_load_ratio
+            );
             // MM, α = 3: RS within 1 % of the ideal.
             let rs_mm = eval(AllocKind::Rs, Op::Mm, n, p, 3.0, 1);
             assert!(rs_mm.makespan_ratio < 1.01);
@@ -329,8 +345,16 @@ fn figures_4_5_trends() {
     // Pinned values (seed 1): LU, P = 30, N = 30.
     let bc = eval(AllocKind::Bc, Op::Lu, 30, 30, 1.0, 1);
     let bce = eval(AllocKind::Bce, Op::Lu, 30, 30, 3.0, 1);
-    assert!((bc.max_load_ratio - 1.193).abs() < 0.005, "{}", bc.max_load_ratio);
-    assert!((bce.makespan_ratio - 1.039).abs() < 0.01, "{}", bce.makespan_ratio);
+    assert!(
+        (bc.max_load_ratio - 1.193).abs() < 0.005,
+        "{}",
+        bc.max_load_ratio
+    );
+    assert!(
+        (bce.makespan_ratio - 1.039).abs() < 0.01,
+        "{}",
+        bce.makespan_ratio
+    );
 }
 
 /// Figures 6 and 7: BCE's real-processor dispersion is far below the dispersion
@@ -345,7 +369,11 @@ fn figures_6_7_dispersion() {
             for alpha in [2.0, 3.0] {
                 let m = eval(AllocKind::Bce, op, 30, p, alpha, 1);
                 let v = m.virtual_dispersion.unwrap();
-                assert!(m.dispersion < 0.1 * v, "{op:?} P {p} α {alpha}: {} vs {v}", m.dispersion);
+                assert!(
+                    m.dispersion < 0.1 * v,
+                    "{op:?} P {p} α {alpha}: {} vs {v}",
+                    m.dispersion
+                );
                 // More virtual processors, fewer tiles each: more virtual dispersion.
                 assert!(v > v1);
             }
@@ -379,7 +407,12 @@ fn figure_8_p34() {
     let g1211 = run(AllocKind::Bce, BceGrid::Fixed(12, 11));
     let g1212 = run(AllocKind::Bce, BceGrid::Fixed(12, 12));
     let rs = run(AllocKind::Rs, BceGrid::Best);
-    assert!(g1211.max_load_ratio < g1212.max_load_ratio, "{} {}", g1211.max_load_ratio, g1212.max_load_ratio);
+    assert!(
+        g1211.max_load_ratio < g1212.max_load_ratio,
+        "{} {}",
+        g1211.max_load_ratio,
+        g1212.max_load_ratio
+    );
     assert!(g1211.max_load_ratio < bc.max_load_ratio && g1011.max_load_ratio < bc.max_load_ratio);
     assert!(rs.max_load_ratio < 1.01);
     assert!(rs.max_load_ratio < g1211.max_load_ratio);
@@ -397,7 +430,18 @@ fn speeds_drive_the_allocation() {
     let mut sp = ones(12);
     sp[0] = 2.0;
     for alg in [AllocKind::Bce, AllocKind::Rs] {
-        let (m, met) = evaluate(alg, Op::Mm, &d, n, &sp, 3.0, &KernelCosts::default(), &RsParams::default(), BceGrid::Best).unwrap();
+        let (m, met) = evaluate(
+            alg,
+            Op::Mm,
+            &d,
+            n,
+            &sp,
+            3.0,
+            &KernelCosts::default(),
+            &RsParams::default(),
+            BceGrid::Best,
+        )
+        .unwrap();
         let w = tile_weights(&d, n, Op::Mm, &KernelCosts::default());
         let l = m.loads(&w);
         let ratio = l[0] / (l[1..].iter().sum::<f64>() / 11.0);
@@ -405,5 +449,16 @@ fn speeds_drive_the_allocation() {
         assert!(met.max_load_ratio < 1.02);
     }
     // Bad speeds are refused.
-    assert!(evaluate(AllocKind::Bc, Op::Lu, &d, n, &[1.0, 0.0], 1.0, &KernelCosts::default(), &RsParams::default(), BceGrid::Best).is_err());
+    assert!(evaluate(
+        AllocKind::Bc,
+        Op::Lu,
+        &d,
+        n,
+        &[1.0, 0.0],
+        1.0,
+        &KernelCosts::default(),
+        &RsParams::default(),
+        BceGrid::Best
+    )
+    .is_err());
 }

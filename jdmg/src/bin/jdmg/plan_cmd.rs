@@ -11,8 +11,8 @@ use lblib::dense::sched::malleable::{
 use lblib::dense::sched::measure::{measure_gemm_rates, relative_speeds, MeasureParams};
 use lblib::dense::sched::taskgraph::{predict_makespan, run_tiled_lu, LuRunParams};
 use lblib::dense::sched::tiles::{
-    block_cyclic, blr_densities, evaluate, simulate, AllocKind, BceGrid, BlrParams,
-    KernelCosts, Mapping, Op, RsParams, TileDag, TileMetrics,
+    block_cyclic, blr_densities, evaluate, simulate, AllocKind, BceGrid, BlrParams, KernelCosts,
+    Mapping, Op, RsParams, TileDag, TileMetrics,
 };
 use lblib::ClockMode;
 use plotters::prelude::*;
@@ -259,7 +259,9 @@ fn dag_cmd(a: &DagArgs) -> Result<(), Fail> {
         return dag_reproduce(a, fig_of(f), &model, &params);
     }
     if a.sizes.len() != 2 || a.sizes.contains(&0) {
-        return Err(bad("--sizes needs two positive matrix orders, e.g. 1000,2000"));
+        return Err(bad(
+            "--sizes needs two positive matrix orders, e.g. 1000,2000",
+        ));
     }
     let speeds = dag_speeds(a)?;
     let dag = match a.dag {
@@ -273,8 +275,20 @@ fn dag_cmd(a: &DagArgs) -> Result<(), Fail> {
     let imp = 100.0 * (s2.makespan - s3.makespan) / s2.makespan;
     if let Some(dir) = &a.svg_dir {
         std::fs::create_dir_all(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-        gantt_dag(&dir.join("gantt_alg2.svg"), &dag, &s2, speeds.len(), "Algorithm 2")?;
-        gantt_dag(&dir.join("gantt_alg3.svg"), &dag, &s3, speeds.len(), "Algorithm 3")?;
+        gantt_dag(
+            &dir.join("gantt_alg2.svg"),
+            &dag,
+            &s2,
+            speeds.len(),
+            "Algorithm 2",
+        )?;
+        gantt_dag(
+            &dir.join("gantt_alg3.svg"),
+            &dag,
+            &s3,
+            speeds.len(),
+            "Algorithm 3",
+        )?;
     }
     if a.json {
         let v = json!({
@@ -285,14 +299,27 @@ fn dag_cmd(a: &DagArgs) -> Result<(), Fail> {
         });
         println!("{v}");
     } else {
-        println!("processors      {} (mean {:.1} Mflop/s)", speeds.len(), speeds.iter().sum::<f64>() / speeds.len() as f64);
-        for (name, s) in [("Algorithm 1", &s1), ("Algorithm 2", &s2), ("Algorithm 3", &s3)] {
+        println!(
+            "processors      {} (mean {:.1} Mflop/s)",
+            speeds.len(),
+            speeds.iter().sum::<f64>() / speeds.len() as f64
+        );
+        for (name, s) in [
+            ("Algorithm 1", &s1),
+            ("Algorithm 2", &s2),
+            ("Algorithm 3", &s3),
+        ] {
             println!("{name}     makespan {:.3} s", s.makespan);
             for p in &s.placements {
                 let t = &dag.tasks[p.task];
                 println!(
                     "  {} {}({}) on {:>2} procs  {:8.3} .. {:8.3}",
-                    t.name, t.kind.name(), t.n, p.procs.len(), p.start, p.end
+                    t.name,
+                    t.kind.name(),
+                    t.n,
+                    p.procs.len(),
+                    p.start,
+                    p.end
                 );
             }
         }
@@ -337,8 +364,14 @@ fn repro_json(fig: Figure, cases: &[ReproCase]) -> serde_json::Value {
         .collect();
     let mut v = json!({ "figure": format!("{fig:?}").to_lowercase(), "cases": rows });
     if fig == Figure::Fig8 {
-        let lo = cases.iter().map(|c| c.improvement_percent).fold(f64::INFINITY, f64::min);
-        let hi = cases.iter().map(|c| c.improvement_percent).fold(f64::NEG_INFINITY, f64::max);
+        let lo = cases
+            .iter()
+            .map(|c| c.improvement_percent)
+            .fold(f64::INFINITY, f64::min);
+        let hi = cases
+            .iter()
+            .map(|c| c.improvement_percent)
+            .fold(f64::NEG_INFINITY, f64::max);
         v["improvement_range_percent"] = json!([lo, hi]);
         v["paper_range_percent"] = json!([9.5, 22.8]);
     }
@@ -389,13 +422,28 @@ fn dag_reproduce(
         };
         let s2 = algorithm2(&dag, &speeds, model).map_err(bad)?;
         let s3 = algorithm3(&dag, &speeds, model, params).map_err(bad)?;
-        gantt_dag(&dir.join(format!("{name}_case1_alg2.svg")), &dag, &s2, p, "Algorithm 2")?;
-        gantt_dag(&dir.join(format!("{name}_case1_alg3.svg")), &dag, &s3, p, "Algorithm 3")?;
+        gantt_dag(
+            &dir.join(format!("{name}_case1_alg2.svg")),
+            &dag,
+            &s2,
+            p,
+            "Algorithm 2",
+        )?;
+        gantt_dag(
+            &dir.join(format!("{name}_case1_alg3.svg")),
+            &dag,
+            &s3,
+            p,
+            "Algorithm 3",
+        )?;
     }
     if a.json {
         println!("{v}");
     } else {
-        println!("{:<10} {:>8} {:>8} {:>8} {:>9} {:>9}", "case", "T_alg1", "T_alg2", "T_alg3", "impr. %", "paper %");
+        println!(
+            "{:<10} {:>8} {:>8} {:>8} {:>9} {:>9}",
+            "case", "T_alg1", "T_alg2", "T_alg3", "impr. %", "paper %"
+        );
         for c in &cases {
             println!(
                 "{:<10} {:>8.2} {:>8.2} {:>8.2} {:>9.1} {:>9}",
@@ -404,13 +452,20 @@ fn dag_reproduce(
                 c.t_alg2,
                 c.t_alg3,
                 c.improvement_percent,
-                c.paper_percent.iter().map(|x| format!("{x}")).collect::<Vec<_>>().join("..")
+                c.paper_percent
+                    .iter()
+                    .map(|x| format!("{x}"))
+                    .collect::<Vec<_>>()
+                    .join("..")
             );
         }
         if let Some(s) = v.get("sweep") {
             println!("sweep (latency, nb, spread -> improvements %):");
             for r in s.as_array().into_iter().flatten() {
-                println!("  {} {} {} -> {}", r["latency"], r["nb"], r["spread"], r["improvement_percent"]);
+                println!(
+                    "  {} {} {} -> {}",
+                    r["latency"], r["nb"], r["spread"], r["improvement_percent"]
+                );
             }
         }
     }
@@ -450,8 +505,14 @@ fn parse_grid(s: &str) -> Result<BceGrid, Fail> {
     let (r, c) = s
         .split_once(['x', 'X'])
         .ok_or_else(|| bad(format!("--bce-grid '{s}': expected RxC, e.g. 12x11")))?;
-    let r: usize = r.trim().parse().map_err(|_| bad(format!("--bce-grid '{s}': bad R")))?;
-    let c: usize = c.trim().parse().map_err(|_| bad(format!("--bce-grid '{s}': bad C")))?;
+    let r: usize = r
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("--bce-grid '{s}': bad R")))?;
+    let c: usize = c
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("--bce-grid '{s}': bad C")))?;
     Ok(BceGrid::Fixed(r, c))
 }
 
@@ -530,18 +591,34 @@ fn tiles_cmd(a: &TilesArgs) -> Result<(), Fail> {
         if a.n <= 40 {
             let dag = TileDag::of(op, a.n);
             let tw = dag.task_weights(&d, &ctx.costs);
-            let sim = simulate(&dag, |t| m.owner[t], m.p, &tw, |t, q| tw[t] / speeds[q], true);
+            let sim = simulate(
+                &dag,
+                |t| m.owner[t],
+                m.p,
+                &tw,
+                |t, q| tw[t] / speeds[q],
+                true,
+            );
             gantt_tiles(&dir.join("gantt_dm.svg"), &dag, &sim.segments, m.p)?;
         }
     }
     if a.json {
         println!("{v}");
     } else {
-        println!("allocation        {:?} on P = {}, alpha = {} (n_P = {}), grid {:?}", met.alg, met.p, met.alpha, met.n_p, met.grid);
+        println!(
+            "allocation        {:?} on P = {}, alpha = {} (n_P = {}), grid {:?}",
+            met.alg, met.p, met.alpha, met.n_p, met.grid
+        );
         println!("max procs / line  {}", met.max_procs_per_line);
         println!("B(M) / ideal      {:.4}", met.max_load_ratio);
         println!("D(M) / ideal      {:.4}", met.makespan_ratio);
-        println!("dispersion        {:.4}{}", met.dispersion, met.virtual_dispersion.map(|x| format!(" (virtual {x:.4})")).unwrap_or_default());
+        println!(
+            "dispersion        {:.4}{}",
+            met.dispersion,
+            met.virtual_dispersion
+                .map(|x| format!(" (virtual {x:.4})"))
+                .unwrap_or_default()
+        );
         if let Some(r) = v.get("real_lu") {
             println!("real LU           {r}");
         }
@@ -559,10 +636,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn real_lu(a: &TilesArgs, speeds: &[f64], ctx: &TileCtx, m: &Mapping) -> Result<serde_json::Value, Fail> {
+fn real_lu(
+    a: &TilesArgs,
+    speeds: &[f64],
+    ctx: &TileCtx,
+    m: &Mapping,
+) -> Result<serde_json::Value, Fail> {
     let repeats = match &a.repeats {
         Some(r) => r.clone(),
-        None => speeds.iter().map(|s| (1.0 / s).round().max(1.0) as usize).collect(),
+        None => speeds
+            .iter()
+            .map(|s| (1.0 / s).round().max(1.0) as usize)
+            .collect(),
     };
     if repeats.len() != speeds.len() {
         return Err(bad("--repeats needs one value per processor"));
@@ -603,12 +688,23 @@ fn real_lu(a: &TilesArgs, speeds: &[f64], ctx: &TileCtx, m: &Mapping) -> Result<
 
 fn tiles_reproduce(a: &TilesArgs, f: TileFig, blr: &BlrParams, ctx: &TileCtx) -> Result<(), Fail> {
     let mut rows = Vec::new();
-    let eval = |alg, op, n: usize, p: usize, alpha: f64, grid: BceGrid| -> Result<TileMetrics, Fail> {
-        let d = blr_densities(&BlrParams { n, ..blr.clone() }).map_err(bad)?;
-        evaluate(alg, op, &d, n, &vec![1.0; p], alpha, &ctx.costs, &ctx.rs, grid)
+    let eval =
+        |alg, op, n: usize, p: usize, alpha: f64, grid: BceGrid| -> Result<TileMetrics, Fail> {
+            let d = blr_densities(&BlrParams { n, ..blr.clone() }).map_err(bad)?;
+            evaluate(
+                alg,
+                op,
+                &d,
+                n,
+                &vec![1.0; p],
+                alpha,
+                &ctx.costs,
+                &ctx.rs,
+                grid,
+            )
             .map(|x| x.1)
             .map_err(bad)
-    };
+        };
     match f {
         TileFig::Fig45 | TileFig::Fig67 => {
             let ops: &[Op] = &[Op::Mm, Op::Lu];
@@ -636,7 +732,11 @@ fn tiles_reproduce(a: &TilesArgs, f: TileFig, blr: &BlrParams, ctx: &TileCtx) ->
             for &op in &[Op::Mm, Op::Lu] {
                 for &n in &[30usize, 60] {
                     rows.push(eval(AllocKind::Bc, op, n, 34, 2.0, ctx.grid)?);
-                    for g in [BceGrid::Fixed(10, 12), BceGrid::Fixed(12, 11), BceGrid::Fixed(12, 12)] {
+                    for g in [
+                        BceGrid::Fixed(10, 12),
+                        BceGrid::Fixed(12, 11),
+                        BceGrid::Fixed(12, 12),
+                    ] {
                         rows.push(eval(AllocKind::Bce, op, n, 34, 2.0, g)?);
                     }
                     rows.push(eval(AllocKind::Rs, op, n, 34, 2.0, ctx.grid)?);
@@ -649,7 +749,11 @@ fn tiles_reproduce(a: &TilesArgs, f: TileFig, blr: &BlrParams, ctx: &TileCtx) ->
         match f {
             TileFig::Fig45 => {
                 for op in [Op::Mm, Op::Lu] {
-                    let name = if op == Op::Mm { "fig4_mm.svg" } else { "fig5_lu.svg" };
+                    let name = if op == Op::Mm {
+                        "fig4_mm.svg"
+                    } else {
+                        "fig5_lu.svg"
+                    };
                     ratio_plot(&dir.join(name), op, &rows)?;
                 }
             }
@@ -660,7 +764,10 @@ fn tiles_reproduce(a: &TilesArgs, f: TileFig, blr: &BlrParams, ctx: &TileCtx) ->
     if a.json {
         println!("{}", json!({ "rows": rows }));
     } else {
-        println!("{:<4} {:<4} {:>3} {:>3} {:>5} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8}", "op", "alg", "P", "N", "alpha", "grid", "procs", "B/ideal", "D/ideal", "disp", "vdisp");
+        println!(
+            "{:<4} {:<4} {:>3} {:>3} {:>5} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8}",
+            "op", "alg", "P", "N", "alpha", "grid", "procs", "B/ideal", "D/ideal", "disp", "vdisp"
+        );
         for r in &rows {
             println!(
                 "{:<4} {:<4} {:>3} {:>3} {:>5} {:>8} {:>6} {:>8.4} {:>8.4} {:>8.4} {:>8}",
@@ -669,12 +776,16 @@ fn tiles_reproduce(a: &TilesArgs, f: TileFig, blr: &BlrParams, ctx: &TileCtx) ->
                 r.p,
                 r.n,
                 r.alpha,
-                r.grid.map(|(x, y)| format!("{x}x{y}")).unwrap_or_else(|| "-".into()),
+                r.grid
+                    .map(|(x, y)| format!("{x}x{y}"))
+                    .unwrap_or_else(|| "-".into()),
                 r.max_procs_per_line,
                 r.max_load_ratio,
                 r.makespan_ratio,
                 r.dispersion,
-                r.virtual_dispersion.map(|x| format!("{x:.4}")).unwrap_or_else(|| "-".into()),
+                r.virtual_dispersion
+                    .map(|x| format!("{x:.4}"))
+                    .unwrap_or_else(|| "-".into()),
             );
         }
     }
@@ -704,7 +815,10 @@ fn gantt_dag(path: &Path, dag: &Dag, s: &Schedule, nprocs: usize, title: &str) -
     let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut ch = ChartBuilder::on(&root)
-        .caption(format!("{title}: makespan {:.2} s", s.makespan), ("sans-serif", 20))
+        .caption(
+            format!("{title}: makespan {:.2} s", s.makespan),
+            ("sans-serif", 20),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(45)
@@ -719,7 +833,10 @@ fn gantt_dag(path: &Path, dag: &Dag, s: &Schedule, nprocs: usize, title: &str) -
         let t = &dag.tasks[p.task];
         let c = color(p.task);
         ch.draw_series(p.procs.iter().map(|&q| {
-            Rectangle::new([(p.start, q as f64 + 0.1), (p.end, q as f64 + 0.9)], c.filled())
+            Rectangle::new(
+                [(p.start, q as f64 + 0.1), (p.end, q as f64 + 0.9)],
+                c.filled(),
+            )
         }))
         .map_err(plot_err)?
         .label(format!("{} {}({})", t.name, t.kind.name(), t.n))
@@ -740,13 +857,24 @@ fn improvement_bars(path: &Path, fig: Figure, cases: &[ReproCase]) -> Result<(),
     root.fill(&WHITE).map_err(plot_err)?;
     let hi = cases
         .iter()
-        .flat_map(|c| c.paper_percent.iter().copied().chain([c.improvement_percent]))
+        .flat_map(|c| {
+            c.paper_percent
+                .iter()
+                .copied()
+                .chain([c.improvement_percent])
+        })
         .fold(0.0, f64::max)
         * 1.15;
-    let lo = cases.iter().map(|c| c.improvement_percent).fold(0.0, f64::min);
+    let lo = cases
+        .iter()
+        .map(|c| c.improvement_percent)
+        .fold(0.0, f64::min);
     let n = cases.len();
     let mut ch = ChartBuilder::on(&root)
-        .caption(format!("{fig:?}: improvement of Algorithm 3 over Algorithm 2 (eq. 3)"), ("sans-serif", 18))
+        .caption(
+            format!("{fig:?}: improvement of Algorithm 3 over Algorithm 2 (eq. 3)"),
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(45)
@@ -762,7 +890,13 @@ fn improvement_bars(path: &Path, fig: Figure, cases: &[ReproCase]) -> Result<(),
         .draw()
         .map_err(plot_err)?;
     ch.draw_series(cases.iter().enumerate().map(|(i, c)| {
-        Rectangle::new([(i as f64 + 0.15, 0.0), (i as f64 + 0.5, c.improvement_percent)], color(0).filled())
+        Rectangle::new(
+            [
+                (i as f64 + 0.15, 0.0),
+                (i as f64 + 0.5, c.improvement_percent),
+            ],
+            color(0).filled(),
+        )
     }))
     .map_err(plot_err)?
     .label("this model")
@@ -773,7 +907,10 @@ fn improvement_bars(path: &Path, fig: Figure, cases: &[ReproCase]) -> Result<(),
         } else {
             (0.0, c.paper_percent[0])
         };
-        Rectangle::new([(i as f64 + 0.5, a), (i as f64 + 0.85, b)], color(1).filled())
+        Rectangle::new(
+            [(i as f64 + 0.5, a), (i as f64 + 0.85, b)],
+            color(1).filled(),
+        )
     }))
     .map_err(plot_err)?
     .label("paper")
@@ -799,7 +936,10 @@ fn tile_map(path: &Path, m: &Mapping) -> Result<(), Fail> {
         .y_label_area_size(30)
         .build_cartesian_2d(0.0..n, n..0.0)
         .map_err(plot_err)?;
-    ch.configure_mesh().disable_mesh().draw().map_err(plot_err)?;
+    ch.configure_mesh()
+        .disable_mesh()
+        .draw()
+        .map_err(plot_err)?;
     ch.draw_series((0..m.n * m.n).map(|t| {
         let (i, j) = ((t / m.n) as f64, (t % m.n) as f64);
         let o = m.owner[t];
@@ -818,12 +958,20 @@ fn tile_map(path: &Path, m: &Mapping) -> Result<(), Fail> {
 }
 
 /// Gantt chart of the 𝔇(M) simulation: colour by kernel.
-fn gantt_tiles(path: &Path, dag: &TileDag, segs: &[lblib::dense::sched::tiles::Segment], nprocs: usize) -> Result<(), Fail> {
+fn gantt_tiles(
+    path: &Path,
+    dag: &TileDag,
+    segs: &[lblib::dense::sched::tiles::Segment],
+    nprocs: usize,
+) -> Result<(), Fail> {
     let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let end = segs.iter().map(|s| s.end).fold(0.0, f64::max);
     let mut ch = ChartBuilder::on(&root)
-        .caption(format!("D(M) schedule (GETRF blue, TRSM orange, GEMM green), makespan {end:.1}"), ("sans-serif", 18))
+        .caption(
+            format!("D(M) schedule (GETRF blue, TRSM orange, GEMM green), makespan {end:.1}"),
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(45)
@@ -864,11 +1012,18 @@ fn ratio_plot(path: &Path, op: Op, rows: &[TileMetrics]) -> Result<(), Fail> {
         }
         c
     };
-    let ymax = rows.iter().map(|r| r.makespan_ratio.max(r.max_load_ratio)).fold(1.0, f64::max).min(2.5);
+    let ymax = rows
+        .iter()
+        .map(|r| r.makespan_ratio.max(r.max_load_ratio))
+        .fold(1.0, f64::max)
+        .min(2.5);
     let root = SVGBackend::new(path, (1100, 550)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let mut ch = ChartBuilder::on(&root)
-        .caption(format!("{op:?}: B(M) (circles) and D(M) (triangles) over the ideal load"), ("sans-serif", 18))
+        .caption(
+            format!("{op:?}: B(M) (circles) and D(M) (triangles) over the ideal load"),
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(50)
@@ -881,11 +1036,16 @@ fn ratio_plot(path: &Path, op: Op, rows: &[TileMetrics]) -> Result<(), Fail> {
         .x_labels(configs.len())
         .x_label_formatter(&move |x| {
             let i = x.floor() as usize;
-            cfg2.get(i).map(|(p, n, a)| format!("{p}/{n}/{a}")).unwrap_or_default()
+            cfg2.get(i)
+                .map(|(p, n, a)| format!("{p}/{n}/{a}"))
+                .unwrap_or_default()
         })
         .draw()
         .map_err(plot_err)?;
-    for (ci, alg) in [AllocKind::Bc, AllocKind::Bce, AllocKind::Rs].iter().enumerate() {
+    for (ci, alg) in [AllocKind::Bc, AllocKind::Bce, AllocKind::Rs]
+        .iter()
+        .enumerate()
+    {
         let c = [RED, MAGENTA, GREEN][ci];
         let pts: Vec<(f64, f64, f64)> = rows
             .iter()
@@ -894,15 +1054,27 @@ fn ratio_plot(path: &Path, op: Op, rows: &[TileMetrics]) -> Result<(), Fail> {
                 configs
                     .iter()
                     .position(|k| *k == (r.p, r.n, r.alpha))
-                    .map(|i| (i as f64 + 0.3 + 0.2 * ci as f64, r.max_load_ratio.min(ymax), r.makespan_ratio.min(ymax)))
+                    .map(|i| {
+                        (
+                            i as f64 + 0.3 + 0.2 * ci as f64,
+                            r.max_load_ratio.min(ymax),
+                            r.makespan_ratio.min(ymax),
+                        )
+                    })
             })
             .collect();
-        ch.draw_series(pts.iter().map(|&(x, b, _)| Circle::new((x, b), 4, c.filled())))
-            .map_err(plot_err)?
-            .label(format!("{alg:?}"))
-            .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
-        ch.draw_series(pts.iter().map(|&(x, _, d)| TriangleMarker::new((x, d), 5, c.stroke_width(1))))
-            .map_err(plot_err)?;
+        ch.draw_series(
+            pts.iter()
+                .map(|&(x, b, _)| Circle::new((x, b), 4, c.filled())),
+        )
+        .map_err(plot_err)?
+        .label(format!("{alg:?}"))
+        .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
+        ch.draw_series(
+            pts.iter()
+                .map(|&(x, _, d)| TriangleMarker::new((x, d), 5, c.stroke_width(1))),
+        )
+        .map_err(plot_err)?;
     }
     ch.configure_series_labels()
         .background_style(WHITE.mix(0.8))
@@ -922,7 +1094,10 @@ fn dispersion_plot(path: &Path, rows: &[TileMetrics]) -> Result<(), Fail> {
         .map(|r| r.dispersion.max(r.virtual_dispersion.unwrap_or(0.0)))
         .fold(0.01, f64::max);
     let mut ch = ChartBuilder::on(&root)
-        .caption("BCE dispersion: virtual processors (blue), real processors (red); MM then LU", ("sans-serif", 18))
+        .caption(
+            "BCE dispersion: virtual processors (blue), real processors (red); MM then LU",
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(50)
@@ -934,12 +1109,16 @@ fn dispersion_plot(path: &Path, rows: &[TileMetrics]) -> Result<(), Fail> {
         .draw()
         .map_err(plot_err)?;
     ch.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-        r.virtual_dispersion.map(|v| Circle::new((i as f64 + 0.5, v), 4, BLUE.filled()))
+        r.virtual_dispersion
+            .map(|v| Circle::new((i as f64 + 0.5, v), 4, BLUE.filled()))
     }))
     .map_err(plot_err)?;
-    ch.draw_series(rows.iter().enumerate().map(|(i, r)| Circle::new((i as f64 + 0.5, r.dispersion), 4, RED.filled())))
-        .map_err(plot_err)?;
+    ch.draw_series(
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| Circle::new((i as f64 + 0.5, r.dispersion), 4, RED.filled())),
+    )
+    .map_err(plot_err)?;
     root.present().map_err(plot_err)?;
     Ok(())
 }
-

@@ -276,7 +276,8 @@ impl Dag {
         let lv = self.levels();
         let mut o: Vec<usize> = (0..self.tasks.len()).collect();
         o.sort_by(|&a, &b| {
-            lv[a].cmp(&lv[b])
+            lv[a]
+                .cmp(&lv[b])
                 .then(self.flops(b).total_cmp(&self.flops(a)))
                 .then(a.cmp(&b))
         });
@@ -341,7 +342,10 @@ impl Schedule {
         for p in &self.placements {
             for &q in &dag.tasks[p.task].preds {
                 if self.placements[q].end > p.start + 1e-9 {
-                    return Err(format!("task {} starts before its predecessor {q} ends", p.task));
+                    return Err(format!(
+                        "task {} starts before its predecessor {q} ends",
+                        p.task
+                    ));
                 }
             }
         }
@@ -407,11 +411,19 @@ pub fn algorithm1(dag: &Dag, speeds: &[f64], model: &CostModel) -> Result<Schedu
     let mut end = vec![0.0; dag.tasks.len()];
     let mut out = Vec::new();
     for l in 0..nlev {
-        let mut left: Vec<usize> = dag.hnf_order().into_iter().filter(|&i| lv[i] == l).collect();
+        let mut left: Vec<usize> = dag
+            .hnf_order()
+            .into_iter()
+            .filter(|&i| lv[i] == l)
+            .collect();
         while !left.is_empty() {
             let mut pick = (0, 0, f64::NEG_INFINITY, 0.0);
             for (pos, &i) in left.iter().enumerate() {
-                let ready = dag.tasks[i].preds.iter().map(|&q| end[q]).fold(0.0, f64::max);
+                let ready = dag.tasks[i]
+                    .preds
+                    .iter()
+                    .map(|&q| end[q])
+                    .fold(0.0, f64::max);
                 let mut best = (0, f64::INFINITY, 0.0);
                 for (p, &s) in speeds.iter().enumerate() {
                     let st = ready.max(free[p]);
@@ -555,17 +567,29 @@ pub fn algorithm3(
     let mut end = vec![0.0f64; dag.tasks.len()];
     let mut out = Vec::new();
     for l in 0..nlev {
-        let mut left: Vec<usize> = dag.hnf_order().into_iter().filter(|&i| lv[i] == l).collect();
+        let mut left: Vec<usize> = dag
+            .hnf_order()
+            .into_iter()
+            .filter(|&i| lv[i] == l)
+            .collect();
         let bpc: Vec<f64> = (0..dag.tasks.len())
             .map(|i| best_processing_capacity(dag.tasks[i].kind, dag.tasks[i].n, speeds, model).1)
             .collect();
         let mut line = free.iter().copied().fold(f64::INFINITY, f64::min);
         while !left.is_empty() {
-            let avail: Vec<usize> = order.iter().copied().filter(|&p| free[p] <= line + 1e-12).collect();
+            let avail: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&p| free[p] <= line + 1e-12)
+                .collect();
             let cap: f64 = avail.iter().map(|&p| speeds[p]).sum();
             let mut placed = None;
             for (pos, &i) in left.iter().enumerate() {
-                let ready = dag.tasks[i].preds.iter().map(|&q| end[q]).fold(0.0, f64::max);
+                let ready = dag.tasks[i]
+                    .preds
+                    .iter()
+                    .map(|&q| end[q])
+                    .fold(0.0, f64::max);
                 if ready > line + 1e-12 {
                     continue;
                 }
@@ -622,7 +646,11 @@ pub fn algorithm3(
                         }
                     }
                     for &i in &left {
-                        let ready = dag.tasks[i].preds.iter().map(|&q| end[q]).fold(0.0, f64::max);
+                        let ready = dag.tasks[i]
+                            .preds
+                            .iter()
+                            .map(|&q| end[q])
+                            .fold(0.0, f64::max);
                         if ready > line + 1e-12 {
                             next = next.min(ready);
                         }
@@ -691,14 +719,32 @@ pub fn figure_setup(fig: Figure) -> (usize, f64, Vec<[usize; 2]>, Vec<Vec<f64>>)
         Figure::Fig10 => (
             45,
             805.0,
-            vec![[1000, 2000], [1000, 1000], [1000, 1500], [3000, 4000], [3000, 5000]],
-            [33.8, 51.3, 41.8, 11.0, 1.7].iter().map(|&x| vec![x]).collect(),
+            vec![
+                [1000, 2000],
+                [1000, 1000],
+                [1000, 1500],
+                [3000, 4000],
+                [3000, 5000],
+            ],
+            [33.8, 51.3, 41.8, 11.0, 1.7]
+                .iter()
+                .map(|&x| vec![x])
+                .collect(),
         ),
         Figure::Fig11 => (
             50,
             700.0,
-            vec![[3000, 4000], [3000, 3000], [2500, 5000], [4000, 5000], [5000, 5000]],
-            [19.9, 21.4, 16.8, 16.2, 10.3].iter().map(|&x| vec![x]).collect(),
+            vec![
+                [3000, 4000],
+                [3000, 3000],
+                [2500, 5000],
+                [4000, 5000],
+                [5000, 5000],
+            ],
+            [19.9, 21.4, 16.8, 16.2, 10.3]
+                .iter()
+                .map(|&x| vec![x])
+                .collect(),
         ),
     }
 }

@@ -73,11 +73,25 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
         let a = Mat::<f64>::from_fn(b, b, |_, _| rng.uniform() - 0.5);
         let bm = Mat::<f64>::from_fn(b, b, |_, _| rng.uniform() - 0.5);
         let mut c = Mat::<f64>::zeros(b, b);
-        matmul(c.as_mut(), Accum::Add, a.as_ref(), bm.as_ref(), -1.0, Par::Seq);
+        matmul(
+            c.as_mut(),
+            Accum::Add,
+            a.as_ref(),
+            bm.as_ref(),
+            -1.0,
+            Par::Seq,
+        );
         let mut lbs = Lbs::new(&comm);
         let rate = lbs.section_start().and_then(|_| {
             for _ in 0..p.updates {
-                matmul(c.as_mut(), Accum::Add, a.as_ref(), bm.as_ref(), -1.0, Par::Seq);
+                matmul(
+                    c.as_mut(),
+                    Accum::Add,
+                    a.as_ref(),
+                    bm.as_ref(),
+                    -1.0,
+                    Par::Seq,
+                );
             }
             std::hint::black_box(&c);
             lbs.section_end(p.updates as f64 * 2.0 * (b as f64).powi(3))

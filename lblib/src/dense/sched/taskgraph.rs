@@ -243,7 +243,10 @@ pub fn run_tiled_lu(
     }
     let mut records: Vec<TaskRecord> = per_worker.into_iter().flatten().collect();
     records.sort_by_key(|r| r.task);
-    let first = records.iter().map(|r| r.start).fold(f64::INFINITY, f64::min);
+    let first = records
+        .iter()
+        .map(|r| r.start)
+        .fold(f64::INFINITY, f64::min);
     for r in &mut records {
         r.start -= first;
         r.end -= first;
@@ -318,7 +321,8 @@ fn run_kernel(
                     return Err(SchedError::BadParam {
                         what: "matrix",
                         got: format!("tile ({}, {})", t.i, t.j),
-                        why: "GETRF needed a row interchange: the matrix is not diagonally dominant",
+                        why:
+                            "GETRF needed a row interchange: the matrix is not diagonally dominant",
                     });
                 }
             }
@@ -366,7 +370,14 @@ fn lu_backward_error(a0: &Mat<f64>, tiles: &[RwLock<Mat<f64>>], nt: usize, b: us
     });
     let u = Mat::<f64>::from_fn(n, n, |i, j| if i <= j { f[(i, j)] } else { 0.0 });
     let mut r = a0.clone();
-    matmul(r.as_mut(), Accum::Add, l.as_ref(), u.as_ref(), -1.0, Par::Seq);
+    matmul(
+        r.as_mut(),
+        Accum::Add,
+        l.as_ref(),
+        u.as_ref(),
+        -1.0,
+        Par::Seq,
+    );
     fro(r.as_ref()) / fro(a0.as_ref())
 }
 

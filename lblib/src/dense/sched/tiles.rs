@@ -195,8 +195,8 @@ pub fn tile_weights(d: &[f64], n: usize, op: Op, costs: &KernelCosts) -> Vec<f64
     for i in 0..n {
         for j in 0..n {
             let (a, b, c) = tile_task_counts(op, n, i, j);
-            w[i * n + j] =
-                d[i * n + j] * (a as f64 * costs.getrf + b as f64 * costs.trsm + c as f64 * costs.gemm);
+            w[i * n + j] = d[i * n + j]
+                * (a as f64 * costs.getrf + b as f64 * costs.trsm + c as f64 * costs.gemm);
         }
     }
     w
@@ -629,12 +629,7 @@ pub fn subsets_generation(
 /// end). Lines 22–25 (immediate allocation of tiles left with a single usable
 /// processor) are not needed for feasibility and are not done: such a tile gets
 /// that processor anyway when its turn comes.
-pub fn random_subsets_direct(
-    w: &[f64],
-    n: usize,
-    speeds: &[f64],
-    fam: &SubsetFamilies,
-) -> Mapping {
+pub fn random_subsets_direct(w: &[f64], n: usize, speeds: &[f64], fam: &SubsetFamilies) -> Mapping {
     let p = speeds.len();
     let to_bits = |s: &Vec<usize>| {
         let mut b = Bits::new(p);
@@ -724,7 +719,7 @@ pub fn random_subsets(
     check_n(n, w)?;
     check_speeds(speeds)?;
     check_alpha(alpha)?;
-    if params.families == 0 || params.k == 0 || !(params.beta > 0.0) {
+    if params.families == 0 || params.k == 0 || !(params.beta.is_finite() && params.beta > 0.0) {
         return Err(SchedError::BadParam {
             what: "rs families/k/beta",
             got: format!("{}/{}/{}", params.families, params.k, params.beta),
@@ -1037,7 +1032,10 @@ pub fn simulate(
         for r in running.iter().flatten() {
             dt = dt.min(remaining[r.0 as usize]);
         }
-        assert!(dt.is_finite(), "tile DAG simulation: no task can run (cycle?)");
+        assert!(
+            dt.is_finite(),
+            "tile DAG simulation: no task can run (cycle?)"
+        );
         now += dt;
         for q in 0..nprocs {
             if let Some((t, start)) = running[q] {
@@ -1147,20 +1145,8 @@ pub fn evaluate(
     let max_load = load_bound(&m, &w, speeds);
     let dag = TileDag::of(op, n);
     let tw = dag.task_weights(d, costs);
-    let sim = simulate(
-        &dag,
-        |t| m.owner[t],
-        p,
-        &tw,
-        |t, q| tw[t] / speeds[q],
-        true,
-    );
-    let loads: Vec<f64> = m
-        .loads(&w)
-        .iter()
-        .zip(speeds)
-        .map(|(l, s)| l / s)
-        .collect();
+    let sim = simulate(&dag, |t| m.owner[t], p, &tw, |t, q| tw[t] / speeds[q], true);
+    let loads: Vec<f64> = m.loads(&w).iter().zip(speeds).map(|(l, s)| l / s).collect();
     let virtual_dispersion = m
         .grid
         .as_ref()
