@@ -64,6 +64,7 @@ fn measured_rates_follow_emulated_slowdowns() {
         slowdowns: vec![1.0, 3.0],
         tile: 64,
         updates: 20,
+        repeats: vec![],
         clock: ClockMode::Virtual,
     };
     let r = measure_gemm_rates(&p).unwrap();
@@ -71,6 +72,14 @@ fn measured_rates_follow_emulated_slowdowns() {
     let rel = relative_speeds(&r);
     assert!(rel.iter().all(|x| *x > 0.0 && *x <= 1.0));
     assert!(r[0] > r[1], "{r:?}");
+    // Repeating each GEMM twice halves the rate too.
+    let r2 = measure_gemm_rates(&MeasureParams {
+        slowdowns: vec![1.0, 1.0],
+        repeats: vec![1, 2],
+        ..p.clone()
+    })
+    .unwrap();
+    assert!(r2[0] > r2[1], "{r2:?}");
     assert!(measure_gemm_rates(&MeasureParams {
         slowdowns: vec![],
         ..MeasureParams::default()

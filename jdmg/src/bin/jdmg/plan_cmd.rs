@@ -161,7 +161,8 @@ struct TilesArgs {
     /// Relative processor speeds (comma separated; sets P).
     #[arg(long, value_delimiter = ',')]
     speeds: Option<Vec<f64>>,
-    /// Measure relative speeds with --p ThreadComm ranks timing faer GEMM tiles.
+    /// Measure relative speeds with --p ThreadComm ranks timing faer GEMM tiles in
+    /// lblib sections (with --repeats: one rank per worker, repeating its GEMMs).
     #[arg(long)]
     measure: bool,
     /// Slowdown of each measured rank (with --measure; its length sets P).
@@ -192,6 +193,9 @@ struct TilesArgs {
     /// Kernel repetitions per worker of the real LU (emulated slowdown; sets P).
     #[arg(long, value_delimiter = ',')]
     repeats: Option<Vec<usize>>,
+    /// With --run-lu: run only the chosen allocation, not the BC baseline too.
+    #[arg(long)]
+    lu_skip_bc: bool,
     /// Real LU runs per allocation (medians are reported).
     #[arg(long, default_value_t = 3)]
     lu_runs: usize,
@@ -338,7 +342,8 @@ fn dag_speeds(a: &DagArgs) -> Result<Vec<f64>, Fail> {
         let mp = MeasureParams {
             slowdowns: slow,
             tile: 128,
-            updates: 4,
+            updates: 64,
+            repeats: Vec::new(),
             clock: ClockMode::Virtual,
         };
         return measure_gemm_rates(&mp).map_err(bad);
@@ -480,11 +485,20 @@ fn tile_speeds(a: &TilesArgs) -> Result<Vec<f64>, Fail> {
         return Ok(s.clone());
     }
     if a.measure {
-        let slow = a.slowdowns.clone().unwrap_or_else(|| vec![1.0; a.p]);
+        // With --repeats, every rank runs its GEMMs as many times as the real LU's
+        // worker does, so the measured speeds include that emulation.
+        let repeats = a.repeats.clone().unwrap_or_default();
+        let np = if repeats.is_empty() {
+            a.p
+        } else {
+            repeats.len()
+        };
+        let slow = a.slowdowns.clone().unwrap_or_else(|| vec![1.0; np]);
         let mp = MeasureParams {
             slowdowns: slow,
             tile: 128,
-            updates: 4,
+            updates: 64,
+            repeats,
             clock: ClockMode::Virtual,
         };
         return Ok(relative_speeds(&measure_gemm_rates(&mp).map_err(bad)?));
@@ -663,14 +677,24 @@ fn real_lu(
     let bc = block_cyclic(a.n, speeds.len()).map_err(bad)?;
     let mut out = Vec::new();
     let chosen = format!("{:?}", alg_of(a.alg)).to_lowercase();
-    for (name, map) in [("bc".to_string(), &bc), (chosen, m)] {
+    let mut todo = vec![("bc".to_string(), &bc), (chosen, m)];
+    if a.lu_skip_bc {
+        todo.remove(0);
+    }
+    for (name, map) in todo {
         let mut meas = Vec::new();
         let mut pred = Vec::new();
         let mut be: f64 = 0.0;
+        let mut busy: Vec<Vec<f64>> = Vec::new();
         for _ in 0..a.lu_runs {
             let run = run_tiled_lu(map, &ctx.costs, &params).map_err(bad)?;
             pred.push(predict_makespan(map, &ctx.costs, &run, &repeats));
             meas.push(run.makespan);
+            let mut b = vec![0.0; repeats.len()];
+            for r in &run.records {
+                b[r.worker] += r.end - r.start;
+            }
+            busy.push(b);
             be = be.max(run.backward_error);
         }
         let ratios: Vec<f64> = meas.iter().zip(&pred).map(|(x, y)| x / y).collect();
@@ -681,6 +705,7 @@ fn real_lu(
             "measured_over_simulated": median(ratios),
             "runs_measured_s": meas, "runs_simulated_s": pred,
             "backward_error": be,
+            "runs_busy_s": busy,
         }));
     }
     Ok(json!({ "tile": a.tile, "repeats": repeats, "runs": out }))

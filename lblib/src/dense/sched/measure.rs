@@ -24,6 +24,10 @@ pub struct MeasureParams {
     pub tile: usize,
     /// Updates per rank in the timed section. Default 8.
     pub updates: usize,
+    /// GEMMs per update on each rank (empty: 1 everywhere): the slowdown
+    /// emulation of [`super::taskgraph`], so that measured speeds include it.
+    /// Default empty.
+    pub repeats: Vec<usize>,
     /// Clock: [`ClockMode::Virtual`] (thread CPU time × slowdown, robust on a
     /// shared machine) or [`ClockMode::Real`] (wall clock, slowdown by sleeping).
     /// Default virtual.
@@ -36,20 +40,26 @@ impl Default for MeasureParams {
             slowdowns: vec![1.0, 1.0],
             tile: 128,
             updates: 8,
+            repeats: Vec::new(),
             clock: ClockMode::Virtual,
         }
     }
 }
 
 /// Measures the GEMM rate of every rank (Mflop/s, rank order): one warm-up update,
-/// then `updates` b×b×b updates (2b³ flop each) timed by [`Lbs::section_start`] /
+/// then `updates` b×b×b updates (2b³ flop each, each computed `repeats[rank]` times) timed by [`Lbs::section_start`] /
 /// [`Lbs::section_end`], then an all-gather of the rates.
 ///
 /// # Errors
 /// [`SchedError::BadParam`] for no rank, a bad slowdown, `tile == 0` or
 /// `updates == 0`, or if a rank's clock did not move.
 pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
-    if p.slowdowns.is_empty() || p.tile == 0 || p.updates == 0 {
+    if p.slowdowns.is_empty()
+        || p.tile == 0
+        || p.updates == 0
+        || (!p.repeats.is_empty() && p.repeats.len() != p.slowdowns.len())
+        || p.repeats.contains(&0)
+    {
         return Err(SchedError::BadParam {
             what: "measure",
             got: format!(
@@ -58,7 +68,7 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
                 p.tile,
                 p.updates
             ),
-            why: "need >= 1 rank, tile >= 1 and updates >= 1",
+            why: "need >= 1 rank, tile >= 1, updates >= 1, one repeat count >= 1 per rank",
         });
     }
     for (index, &value) in p.slowdowns.iter().enumerate() {
@@ -81,9 +91,10 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
             -1.0,
             Par::Seq,
         );
+        let reps = p.repeats.get(comm.rank()).copied().unwrap_or(1);
         let mut lbs = Lbs::new(&comm);
         let rate = lbs.section_start().and_then(|_| {
-            for _ in 0..p.updates {
+            for _ in 0..p.updates * reps {
                 matmul(
                     c.as_mut(),
                     Accum::Add,

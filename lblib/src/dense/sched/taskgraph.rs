@@ -123,6 +123,9 @@ impl Ord for Ready {
     }
 }
 
+/// Seconds a worker without a ready task keeps polling before it sleeps.
+const SPIN: f64 = 2e-2;
+
 struct Shared {
     queues: Vec<BinaryHeap<Ready>>,
     npred: Vec<usize>,
@@ -193,7 +196,11 @@ pub fn run_tiled_lu(
                 s.spawn(move || {
                     let mut recs = Vec::new();
                     loop {
+                        // Spin (yielding) for up to SPIN before sleeping on the condition
+                        // variable: on a loaded machine the wake-up of a sleeping thread
+                        // costs far more than a kernel, and the simulator has no such delay.
                         let task = {
+                            let spin_start = Instant::now();
                             let mut g = shared.lock().expect("executor lock");
                             loop {
                                 if g.done == total || g.failed.is_some() {
@@ -202,7 +209,13 @@ pub fn run_tiled_lu(
                                 if let Some(r) = g.queues[wk].pop() {
                                     break r.1 as usize;
                                 }
-                                g = cv.wait(g).expect("executor lock");
+                                if spin_start.elapsed().as_secs_f64() < SPIN {
+                                    drop(g);
+                                    std::thread::yield_now();
+                                    g = shared.lock().expect("executor lock");
+                                } else {
+                                    g = cv.wait(g).expect("executor lock");
+                                }
                             }
                         };
                         let start = t0.elapsed().as_secs_f64();
