@@ -184,7 +184,8 @@ struct TilesArgs {
     #[arg(long, value_enum)]
     reproduce: Option<TileFig>,
     /// Run a real tiled LU (dense tiles, faer kernels) on one thread per processor,
-    /// BC versus the chosen allocation, and compare with the simulated D(M).
+    /// BC versus the chosen allocation, and compare with the simulated D(M). The
+    /// allocation and the reported B, D are then for dense tiles (density 1).
     #[arg(long)]
     run_lu: bool,
     /// Tile order b of the real LU.
@@ -577,7 +578,12 @@ fn tiles_cmd(a: &TilesArgs) -> Result<(), Fail> {
         return tiles_reproduce(a, f, &blr, &ctx);
     }
     let speeds = tile_speeds(a)?;
-    let d = blr_densities(&blr).map_err(bad)?;
+    // The real LU factorizes dense tiles: allocate (and report B, D) for density 1.
+    let d = if a.run_lu {
+        vec![1.0; a.n * a.n]
+    } else {
+        blr_densities(&blr).map_err(bad)?
+    };
     let op = op_of(a.op);
     let (m, met) = evaluate(
         alg_of(a.alg),
