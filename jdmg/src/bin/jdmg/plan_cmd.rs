@@ -841,6 +841,15 @@ fn color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
+/// The label of category `round(x)` when `x` is (close to) an integer, else nothing.
+fn label_at(x: f64, f: impl Fn(usize) -> Option<String>) -> String {
+    let r = x.round();
+    if (x - r).abs() > 1e-6 || r < 0.0 {
+        return String::new();
+    }
+    f(r as usize).unwrap_or_default()
+}
+
 /// Gantt chart of a `002` schedule: one row per processor, one colour per task.
 fn gantt_dag(path: &Path, dag: &Dag, s: &Schedule, nprocs: usize, title: &str) -> Result<(), Fail> {
     let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
@@ -909,23 +918,18 @@ fn improvement_bars(path: &Path, fig: Figure, cases: &[ReproCase]) -> Result<(),
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(45)
-        .build_cartesian_2d(0.0..n as f64, lo.min(0.0)..hi.max(1.0))
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, lo.min(0.0)..hi.max(1.0))
         .map_err(plot_err)?;
     ch.configure_mesh()
         .x_desc("case")
         .y_desc("improvement (%)")
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            cases.get(i).map(|c| c.case.clone()).unwrap_or_default()
-        })
+        .x_labels(n)
+        .x_label_formatter(&|x| label_at(*x, |i| cases.get(i).map(|c| c.case.clone())))
         .draw()
         .map_err(plot_err)?;
     ch.draw_series(cases.iter().enumerate().map(|(i, c)| {
         Rectangle::new(
-            [
-                (i as f64 + 0.15, 0.0),
-                (i as f64 + 0.5, c.improvement_percent),
-            ],
+            [(i as f64 - 0.35, 0.0), (i as f64, c.improvement_percent)],
             color(0).filled(),
         )
     }))
@@ -938,10 +942,7 @@ fn improvement_bars(path: &Path, fig: Figure, cases: &[ReproCase]) -> Result<(),
         } else {
             (0.0, c.paper_percent[0])
         };
-        Rectangle::new(
-            [(i as f64 + 0.5, a), (i as f64 + 0.85, b)],
-            color(1).filled(),
-        )
+        Rectangle::new([(i as f64, a), (i as f64 + 0.35, b)], color(1).filled())
     }))
     .map_err(plot_err)?
     .label("paper")
@@ -1058,7 +1059,7 @@ fn ratio_plot(path: &Path, op: Op, rows: &[TileMetrics]) -> Result<(), Fail> {
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..configs.len() as f64, 0.95..ymax * 1.02)
+        .build_cartesian_2d(-0.5..configs.len() as f64 - 0.5, 0.95..ymax * 1.02)
         .map_err(plot_err)?;
     let cfg2 = configs.clone();
     ch.configure_mesh()
@@ -1066,10 +1067,7 @@ fn ratio_plot(path: &Path, op: Op, rows: &[TileMetrics]) -> Result<(), Fail> {
         .y_desc("ratio to ideal")
         .x_labels(configs.len())
         .x_label_formatter(&move |x| {
-            let i = x.floor() as usize;
-            cfg2.get(i)
-                .map(|(p, n, a)| format!("{p}/{n}/{a}"))
-                .unwrap_or_default()
+            label_at(*x, |i| cfg2.get(i).map(|(p, n, a)| format!("{p}/{n}/{a}")))
         })
         .draw()
         .map_err(plot_err)?;
@@ -1087,7 +1085,7 @@ fn ratio_plot(path: &Path, op: Op, rows: &[TileMetrics]) -> Result<(), Fail> {
                     .position(|k| *k == (r.p, r.n, r.alpha))
                     .map(|i| {
                         (
-                            i as f64 + 0.3 + 0.2 * ci as f64,
+                            i as f64 - 0.2 + 0.2 * ci as f64,
                             r.max_load_ratio.min(ymax),
                             r.makespan_ratio.min(ymax),
                         )
