@@ -19,6 +19,7 @@ pub mod grid;
 pub mod layout;
 pub mod rates;
 pub mod run;
+pub mod sched;
 
 pub use factor::{factor_distributed, DistFactors, FactorStats};
 pub use layout::{ColumnLayout, LayoutKind};

@@ -11,6 +11,8 @@
 mod dense_cmd;
 mod mpi_detect;
 mod output;
+#[cfg(feature = "dense")]
+mod plan_cmd;
 mod progress;
 mod resources;
 mod solve;
@@ -83,6 +85,9 @@ enum Cmd {
     /// Distributed dense LU / QR / GEMM laid out on measured rates (seeds/000).
     #[cfg(feature = "dense")]
     Dense(dense_cmd::DenseArgs),
+    /// Schedules from processor speeds: malleable task graphs (`dag`), BLR tile allocation (`tiles`).
+    #[cfg(feature = "dense")]
+    Plan(plan_cmd::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -113,6 +118,8 @@ fn main() -> ExitCode {
         Cmd::Solve(a) => solve::solve_cmd(&a),
         #[cfg(feature = "dense")]
         Cmd::Dense(a) => dense_cmd::dense_cmd(&a),
+        #[cfg(feature = "dense")]
+        Cmd::Plan(a) => plan_cmd::plan_cmd(&a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
