@@ -139,9 +139,10 @@ fn run_layout(
         let mg = MultigrainParams {
             groups: groups.to_vec(),
             hierarchical,
-            // equal nonzeros: layouts (and values sent) independent of timing
+            // equal nonzeros, no balancing: layouts, values sent and results
+            // independent of timing
             rate_weighted_rows: false,
-            ..MultigrainParams::default()
+            balance: Balance::None,
         };
         let out = solve_multigrain(&a, &world, &comm, params, &mg).expect("converges");
         (out.eigenvalues, out.multigrain.expect("multigrain stats"))
@@ -261,4 +262,21 @@ fn unequal_groups_fall_back_to_global_and_bad_order_is_refused() {
         errs.iter().all(|m| m.contains("fine_rank_keys")),
         "{errs:?}"
     );
+}
+
+/// `--balance none` is deterministic: rows split by equal nonzeros and a fixed step
+/// rule, so two runs give bit-identical eigenvalues and the same inner steps.
+#[test]
+fn unbalanced_multigrain_is_deterministic() {
+    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let params = JdParams {
+        inner: InnerStop::Adaptive,
+        ..layout_params(2)
+    };
+    let first = run_layout("lap3d:10", &groups, true, &params);
+    let second = run_layout("lap3d:10", &groups, true, &params);
+    for ((e1, s1), (e2, s2)) in first.iter().zip(&second) {
+        assert_eq!(e1, e2, "eigenvalues differ between runs");
+        assert_eq!(s1.group_inner_steps, s2.group_inner_steps);
+    }
 }
