@@ -241,7 +241,8 @@ struct Sel {
 /// # Errors
 /// `InvalidParams` for inconsistent parameters, `NonFinite` when NaN/Inf appear,
 /// `NotConverged { partial }` when `max_matvecs` or `max_outer` run out (the
-/// partial solution carries locked pairs and the best current estimates).
+/// partial solution carries locked pairs and the best current estimates),
+/// `Stopped { partial }` when the observer asked to stop.
 pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
     pb: &Problem<'_, A, C>,
     params: &JdParams,
