@@ -233,23 +233,7 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
         None => Source::Random { seed: a.seed },
     };
     let report = if a.ranks > 1 {
-        let slow = if a.slowdown.is_empty() {
-            vec![1.0; a.ranks]
-        } else {
-            a.slowdown.clone()
-        };
-        if slow.len() != a.ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
-            return Err(bad(format!(
-                "--slowdown needs {} positive factors",
-                a.ranks
-            )));
-        }
-        let clock = if a.slowdown.is_empty() {
-            lblib::ClockMode::Real
-        } else {
-            lblib::ClockMode::Virtual
-        };
-        let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+        let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
         let out = lblib::ThreadComm::run_with(cfg, |comm| run_dense(&comm, &src, &params));
         out.into_iter().next().expect("rank 0").map_err(to_fail)?
     } else {

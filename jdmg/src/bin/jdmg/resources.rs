@@ -158,6 +158,30 @@ pub fn check_groups(spec: &str, p: usize) -> Result<(), Fail> {
     Ok(())
 }
 
+/// The thread backend's configuration for `ranks` ranks with the `--slowdown`
+/// factors (virtual clocks when any are given, real clocks otherwise).
+///
+/// # Errors
+/// Exit 2 unless there is one positive finite factor per rank.
+pub fn thread_config(slowdown: &[f64], ranks: usize) -> Result<lblib::ThreadConfig, Fail> {
+    let slow = if slowdown.is_empty() {
+        vec![1.0; ranks]
+    } else {
+        slowdown.to_vec()
+    };
+    if slow.len() != ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+        return Err(Fail::bad(format!(
+            "--slowdown needs {ranks} positive factors"
+        )));
+    }
+    let clock = if slowdown.is_empty() {
+        lblib::ClockMode::Real
+    } else {
+        lblib::ClockMode::Virtual
+    };
+    Ok(lblib::ThreadConfig::with_slowdowns(&slow, clock))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

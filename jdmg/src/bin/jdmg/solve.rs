@@ -558,23 +558,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_problem(&m, &params, a.ranks, "ranks")?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
-        let slow = if a.slowdown.is_empty() {
-            vec![1.0; a.ranks]
-        } else {
-            a.slowdown.clone()
-        };
-        if slow.len() != a.ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
-            return Err(Fail::bad(format!(
-                "--slowdown needs {} positive factors",
-                a.ranks
-            )));
-        }
-        let clock = if a.slowdown.is_empty() {
-            lblib::ClockMode::Real
-        } else {
-            lblib::ClockMode::Virtual
-        };
-        let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+        let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
         let out = lblib::ThreadComm::run_with(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
             run_distributed(a, &params, &m, &comm, w)

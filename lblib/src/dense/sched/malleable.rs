@@ -284,6 +284,17 @@ impl Dag {
         o
     }
 
+    /// The tasks of each level in HNF order (level 0 first).
+    pub fn hnf_levels(&self) -> Vec<Vec<usize>> {
+        let lv = self.levels();
+        let nlev = lv.iter().max().map_or(0, |m| m + 1);
+        let mut out = vec![Vec::new(); nlev];
+        for i in self.hnf_order() {
+            out[lv[i]].push(i);
+        }
+        out
+    }
+
     /// f(n) of task `i`.
     pub fn flops(&self, i: usize) -> f64 {
         self.tasks[i].kind.flops(self.tasks[i].n)
@@ -405,17 +416,10 @@ pub fn algorithm1(dag: &Dag, speeds: &[f64], model: &CostModel) -> Result<Schedu
     check_speeds(speeds)?;
     model.validate()?;
     dag.validate()?;
-    let lv = dag.levels();
-    let nlev = lv.iter().max().map_or(0, |m| m + 1);
     let mut free = vec![0.0; speeds.len()];
     let mut end = vec![0.0; dag.tasks.len()];
     let mut out = Vec::new();
-    for l in 0..nlev {
-        let mut left: Vec<usize> = dag
-            .hnf_order()
-            .into_iter()
-            .filter(|&i| lv[i] == l)
-            .collect();
+    for mut left in dag.hnf_levels() {
         while !left.is_empty() {
             let mut pick = (0, 0, f64::NEG_INFINITY, 0.0);
             for (pos, &i) in left.iter().enumerate() {
@@ -561,17 +565,10 @@ pub fn algorithm3(
     }
     let st: f64 = speeds.iter().sum();
     let order = sorted_desc(speeds);
-    let lv = dag.levels();
-    let nlev = lv.iter().max().map_or(0, |m| m + 1);
     let mut free = vec![0.0f64; speeds.len()];
     let mut end = vec![0.0f64; dag.tasks.len()];
     let mut out = Vec::new();
-    for l in 0..nlev {
-        let mut left: Vec<usize> = dag
-            .hnf_order()
-            .into_iter()
-            .filter(|&i| lv[i] == l)
-            .collect();
+    for mut left in dag.hnf_levels() {
         let bpc: Vec<f64> = (0..dag.tasks.len())
             .map(|i| best_processing_capacity(dag.tasks[i].kind, dag.tasks[i].n, speeds, model).1)
             .collect();
