@@ -9,6 +9,7 @@ pub mod input;
 pub mod jd;
 mod jdqmr;
 pub mod multigrain;
+pub mod optimal_m;
 pub mod params;
 mod random;
 mod scaling;

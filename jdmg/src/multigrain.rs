@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
+use crate::optimal_m::{kappa_estimate, optimal_steps, DEFAULT_MAXITS_GROUPS};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
 use crate::solution::{JdError, Solution, Stats};
 
@@ -46,9 +47,10 @@ pub enum Balance {
     /// Every group runs the inner rule of `JdParams::inner` (no balancing).
     #[default]
     None,
-    /// T = time of the fastest group for `maxits` steps (§4).
+    /// T = time of the fastest group for the phase's optimal m steps (§4,
+    /// [`crate::optimal_m`]).
     Fastest,
-    /// T = time of the slowest group for `maxits` steps.
+    /// T = time of the slowest group for m steps.
     Slowest,
 }
 
@@ -103,6 +105,20 @@ pub struct MultigrainStats {
     pub alltoall_imbalance_seconds_total: f64,
     /// Correction phases run.
     pub phases: usize,
+    /// The optimal step count m of every correction phase (`seeds/003` §4), that
+    /// of the extreme-most pair; balanced, T is the fastest group's time for m
+    /// steps per equation it holds.
+    pub optimal_steps: Vec<usize>,
+    /// Which rates the balancer used.
+    pub rate_kind: lblib::RateKind,
+    /// Start-up SpMV rate of each fine-grain rank (nonzeros per second) that
+    /// weighted the rows; empty when rows were split by equal nonzeros.
+    pub startup_rates: Vec<f64>,
+    /// Fine-grain rows of each rank.
+    pub fine_rows: Vec<usize>,
+    /// Memory balancing counters of this process's group leader (zero without
+    /// `memory_balance`): samples, thrashing samples, phases cut short.
+    pub memory: lblib::memory::MemoryStats,
     /// Balancer calls that failed (`lblib::LbError` messages); the phase went on
     /// with the previous decision.
     pub balancer_errors: Vec<String>,
@@ -339,6 +355,7 @@ struct Backend<'g, W: ?Sized, G: Comm> {
     a2a: Option<&'g lblib::Traced<G>>,
     lbs: Option<GroupLbs<'g, G, G>>,
     balance: Balance,
+    rate_kind: lblib::RateKind,
     ngroups: usize,
     my_group: usize,
     mover: Mover,
@@ -386,6 +403,11 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         let s = ctx.shifts.len();
         let (nf, ng) = (self.nf, self.ng);
         self.stats.phases += 1;
+        // §4: each equation's optimal m; the phase's is that of the extreme-most
+        // pair, which the fastest group solves.
+        let steps: Vec<usize> = (0..s).map(|i| phase_steps(ctx, i)).collect();
+        let m_phase = steps.first().copied().unwrap_or(1).max(1);
+        self.stats.optimal_steps.push(m_phase);
         // Control phase: T and the groups' ranking (fastest last in `index`).
         let balanced = self.balance != Balance::None && self.lbs.is_some();
         let mut order: Vec<usize> = (0..self.ngroups).collect();
@@ -396,7 +418,9 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
             } else {
                 Method::Slowest
             };
-            match lbs.decide(ctx.maxits as f64, method) {
+            // the fastest group holds ⌈s / groups⌉ equations of m steps each
+            let ops = (m_phase * s.div_ceil(self.ngroups)) as f64;
+            match lbs.decide_with(ops, method, self.rate_kind) {
                 Ok(tl) => self.stats.time_limits.push(tl),
                 Err(e) => self.stats.balancer_errors.push(format!("decide: {e}")),
             }
@@ -464,6 +488,7 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 done_mine[slot] = self.solve_one(
                     ctx,
                     i,
+                    steps[i],
                     x,
                     r,
                     &mut eps[slot * ng..(slot + 1) * ng],
@@ -481,6 +506,14 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 {
                     Ok(_rate) => self.decided = true,
                     Err(e) => self.stats.balancer_errors.push(format!("section_end: {e}")),
+                }
+                if let Some(mb) = self
+                    .lbs
+                    .as_mut()
+                    .and_then(|l| l.leader_lbs())
+                    .and_then(|l| l.memory_balancer())
+                {
+                    self.stats.memory = mb.stats();
                 }
             }
             if self.stats.group_inner_steps.len() < self.ngroups {
@@ -521,13 +554,16 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
 impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
     /// One correction equation on this group's communicator, by the shared
     /// [`CorrectionSolver`]: in a balanced section the group iterates until T (its
-    /// `share` of T when it holds several equations), otherwise by the serial rules
-    /// (step cap and 2^−iter, or the time budget).
+    /// `share` of T when it holds several equations); in the first section, which
+    /// measures the rates, it runs the `m` steps of the optimal count; otherwise
+    /// the serial rules apply with `m` as the step cap (2^−iter or m steps, or the
+    /// time budget).
     #[allow(clippy::too_many_arguments)]
     fn solve_one(
         &mut self,
         ctx: &CorrectionCtx<'_>,
         i: usize,
+        m: usize,
         x: &[f64],
         r: &[f64],
         out: &mut [f64],
@@ -553,17 +589,26 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
         };
         let group = self.group;
         let sums = std::cell::Cell::new(0);
-        let o = if section {
+        let o = if section && !self.decided {
+            // first phase (§4 step 1): a fixed count, timed to measure the rates
+            let mut rule = steps_rule(InnerStop::Fixed, m, ctx.rel, ctx.floors[i]);
+            self.corr.solve(
+                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
+        } else if section {
+            let kind = self.rate_kind;
             let lbs = self.lbs.as_mut().expect("balanced");
             let tl = lbs.time_limit();
             let t_section = group.wtime();
             let ops0 = *ops;
+            let floor = ctx.floors[i];
             let mut rule = |steps: usize, rn: f64, _r0: f64| {
-                if rn == 0.0 {
+                // below the floor a longer solve cannot help the outer test
+                if rn == 0.0 || (steps > 0 && rn <= floor) {
                     return false;
                 }
                 let mut c = lbs
-                    .should_continue((ops0 + steps) as f64, 1.0)
+                    .should_continue_with((ops0 + steps) as f64, 1.0, kind)
                     .unwrap_or(false);
                 if let (Some(frac), Some(tl), true) = (share, tl, c) {
                     // several equations in one section: split T evenly
@@ -582,7 +627,7 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
                 &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
             )
         } else {
-            let mut rule = steps_rule(ctx.inner, ctx.maxits, ctx.rel, ctx.floors[i]);
+            let mut rule = steps_rule(ctx.inner, m, ctx.rel, ctx.floors[i]);
             self.corr.solve(
                 &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
             )
@@ -593,6 +638,24 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
         o
     }
 }
+
+/// The inner step count of equation `i` of a phase (`seeds/003` §4): with the
+/// adaptive rule the optimal m of [`crate::optimal_m`] (capped by `maxits`),
+/// otherwise `maxits`.
+fn phase_steps(ctx: &CorrectionCtx<'_>, i: usize) -> usize {
+    match ctx.inner {
+        InnerStop::Adaptive => {
+            let kappa = kappa_estimate(ctx.thetas[i], ctx.ritz, ctx.anorm, ctx.rnorms[i]);
+            optimal_steps(ctx.iter, kappa, ctx.maxits)
+        }
+        _ => ctx.maxits,
+    }
+}
+
+/// Seconds of SpMV timed per rank for the start-up rates: a few scheduler time
+/// slices (a 2 ms window fell inside one slice on a shared core and saw a rank
+/// sharing its core with busy loops as fast as a rank with a core of its own).
+const RATE_WINDOW: f64 = 0.05;
 
 /// Each rank's SpMV rate (nonzeros per second of its clock) on an nnz-balanced
 /// share of `a`, known on every rank (one all-gather).
@@ -615,8 +678,9 @@ fn measure_rates<W: Comm + ?Sized>(
     let mut y = vec![0.0; block.nrows()];
     let t0 = world.wtime();
     let mut reps = 0usize;
-    // at least 5 products and about 2 ms of this rank's clock
-    while reps < 5 || (world.wtime() - t0 < 2e-3 && reps < 1000) {
+    // at least 5 products and RATE_WINDOW of this rank's clock: several scheduler
+    // time slices, so that a core shared with other work shows its real share
+    while reps < 5 || (world.wtime() - t0 < RATE_WINDOW && reps < 100_000) {
         op.apply(&x, &mut y);
         reps += 1;
     }
@@ -649,6 +713,17 @@ pub struct MultigrainParams {
     /// fine-grain communicator must then be ordered by [`fine_rank_keys`]. Ignored
     /// (global all-to-all) for groups of unequal sizes. Default true.
     pub hierarchical: bool,
+    /// The rates T and the ranking come from (`seeds/003` §5.1): the average over
+    /// each group's last flexible section (default), or LBLIB's instantaneous rate
+    /// over the last complete window of `rate_window` seconds, better when loads
+    /// change within a phase.
+    pub rate_kind: lblib::RateKind,
+    /// Window of the instantaneous rates, seconds. Default 0.05.
+    pub rate_window: f64,
+    /// Memory (anti-thrashing) balancing of the correction phase (`seeds/003` §5,
+    /// ref. \[24\]): a group leader whose process takes major page faults while
+    /// its CPU idles leaves the phase early. `None` (default): off.
+    pub memory_balance: Option<lblib::MemoryParams>,
 }
 
 impl Default for MultigrainParams {
@@ -658,6 +733,9 @@ impl Default for MultigrainParams {
             balance: Balance::Fastest,
             rate_weighted_rows: true,
             hierarchical: true,
+            rate_kind: lblib::RateKind::Average,
+            rate_window: 0.05,
+            memory_balance: None,
         }
     }
 }
@@ -886,6 +964,10 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     mg: &MultigrainParams,
 ) -> Result<Solution, JdError> {
     let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    // §4: solve groups iterate up to the paper's m = 150 unless told otherwise
+    let mut group_params = params.clone();
+    group_params.maxits.get_or_insert(DEFAULT_MAXITS_GROUPS);
+    let params = &group_params;
     let np = world.size();
     let me = world.rank();
     if a.nrows() != a.ncols() {
@@ -955,6 +1037,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     };
     let layout = build_layout(a, &groups_w, rates.as_deref(), shape.is_some())?;
     let fine = layout.fine;
+    let fine_rows: Vec<usize> = (0..np).map(|p| fine.len(p)).collect();
     let frange = fine.range(me);
     let flocal = a.row_slice(frange.start, frange.end);
     let sizes = params.resolve(n)?;
@@ -1008,13 +1091,18 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     let setup = t0.elapsed().as_secs_f64();
     let cfg = LbsConfig {
         first_section_ops: params.resolved().maxits() as f64,
-        ..LbsConfig::default()
+        window: mg.rate_window,
     };
     let lbs = if mg.balance != Balance::None {
-        Some(
-            GroupLbs::new(&group, if is_leader { Some(&leaders) } else { None }, cfg)
-                .map_err(|e| invalid(&e))?,
-        )
+        let mut g = GroupLbs::new(&group, if is_leader { Some(&leaders) } else { None }, cfg)
+            .map_err(|e| invalid(&e))?;
+        if let (Some(mp), Some(l)) = (&mg.memory_balance, g.leader_lbs()) {
+            let readings: Box<dyn lblib::SystemReadings + Send> =
+                Box::new(lblib::ProcReadings::new());
+            let mb = lblib::MemoryBalancer::new(mp.clone(), readings).map_err(|e| invalid(&e))?;
+            l.enable_memory_balancing(mb);
+        }
+        Some(g)
     } else {
         None
     };
@@ -1025,6 +1113,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         a2a: a2a.as_ref(),
         lbs,
         balance: mg.balance,
+        rate_kind: mg.rate_kind,
         ngroups,
         my_group,
         mover: Mover {
@@ -1057,6 +1146,9 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
             group_inner_steps: vec![0; ngroups],
             alltoall_scope: scope,
             alltoall_group_size: a2a_size,
+            rate_kind: mg.rate_kind,
+            startup_rates: rates.clone().unwrap_or_default(),
+            fine_rows,
             ..Default::default()
         },
         precond: params.precond,

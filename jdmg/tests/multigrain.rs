@@ -25,6 +25,7 @@ fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult
             balance,
             rate_weighted_rows: balance != Balance::None,
             hierarchical: true,
+            ..MultigrainParams::default()
         };
         let out = solve_multigrain(&a, &traced, &comm, params, &mg).expect("converges");
         let rep = traced.report().unwrap();
@@ -143,6 +144,7 @@ fn run_layout(
             // independent of timing
             rate_weighted_rows: false,
             balance: Balance::None,
+            ..MultigrainParams::default()
         };
         let out = solve_multigrain(&a, &world, &comm, params, &mg).expect("converges");
         (out.eigenvalues, out.multigrain.expect("multigrain stats"))

@@ -673,13 +673,27 @@ impl<'c, G: Comm + ?Sized, L: Comm + ?Sized> GroupLbs<'c, G, L> {
         ops_completed: f64,
         ops_needed: f64,
     ) -> Result<bool, LbError> {
+        self.should_continue_with(ops_completed, ops_needed, RateKind::Average)
+    }
+
+    /// [`GroupLbs::should_continue`] predicting with the leader's rate of `kind`
+    /// ([`Lbs::should_continue_with`]).
+    ///
+    /// # Errors
+    /// As [`GroupLbs::should_continue`].
+    pub fn should_continue_with(
+        &mut self,
+        ops_completed: f64,
+        ops_needed: f64,
+        kind: RateKind,
+    ) -> Result<bool, LbError> {
         if !self.open {
             return Err(LbError::ContinueOutsideSection);
         }
         let (code, err) = match self
             .lbs
             .as_mut()
-            .map(|l| l.should_continue(ops_completed, ops_needed))
+            .map(|l| l.should_continue_with(ops_completed, ops_needed, kind))
         {
             Some(Ok(c)) => (u64::from(c), None),
             Some(Err(e)) => (2, Some(e)),
@@ -729,13 +743,27 @@ impl<'c, G: Comm + ?Sized, L: Comm + ?Sized> GroupLbs<'c, G, L> {
     /// # Errors
     /// The leader's error on the leader and [`LbError::GroupLeaderFailed`] on members.
     pub fn decide(&mut self, ops: f64, method: Method) -> Result<f64, LbError> {
+        self.decide_with(ops, method, RateKind::Average)
+    }
+
+    /// [`GroupLbs::decide`] with the leaders' rates of `kind` ([`Lbs::decide_with`]):
+    /// T, the rates and the ranking all come from that kind.
+    ///
+    /// # Errors
+    /// As [`GroupLbs::decide`].
+    pub fn decide_with(
+        &mut self,
+        ops: f64,
+        method: Method,
+        kind: RateKind,
+    ) -> Result<f64, LbError> {
         let mut err = None;
         let mut head = [G_ERR, 0.0];
         if let Some(l) = self.lbs.as_mut() {
-            match l.decide(ops, method) {
+            match l.decide_with(ops, method, kind) {
                 Ok(t) => {
-                    let rates = l.rates().unwrap_or(&[]);
-                    let index = l.index().unwrap_or(&[]);
+                    let rates = l.rates_with(kind).unwrap_or(&[]);
+                    let index = l.index_with(kind).unwrap_or(&[]);
                     head = [t, rates.len() as f64];
                     self.rates.clear();
                     self.rates.extend_from_slice(rates);

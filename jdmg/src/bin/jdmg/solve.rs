@@ -123,7 +123,9 @@ pub struct SolveArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub precond_shift: Option<f64>,
     /// Inner steps cap per correction equation (0: Davidson steps, GD+k); default
-    /// 40 with qmrs (a cap: its dynamic rules stop earlier), 3 with bicgstab.
+    /// 40 with qmrs (a cap: its dynamic rules stop earlier), 3 with bicgstab, and
+    /// 150 in solve groups (--groups), where each phase runs the optimal m of
+    /// seeds/003 §4 (CG bound at 2^-iter) up to this cap.
     #[arg(long)]
     pub maxits: Option<usize>,
     /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
@@ -175,6 +177,17 @@ pub struct SolveArgs {
     /// the same eigenvalues and matvecs on every run with the same ranks.
     #[arg(long, value_enum)]
     pub balance: Option<BalanceArg>,
+    /// Rates the balancer decides with (seeds/003 §5.1): `average` over each
+    /// group's last correction phase, or `instant:W`, LBLIB's instantaneous rate
+    /// over the last complete window of W seconds (for loads that change within a
+    /// phase).
+    #[arg(long, value_name = "average|instant:W", default_value = "average", value_parser = parse_rates)]
+    pub rates: (lblib::RateKind, f64),
+    /// Memory (anti-thrashing) balancing of the correction phase (seeds/003 §5):
+    /// a group leader taking more than 20 major faults/s while using under half
+    /// a CPU leaves the phase early.
+    #[arg(long)]
+    pub memory_balance: bool,
     /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
     /// processors: virtual clocks on the thread backend, sleeping under MPI.
     #[arg(long, value_delimiter = ',')]
@@ -641,6 +654,9 @@ fn run_distributed<B: Comm>(
                 hierarchical,
                 // timed rates only where balancing is asked: `none` is deterministic
                 rate_weighted_rows: balance != jdmg::Balance::None,
+                rate_kind: a.rates.0,
+                rate_window: a.rates.1,
+                memory_balance: a.memory_balance.then(lblib::MemoryParams::default),
             };
             extra.insert("mode".into(), "multigrain".into());
             extra.insert("groups".into(), serde_json::json!(groups));
@@ -682,6 +698,20 @@ fn run_distributed<B: Comm>(
     // over `world`: its rank order is the order of the fine row blocks
     let res = gather(&world, m.nrows(), r);
     (Ok(res), serde_json::Value::Object(extra))
+}
+
+/// `--rates`: `average` or `instant:W` (W > 0 seconds).
+fn parse_rates(s: &str) -> Result<(lblib::RateKind, f64), String> {
+    let default_window = jdmg::MultigrainParams::default().rate_window;
+    match s.split_once(':') {
+        None if s == "average" => Ok((lblib::RateKind::Average, default_window)),
+        None if s == "instant" => Ok((lblib::RateKind::Instantaneous, default_window)),
+        Some(("instant", w)) => match w.parse::<f64>() {
+            Ok(w) if w.is_finite() && w > 0.0 => Ok((lblib::RateKind::Instantaneous, w)),
+            _ => Err(format!("instant:W needs a window W > 0 seconds, got {w:?}")),
+        },
+        _ => Err(format!("expected average or instant:W, got {s:?}")),
+    }
 }
 
 /// Collects the eigenvectors of a distributed solution on every rank.
