@@ -282,3 +282,72 @@ fn unbalanced_multigrain_is_deterministic() {
         assert_eq!(s1.group_inner_steps, s2.group_inner_steps);
     }
 }
+
+/// seeds/003 §4 at default settings (no maxits, adaptive inner rule): every
+/// phase's step count is the optimal m of the CG bound, capped by the groups'
+/// default of 150, growing over the run; balancing cuts the imbalance of a 4×
+/// slower group on the same spectrum.
+#[test]
+fn default_settings_use_the_optimal_m_and_balance() {
+    let params = JdParams {
+        nev: 2,
+        block: 2,
+        tol: 1e-10,
+        ..JdParams::default()
+    };
+    assert_eq!(params.maxits, None);
+    let spec: GenSpec = "lap3d:14".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
+    let slow = [1.0, 1.0, 4.0, 4.0];
+    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let keys = fine_rank_keys(&groups, true);
+    let run = |balance: Balance| {
+        let cfg = ThreadConfig::with_slowdowns(&slow, ClockMode::Virtual);
+        ThreadComm::run_with(cfg, |comm| {
+            let traced = Traced::new(comm.split(0, keys[comm.rank()]));
+            let mg = MultigrainParams {
+                groups: groups.clone(),
+                balance,
+                rate_weighted_rows: balance != Balance::None,
+                ..MultigrainParams::default()
+            };
+            let out = solve_multigrain(&a, &traced, &comm, &params, &mg).expect("converges");
+            let rep = traced.report().unwrap();
+            let mgs = out.multigrain.expect("multigrain stats");
+            (out.eigenvalues, mgs.imbalance_percent(&rep), mgs)
+        })
+    };
+    let (ub, bal) = (run(Balance::None), run(Balance::Fastest));
+    for (vals, _, _) in ub.iter().chain(&bal) {
+        for j in 0..2 {
+            assert!(
+                (vals[j] - exact[j]).abs() < 1e-7,
+                "{} vs {}",
+                vals[j],
+                exact[j]
+            );
+        }
+    }
+    let m = &bal[0].2.optimal_steps;
+    eprintln!(
+        "m per phase {m:?}; imbalance unbalanced {:.1}% balanced {:.1}%; T {:?}",
+        ub[0].1, bal[0].1, bal[0].2.time_limits
+    );
+    assert_eq!(m.len(), bal[0].2.phases);
+    assert!(m.iter().all(|&s| (1..=150).contains(&s)), "{m:?}");
+    assert!(
+        m.last() > m.first() && *m.iter().max().unwrap() > 3,
+        "{m:?}"
+    );
+    // phase 1 measures rates; every later phase has a time limit
+    assert_eq!(bal[0].2.time_limits.len() + 1, bal[0].2.phases);
+    assert!(ub[0].2.time_limits.is_empty());
+    assert!(ub[0].1 > 25.0, "unbalanced {:.1}%", ub[0].1);
+    assert!(
+        bal[0].1 < 0.5 * ub[0].1,
+        "balanced {:.1}% vs {:.1}%",
+        bal[0].1,
+        ub[0].1
+    );
+}

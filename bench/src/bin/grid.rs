@@ -84,6 +84,7 @@ enum Experiment {
     Hetero,
     Competing,
     Changing,
+    Contention,
 }
 
 impl Experiment {
@@ -92,6 +93,7 @@ impl Experiment {
             Experiment::Hetero => "hetero",
             Experiment::Competing => "competing",
             Experiment::Changing => "changing",
+            Experiment::Contention => "contention",
         }
     }
 }
@@ -126,12 +128,32 @@ struct Args {
     /// Convergence tolerance (‖r‖ ≤ tol·‖A‖).
     #[arg(long, default_value_t = 1e-8)]
     tol: f64,
-    /// Inner BiCGSTAB step cap (and first-phase step count of balanced runs).
-    #[arg(long, default_value_t = 100)]
-    maxits: usize,
-    /// Inner stopping rule of jdmg (fixed | adaptive).
-    #[arg(long, default_value = "fixed")]
-    inner: String,
+    /// Inner BiCGSTAB step cap passed to jdmg; default: jdmg's own (150 in solve
+    /// groups, each phase running seeds/003 §4's optimal m).
+    #[arg(long)]
+    maxits: Option<usize>,
+    /// Inner stopping rule passed to jdmg (fixed | adaptive); default: jdmg's own.
+    #[arg(long)]
+    inner: Option<String>,
+    /// Niceness of the runs and of the busy loops (`nice -n`): -10 shields them from
+    /// other work on a shared machine, so that the only contention is the one the
+    /// experiment makes (needs /proc/sys/kernel/sched_autogroup_enabled = 0, else
+    /// niceness only ranks processes within one session). 0: no nice.
+    #[arg(long, default_value_t = -10, allow_hyphen_values = true)]
+    nice: i32,
+    /// contention and competing --real: busy loops pinned to CPU 1 during every run
+    /// (contention default: NP, i.e. 2 loops beside 1 rank, 4 beside 2 ranks).
+    #[arg(long)]
+    busy: Option<usize>,
+    /// competing: real contention instead of --slowdown: three 2-rank JDcg jobs
+    /// pinned by --job-pins overlap on the cores.
+    #[arg(long)]
+    real: bool,
+    /// competing --real: each job's CPUs, jobs separated by ';' (default
+    /// "0,1;1,1;0,1": CPU 1 runs four ranks, CPU 0 two, as node 4 of the paper runs
+    /// three jobs).
+    #[arg(long, default_value = "0,1;1,1;0,1")]
+    job_pins: String,
     /// hetero: slowdown factor of the second solve group.
     #[arg(long, default_value_t = 4.0)]
     slow: f64,
@@ -184,11 +206,22 @@ struct Running {
 /// Busy processes; killed (process group) on drop.
 struct Competitors(Vec<Child>);
 
+/// `program` under `nice -n k` (k ≠ 0).
+fn niced(k: i32, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    if k == 0 {
+        Command::new(program)
+    } else {
+        let mut c = Command::new("nice");
+        c.args(["-n", &k.to_string()]).arg(program);
+        c
+    }
+}
+
 impl Competitors {
-    fn start(n: usize, cpu: &str, max_secs: u64) -> Competitors {
+    fn start(n: usize, cpu: &str, max_secs: u64, nice: i32) -> Competitors {
         let mut v = Vec::new();
         for _ in 0..n {
-            let mut c = Command::new("timeout");
+            let mut c = niced(nice, "timeout");
             c.arg(max_secs.to_string());
             if !cpu.is_empty() {
                 c.args(["taskset", "-c", cpu]);
@@ -263,20 +296,27 @@ impl Ctx {
             a.nev.to_string(),
             "--tol".into(),
             a.tol.to_string(),
-            "--maxits".into(),
-            a.maxits.to_string(),
-            "--inner".into(),
-            a.inner.clone(),
             "--threads".into(),
             "1".into(),
             "--json".into(),
         ];
+        if let Some(m) = a.maxits {
+            v.extend(["--maxits".into(), m.to_string()]);
+        }
+        if let Some(i) = &a.inner {
+            v.extend(["--inner".into(), i.clone()]);
+        }
         v.extend(a.extra.split_whitespace().map(String::from));
         v
     }
 
     /// Starts `job` under mpirun (own process group), stdout/stderr to log files.
     fn launch(&mut self, job: &Job, tag: &str) -> std::io::Result<Running> {
+        self.launch_np(job, tag, self.args.np)
+    }
+
+    /// [`Ctx::launch`] on `np` ranks.
+    fn launch_np(&mut self, job: &Job, tag: &str, np: usize) -> std::io::Result<Running> {
         self.counter += 1;
         let stem = format!(
             "{}_{:03}_{}_{}",
@@ -287,7 +327,6 @@ impl Ctx {
         );
         let out = self.logs.join(format!("{stem}.out"));
         let err = self.logs.join(format!("{stem}.err"));
-        let np = self.args.np;
         let mut solve = self.common();
         solve.extend(job.args.iter().cloned());
         let jdmg = self.args.jdmg.to_string_lossy().to_string();
@@ -315,7 +354,11 @@ impl Ctx {
             }
         }
         let cmdline = format!("{} {}", self.args.mpirun, argv.join(" "));
-        let mut c = Command::new(&self.args.mpirun);
+        let cmdline = match self.args.nice {
+            0 => cmdline,
+            k => format!("nice -n {k} {cmdline}"),
+        };
+        let mut c = niced(self.args.nice, &self.args.mpirun);
         c.args(&argv)
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -470,6 +513,9 @@ impl Ctx {
             "time_limits": arr("/multigrain/time_limits"),
             // row k: every group's rate (inner steps/s) measured in correction phase k+1
             "group_rate_history": rows("/multigrain/group_rate_history"),
+            "optimal_steps": arr("/multigrain/optimal_steps"),
+            "startup_rates": arr("/multigrain/startup_rates"),
+            "fine_rows": arr("/multigrain/fine_rows"),
             "eigenvalues": ev,
             "stderr_tail": tail,
         })
@@ -888,7 +934,9 @@ impl RateRun {
                                 .fold(f64::INFINITY, f64::min)
                         })
                         .unwrap_or(f64::NAN);
-                    maxits as f64 / slow
+                    // the first phase runs the §4 optimal m (older runs: maxits)
+                    let m1 = vecf(r, "optimal_steps").first().copied();
+                    m1.unwrap_or(maxits as f64) / slow
                 } else {
                     limits.get(p - 2).copied().unwrap_or(tdefault)
                 }
@@ -1408,7 +1456,142 @@ fn hetero(ctx: &mut Ctx) -> Outcome {
     (runs, notes, names)
 }
 
+/// Whether the kernel groups processes by session for scheduling (then `nice`
+/// only ranks processes within a session).
+fn autogroup_note() -> String {
+    match fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled") {
+        Ok(v) if v.trim() == "0" => "sched_autogroup_enabled = 0 (niceness holds across sessions)".into(),
+        Ok(v) => format!(
+            "sched_autogroup_enabled = {}: niceness only holds within a session, other sessions' work competes too (echo 0 > /proc/sys/kernel/sched_autogroup_enabled)",
+            v.trim()
+        ),
+        Err(_) => "sched_autogroup_enabled unknown".into(),
+    }
+}
+
+/// Real contention (the Table 3 analogue, and the setups of issue 10): the first
+/// half of the ranks (solve group 0) on CPU 0, the second half (group 1) on CPU 1
+/// with `--busy` busy loops pinned beside them for the whole run; fine grain, and
+/// multigrain unbalanced and balanced, at jdmg's default settings.
+fn contention(ctx: &mut Ctx) -> Outcome {
+    let a = &ctx.args;
+    let np = a.np;
+    let busy = a.busy.unwrap_or(np);
+    let groups = halves(np);
+    let block = a.block.to_string();
+    let pin = pins(a, |r| if r < np / 2 { "0".into() } else { "1".into() });
+    let (nice, tmax) = (a.nice, a.timeout);
+    let mk = |label: &str, extra: Vec<String>| Job {
+        label: label.into(),
+        args: extra,
+        pin: pin.clone(),
+    };
+    let jobs = vec![
+        mk("fine grain", sv(&["--block", &block])),
+        mk(
+            &format!("multigrain {groups}, balance none"),
+            sv(&["--block", &block, "--groups", "equal", "--balance", "none"]),
+        ),
+        mk(
+            &format!("multigrain {groups}, balance fastest"),
+            sv(&[
+                "--block",
+                &block,
+                "--groups",
+                "equal",
+                "--balance",
+                "fastest",
+            ]),
+        ),
+    ];
+    let mut runs = Vec::new();
+    for rep in 0..ctx.args.repeat {
+        for j in &jobs {
+            let comp = Competitors::start(busy, "1", tmax, nice);
+            // let the loops reach the CPU before the ranks start
+            std::thread::sleep(Duration::from_millis(100));
+            runs.push(ctx.run_one(j, rep));
+            drop(comp);
+        }
+    }
+    let s = summarize(&runs);
+    let get = |i: usize, k: &str| s.get(i).map(|r| num(r, k)).unwrap_or(f64::NAN);
+    let ratio = get(2, "wall_seconds") / get(1, "wall_seconds");
+    let imb = get(2, "imbalance_percent");
+    let same = s
+        .get(2)
+        .and_then(|r| r["same_eigenvalues"].as_bool())
+        .unwrap_or(false);
+    let notes = vec![
+        format!(
+            "Groups {groups} (--groups equal); ranks pinned to CPUs {}; {busy} busy loops pinned to CPU 1 during every run; runs and loops at nice {nice}; {}.",
+            pin.join(","),
+            autogroup_note()
+        ),
+        format!(
+            "Goals (issue 10): balanced multigrain %imbalance {imb:.1} (≤ 10: {}), time balanced / unbalanced multigrain {ratio:.2} (≤ 0.6: {}), same eigenvalues to tol·‖A‖: {same}.",
+            if imb <= 10.0 { "PASS" } else { "FAIL" },
+            if ratio <= 0.6 { "PASS" } else { "FAIL" },
+        ),
+    ];
+    let (g0, g1) = groups.split_once(',').unwrap_or((&groups, ""));
+    let names = vec![
+        format!("group 0 (ranks {g0}, CPU 0)"),
+        format!("group 1 (ranks {g1}, CPU 1 with {busy} busy loops)"),
+    ];
+    (runs, notes, names)
+}
+
+/// Three 2-rank JDcg jobs at once, each rank pinned by `--job-pins`, so that the
+/// jobs really share cores (the Table 1 analogue on two cores).
+fn competing_real(ctx: &mut Ctx) -> Outcome {
+    let jobs_pins: Vec<Vec<String>> = ctx
+        .args
+        .job_pins
+        .split(';')
+        .map(|j| j.split(',').map(|c| c.trim().to_string()).collect())
+        .collect();
+    let busy = ctx.args.busy.unwrap_or(0);
+    let (nice, tmax) = (ctx.args.nice, ctx.args.timeout);
+    let mut runs = Vec::new();
+    for rep in 0..ctx.args.repeat {
+        for bal in ["none", "fastest"] {
+            let comp = Competitors::start(busy, "1", tmax, nice);
+            let mut started = Vec::new();
+            for (j, pin) in jobs_pins.iter().enumerate() {
+                let job = Job {
+                    label: format!("job {} (CPUs {}), balance {bal}", j + 1, pin.join(",")),
+                    args: sv(&[
+                        "--block",
+                        &pin.len().to_string(),
+                        "--groups",
+                        "equal",
+                        "--balance",
+                        bal,
+                    ]),
+                    pin: pin.clone(),
+                };
+                match ctx.launch_np(&job, &format!("r{rep}"), pin.len()) {
+                    Ok(r) => started.push((job, r)),
+                    Err(e) => eprintln!("grid: launch failed: {e}"),
+                }
+            }
+            runs.extend(ctx.wait_all(started, |_| {}, rep));
+            drop(comp);
+        }
+    }
+    let notes = vec![format!(
+        "Three JDcg jobs (--block = ranks, --groups equal: one rank per solve group) run at the same time, ranks pinned to CPUs {} (jobs separated by ';'); {busy} extra busy loops on CPU 1; nice {nice}; {}.",
+        ctx.args.job_pins,
+        autogroup_note()
+    )];
+    (runs, notes, Vec::new())
+}
+
 fn competing(ctx: &mut Ctx) -> Outcome {
+    if ctx.args.real {
+        return competing_real(ctx);
+    }
     let np = ctx.args.np;
     // Paper node overlap: job 1 on nodes 1-4, job 2 on 3-6, job 3 on 4,7,8,9; node 3
     // runs two jobs (2x slower), node 4 three (3x).
@@ -1464,6 +1647,7 @@ fn changing(ctx: &mut Ctx) -> Outcome {
     let ncomp = ctx.args.competitors;
     let ccpu = ctx.args.competitor_cpu.clone();
     let tmax = ctx.args.timeout;
+    let nice = ctx.args.nice;
     let mut runs = Vec::new();
     for rep in 0..ctx.args.repeat {
         for bal in ["none", "fastest"] {
@@ -1494,7 +1678,7 @@ fn changing(ctx: &mut Ctx) -> Outcome {
                 vec![(job, r)],
                 |t| {
                     if comp.is_none() && t >= delay {
-                        comp = Some(Competitors::start(ncomp, &ccpu, tmax));
+                        comp = Some(Competitors::start(ncomp, &ccpu, tmax, nice));
                     }
                 },
                 rep,
@@ -1575,13 +1759,14 @@ fn main() {
         Experiment::Hetero => hetero(&mut ctx),
         Experiment::Competing => competing(&mut ctx),
         Experiment::Changing => changing(&mut ctx),
+        Experiment::Contention => contention(&mut ctx),
     };
     let mut summary = summarize(&runs);
     let a = &ctx.args;
     let rr = if exp == Experiment::Competing {
         Vec::new()
     } else {
-        rate_runs(&runs, &summary, a.maxits)
+        rate_runs(&runs, &summary, a.maxits.unwrap_or(150))
     };
     for r in &rr {
         if let Some(e) = summary
@@ -1598,8 +1783,8 @@ fn main() {
         a.np,
         a.nev,
         a.tol,
-        a.maxits,
-        a.inner,
+        a.maxits.map_or("default".into(), |m| m.to_string()),
+        a.inner.as_deref().unwrap_or("default"),
         a.repeat
     );
     let md = markdown(&title, &summary, &notes) + &rates_markdown(&rr, &names);
