@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
-use crate::optimal_m::{kappa_estimate, optimal_steps, DEFAULT_MAXITS_GROUPS};
+use crate::optimal_m::{kappa_estimate, optimal_steps_to, DEFAULT_MAXITS_GROUPS};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
 use crate::solution::{JdError, Solution, Stats};
 
@@ -109,6 +109,9 @@ pub struct MultigrainStats {
     /// of the extreme-most pair; balanced, T is the fastest group's time for m
     /// steps per equation it holds.
     pub optimal_steps: Vec<usize>,
+    /// Each group's flexible-phase seconds in every correction phase (one row per
+    /// phase; groups without an equation show their idle 0), to set against T.
+    pub phase_seconds: Vec<Vec<f64>>,
     /// Which rates the balancer used.
     pub rate_kind: lblib::RateKind,
     /// Start-up SpMV rate of each fine-grain rank (nonzeros per second) that
@@ -464,6 +467,7 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         // Flexible phase: this group's equations.
         let mut eps = vec![0.0; ng * mine.len()];
         let mut done_mine = vec![Outcome::default(); mine.len()];
+        let t_flex = self.group.wtime();
         if !mine.is_empty() {
             let section = balanced;
             if section {
@@ -521,6 +525,8 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
             }
             self.stats.group_inner_steps[self.my_group] += ops as u64;
         }
+        // this group's flexible-phase seconds (its leader's clock, before any wait)
+        let flex = self.group.wtime() - t_flex;
         // Back to the fine layout.
         let t0 = Instant::now();
         match self.a2a {
@@ -532,7 +538,7 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         // Steps per pair and the groups' matvecs and preconditioner applications,
         // known everywhere (one reduction over the world; each group counted once).
-        let mut all = vec![0.0; s + 2];
+        let mut all = vec![0.0; s + 2 + self.ngroups];
         if self.group.rank() == 0 {
             for (slot, &i) in mine.iter().enumerate() {
                 let o = &done_mine[slot];
@@ -540,9 +546,11 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 all[s] += o.matvecs as f64;
                 all[s + 1] += o.precond_applies as f64;
             }
+            all[s + 2 + self.my_group] = flex;
         }
         self.world.all_reduce(&mut all, lblib::ReduceOp::Sum);
         stats.global_sums += 1;
+        self.stats.phase_seconds.push(all[s + 2..].to_vec());
         let total: f64 = all[..s].iter().sum();
         stats.inner_steps += total as u64;
         stats.matvecs += all[s] as u64;
@@ -601,9 +609,13 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
             let tl = lbs.time_limit();
             let t_section = group.wtime();
             let ops0 = *ops;
-            let floor = ctx.floors[i];
+            // adaptive: below the floor a longer solve cannot help the outer test
+            // (`fixed` keeps the paper's rule: iterate until T)
+            let floor = match ctx.inner {
+                InnerStop::Adaptive => ctx.floors[i],
+                _ => 0.0,
+            };
             let mut rule = |steps: usize, rn: f64, _r0: f64| {
-                // below the floor a longer solve cannot help the outer test
                 if rn == 0.0 || (steps > 0 && rn <= floor) {
                     return false;
                 }
@@ -640,13 +652,16 @@ impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
 }
 
 /// The inner step count of equation `i` of a phase (`seeds/003` §4): with the
-/// adaptive rule the optimal m of [`crate::optimal_m`] (capped by `maxits`),
+/// adaptive rule the optimal m of [`crate::optimal_m`] for the reduction 2^−iter
+/// or, when less is needed, down to the equation's floor (capped by `maxits`);
 /// otherwise `maxits`.
 fn phase_steps(ctx: &CorrectionCtx<'_>, i: usize) -> usize {
     match ctx.inner {
         InnerStop::Adaptive => {
             let kappa = kappa_estimate(ctx.thetas[i], ctx.ritz, ctx.anorm, ctx.rnorms[i]);
-            optimal_steps(ctx.iter, kappa, ctx.maxits)
+            // 2^−iter, but never below the floor (0.1·tol) where the solve stops
+            let floor = ctx.floors[i] / ctx.rnorms[i];
+            optimal_steps_to(ctx.rel.max(floor), kappa, ctx.maxits)
         }
         _ => ctx.maxits,
     }
@@ -676,6 +691,8 @@ fn measure_rates<W: Comm + ?Sized>(
     let op = precond::spmv::CsrOperator::new(&block, threads).map_err(|e| invalid(&e))?;
     let x = vec![1.0; block.nrows()];
     let mut y = vec![0.0; block.nrows()];
+    // all ranks time at once, so that ranks sharing a core see each other
+    world.barrier();
     let t0 = world.wtime();
     let mut reps = 0usize;
     // at least 5 products and RATE_WINDOW of this rank's clock: several scheduler

@@ -10,17 +10,25 @@
 //!
 //! The rule, as implemented:
 //! * κ of the projected correction operator (I − xxᵀ)(A − θI)(I − xxᵀ) for the Ritz
-//!   value θ: the spread max(‖A‖, max|θ_j − θ|) over the gap to the nearest other
-//!   Ritz value, the gap bounded below by the residual norm ‖r‖ (an eigenvalue
-//!   estimate is no closer than that, and an early, inaccurate pair should not ask
-//!   for a long solve);
+//!   value θ: the spread max(‖A‖, max|θ_j − θ|) over the gap to the nearest Ritz
+//!   value of another cluster (Ritz values within [`CLUSTER`]·spread of θ are taken
+//!   as copies of its eigenvalue: the residual has little along them), the gap
+//!   bounded below by the residual norm ‖r‖ (an early, inaccurate pair should not
+//!   ask for a long solve);
 //! * the CG bound counts products with the operator; a BiCGSTAB step applies it
 //!   twice, so m = ⌈j_CG / 2⌉;
+//! * a solve never has to go below its absolute floor (0.1·tol, where it stops),
+//!   so the reduction asked is max(2^−iter, floor/‖r‖);
 //! * m is clamped to `[1, maxits]`.
 
 /// Inner step cap of BiCGSTAB in solve groups (coarse grain / multigrain) when
 /// `maxits` is not given: the paper's m = 150 (`seeds/003` §4, Table 1 runs).
 pub const DEFAULT_MAXITS_GROUPS: usize = 150;
+
+/// Relative distance (to the spectral spread) under which Ritz values count as one
+/// cluster in [`kappa_estimate`]: κ stays below 1/CLUSTER unless the residual is
+/// smaller still.
+pub const CLUSTER: f64 = 1e-3;
 
 /// Products with the operator per BiCGSTAB step.
 const PRODUCTS_PER_STEP: f64 = 2.0;
@@ -30,16 +38,25 @@ const PRODUCTS_PER_STEP: f64 = 2.0;
 /// include `theta` itself), a norm estimate `anorm` and the residual norm
 /// `rnorm` of the pair. At least 1.
 pub fn kappa_estimate(theta: f64, ritz: &[f64], anorm: f64, rnorm: f64) -> f64 {
-    let mut gap = f64::INFINITY;
     let mut spread = anorm.abs();
     for &t in ritz {
+        spread = spread.max((t - theta).abs());
+    }
+    // Ritz values closer than CLUSTER·spread approximate the same eigenvalue
+    // (copies of a multiple one): the residual has little along them
+    let mut gap = f64::INFINITY;
+    for &t in ritz {
         let d = (t - theta).abs();
-        spread = spread.max(d);
-        if d > 0.0 {
+        if d > CLUSTER * spread {
             gap = gap.min(d);
         }
     }
-    let gap = gap.max(rnorm.abs());
+    // no other Ritz value: the residual alone bounds the gap
+    let gap = if gap.is_finite() {
+        gap.max(rnorm.abs())
+    } else {
+        rnorm.abs()
+    };
     if !(gap.is_finite() && gap > 0.0 && spread.is_finite()) {
         return 1.0;
     }
@@ -50,8 +67,21 @@ pub fn kappa_estimate(theta: f64, ritz: &[f64], anorm: f64, rnorm: f64) -> f64 {
 /// for condition number `kappa`, clamped to `[1, maxits]` (`seeds/003` §4).
 /// `maxits = 0` gives 0 (Davidson steps).
 pub fn optimal_steps(iter: usize, kappa: f64, maxits: usize) -> usize {
+    optimal_steps_to(0.5f64.powi(iter.min(2000) as i32), kappa, maxits)
+}
+
+/// [`optimal_steps`] for a residual reduction `reduction` in (0, 1] instead of
+/// 2^−iter (a solve that only has to reach an absolute floor needs less). A
+/// reduction of 1 or more gives 1 step; NaN or ≤ 0 gives `maxits`.
+pub fn optimal_steps_to(reduction: f64, kappa: f64, maxits: usize) -> usize {
     if maxits == 0 {
         return 0;
+    }
+    if reduction.is_nan() || reduction <= 0.0 {
+        return maxits;
+    }
+    if reduction >= 1.0 {
+        return 1;
     }
     let kappa = if kappa.is_finite() {
         kappa.max(1.0)
@@ -63,8 +93,8 @@ pub fn optimal_steps(iter: usize, kappa: f64, maxits: usize) -> usize {
     if rho <= 0.0 {
         return 1;
     }
-    // 2 ρ^j ≤ 2^−iter  ⇔  j ≥ (iter + 1) ln 2 / (−ln ρ)
-    let need = (iter.min(2000) as f64 + 1.0) * std::f64::consts::LN_2;
+    // 2 ρ^j ≤ reduction  ⇔  j ≥ ln(2 / reduction) / (−ln ρ)
+    let need = (2.0 / reduction).ln();
     let lr = -rho.ln();
     if !(lr > 0.0 && lr.is_finite()) {
         return maxits;
@@ -118,6 +148,11 @@ mod tests {
         assert_eq!(optimal_steps(10, 1.0, 150), 1);
         assert_eq!(optimal_steps(10, f64::NAN, 150), 150);
         assert_eq!(optimal_steps(5, 400.0, 0), 0);
+        // an absolute floor close to the residual needs fewer steps than 2^−40
+        assert_eq!(optimal_steps_to(0.5f64.powi(40), 400.0, 150), 142);
+        assert_eq!(optimal_steps_to(0.01, 400.0, 150), 27);
+        assert_eq!(optimal_steps_to(1.5, 400.0, 150), 1);
+        assert_eq!(optimal_steps_to(f64::NAN, 400.0, 150), 150);
     }
 
     #[test]
@@ -127,6 +162,9 @@ mod tests {
         assert!((kappa_estimate(0.3, &ritz, 12.0, 1e-6) - 240.0).abs() < 1e-9);
         // a residual larger than the gap bounds κ
         assert!((kappa_estimate(0.3, &ritz, 12.0, 0.5) - 24.0).abs() < 1e-9);
+        // copies within CLUSTER·spread do not count: the gap is to 2.0
+        let copies = [0.3, 0.3 + 1e-6, 0.3 + 2e-6, 2.0];
+        assert!((kappa_estimate(0.3, &copies, 12.0, 1e-8) - 12.0 / 1.7).abs() < 1e-9);
         // a lone Ritz value: κ = spread / ‖r‖
         assert!((kappa_estimate(1.0, &[1.0], 10.0, 0.1) - 100.0).abs() < 1e-9);
         assert_eq!(kappa_estimate(1.0, &[1.0], 10.0, 0.0), 1.0);

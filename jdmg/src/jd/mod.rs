@@ -146,8 +146,6 @@ pub(crate) struct CorrectionCtx<'x> {
     pub rel: f64,
     pub maxits: usize,
     pub inner: InnerStop,
-    /// Outer iteration (the `iter` of 2^−iter).
-    pub iter: usize,
     /// Ritz value and residual norm of each selected pair, every current Ritz value
     /// and the norm estimate, all in scaled units (for `seeds/003` §4's optimal m).
     pub thetas: Vec<f64>,
@@ -608,7 +606,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     rel: 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32),
                     maxits: self.prm.maxits(),
                     inner: self.prm.inner,
-                    iter: self.stats.outer_iterations,
                     thetas: sel.iter().map(|s| s.theta).collect(),
                     rnorms: sel.iter().map(|s| s.rnorm).collect(),
                     ritz: &theta,
