@@ -122,6 +122,10 @@ pub struct MultigrainStats {
     /// Memory balancing counters of this process's group leader (zero without
     /// `memory_balance`): samples, thrashing samples, phases cut short.
     pub memory: lblib::memory::MemoryStats,
+    /// [`MultigrainStats::memory`] summed over all group leaders.
+    pub memory_total: lblib::memory::MemoryStats,
+    /// Major page faults of every fine-grain rank during the solve (getrusage).
+    pub major_faults: Vec<u64>,
     /// Balancer calls that failed (`lblib::LbError` messages); the phase went on
     /// with the previous decision.
     pub balancer_errors: Vec<String>,
@@ -708,6 +712,18 @@ fn measure_rates<W: Comm + ?Sized>(
     Ok(rates)
 }
 
+/// The memory balancing parameters of `jdmg solve --memory-balance`: lblib's
+/// defaults (20 major faults/s with under half a CPU is thrashing) sampled every
+/// 20 ms, two thrashing samples in a row to recede, since correction phases last
+/// tens of milliseconds (lblib's default 0.25 s interval would never sample one).
+pub fn memory_params() -> lblib::MemoryParams {
+    lblib::MemoryParams {
+        sample_interval: 0.02,
+        consecutive: 2,
+        ..lblib::MemoryParams::default()
+    }
+}
+
 /// Options of [`solve_multigrain`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -1178,7 +1194,15 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         diagonal: Some(&fdiag),
         precond: None,
     };
+    use lblib::SystemReadings;
+    let mut readings = lblib::ProcReadings::new();
+    let faults0 = readings.read().map_or(0, |r| r.major_faults);
     let res = solve_with(&pb, params, None, Some(&mut backend));
+    // every process's major page faults during the solve, and the groups' recessions
+    let faults = readings.read().map_or(0, |r| r.major_faults) - faults0;
+    let mut per_rank = vec![0u64; np];
+    world.all_gather_u64(&[faults], &mut per_rank);
+    backend.stats.major_faults = per_rank;
     // Per-group steps known everywhere.
     let mut gs: Vec<f64> = backend
         .stats
@@ -1197,11 +1221,22 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
             .map_or(0.0, |r| r.imbalance_seconds);
     }
     // and the values sent and waits of every process (counts exact in f64 below 2^53)
+    let mem = if is_leader {
+        backend.stats.memory
+    } else {
+        lblib::memory::MemoryStats::default()
+    };
+    gs.extend([mem.samples, mem.thrashing_samples, mem.recessions].map(|v| v as f64));
     gs.push(backend.stats.alltoall_imbalance_seconds);
     gs.push(backend.mover.values_sent as f64);
     world.all_reduce(&mut gs, lblib::ReduceOp::Sum);
     backend.stats.alltoall_values_sent_total = gs.pop().unwrap_or(0.0) as u64;
     backend.stats.alltoall_imbalance_seconds_total = gs.pop().unwrap_or(0.0);
+    backend.stats.memory_total = lblib::memory::MemoryStats {
+        recessions: gs.pop().unwrap_or(0.0) as u64,
+        thrashing_samples: gs.pop().unwrap_or(0.0) as u64,
+        samples: gs.pop().unwrap_or(0.0) as u64,
+    };
     backend.stats.group_inner_steps = gs.iter().map(|&v| v as u64).collect();
     backend.stats.alltoall_values_sent = backend.mover.values_sent;
     let mgstats = backend.stats.clone();

@@ -185,7 +185,7 @@ pub struct SolveArgs {
     pub rates: (lblib::RateKind, f64),
     /// Memory (anti-thrashing) balancing of the correction phase (seeds/003 §5):
     /// a group leader taking more than 20 major faults/s while using under half
-    /// a CPU leaves the phase early.
+    /// a CPU (two 20 ms samples in a row) leaves the phase early.
     #[arg(long)]
     pub memory_balance: bool,
     /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
@@ -656,7 +656,7 @@ fn run_distributed<B: Comm>(
                 rate_weighted_rows: balance != jdmg::Balance::None,
                 rate_kind: a.rates.0,
                 rate_window: a.rates.1,
-                memory_balance: a.memory_balance.then(lblib::MemoryParams::default),
+                memory_balance: a.memory_balance.then(jdmg::multigrain::memory_params),
             };
             extra.insert("mode".into(), "multigrain".into());
             extra.insert("groups".into(), serde_json::json!(groups));
