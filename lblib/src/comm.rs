@@ -32,7 +32,8 @@ impl ReduceOp {
 ///
 /// Backends: [`SelfComm`] (one process), [`crate::ThreadComm`] (N ranks as threads
 /// of one process, with optional per-rank slowdown), `MpiComm` (rsmpi, feature
-/// `mpi`). Wrappers: [`crate::Traced`] (imbalance tracer), [`crate::Slowed`]
+/// `mpi`). Wrappers: [`crate::Traced`] (imbalance tracer), [`crate::Delayed`] (slow
+/// link), [`crate::Slowed`]
 /// (emulated slower node).
 pub trait Comm {
     /// This process's rank in `0..size()`.

@@ -14,6 +14,7 @@
 
 pub mod comm;
 pub mod cputime;
+pub mod delayed;
 pub mod demo;
 #[cfg(feature = "dense")]
 pub mod dense;
@@ -27,6 +28,7 @@ pub mod thread;
 pub mod tracer;
 
 pub use comm::{Comm, ReduceOp, SelfComm};
+pub use delayed::Delayed;
 pub use error::LbError;
 pub use lbs::{Lbs, LbsConfig, Method, RateKind};
 pub use memory::{Advice, MemoryBalancer, MemoryParams, ProcReadings, Reading, SystemReadings};

@@ -85,6 +85,7 @@ enum Experiment {
     Competing,
     Changing,
     Contention,
+    Slowlink,
 }
 
 impl Experiment {
@@ -94,6 +95,7 @@ impl Experiment {
             Experiment::Competing => "competing",
             Experiment::Changing => "changing",
             Experiment::Contention => "contention",
+            Experiment::Slowlink => "slowlink",
         }
     }
 }
@@ -154,6 +156,9 @@ struct Args {
     /// three jobs).
     #[arg(long, default_value = "0,1;1,1;0,1")]
     job_pins: String,
+    /// slowlink: latencies (seconds per collective crossing the link) to sweep.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.0005,0.002,0.005")]
+    latencies: Vec<f64>,
     /// hetero: slowdown factor of the second solve group.
     #[arg(long, default_value_t = 4.0)]
     slow: f64,
@@ -1542,6 +1547,65 @@ fn contention(ctx: &mut Ctx) -> Outcome {
     (runs, notes, names)
 }
 
+/// A slow link between solve groups (Tables 2–3 analogue): `jdmg --link-latency L`
+/// delays every fine-grain collective and fine↔group all-to-all by L, not the
+/// solve groups' own collectives; fine grain against multigrain (`--groups equal
+/// --hierarchical off`, whose all-to-alls cross the link) for each L.
+fn slowlink(ctx: &mut Ctx) -> Outcome {
+    let a = &ctx.args;
+    let block = a.block.to_string();
+    let pin = pins(a, |r| (r % ncpus()).to_string());
+    let lats = a.latencies.clone();
+    let mut jobs = Vec::new();
+    for &l in &lats {
+        let ls = l.to_string();
+        let ms = l * 1e3;
+        jobs.push(Job {
+            label: format!("fine grain, link {ms} ms"),
+            args: sv(&["--block", &block, "--link-latency", &ls]),
+            pin: pin.clone(),
+        });
+        jobs.push(Job {
+            label: format!("multigrain, link {ms} ms"),
+            args: sv(&[
+                "--block",
+                &block,
+                "--groups",
+                "equal",
+                "--hierarchical",
+                "off",
+                "--link-latency",
+                &ls,
+            ]),
+            pin: pin.clone(),
+        });
+    }
+    let mut runs = Vec::new();
+    for rep in 0..ctx.args.repeat {
+        for j in &jobs {
+            runs.push(ctx.run_one(j, rep));
+        }
+    }
+    let s = summarize(&runs);
+    let t = |i: usize| s.get(i).map(|r| num(r, "wall_seconds")).unwrap_or(f64::NAN);
+    let cross: Vec<String> = lats
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("{} ms: {:.2}", l * 1e3, t(2 * i + 1) / t(2 * i)))
+        .collect();
+    let notes = vec![
+        format!(
+            "{} ranks pinned to CPUs {}; --link-latency L delays every fine-grain collective and fine↔group all-to-all by L (lblib::Delayed), not the solve groups' own collectives; nice {}; {}.",
+            ctx.args.np,
+            pin.join(","),
+            ctx.args.nice,
+            autogroup_note()
+        ),
+        format!("Multigrain / fine-grain time per latency: {}.", cross.join(", ")),
+    ];
+    (runs, notes, Vec::new())
+}
+
 /// Three 2-rank JDcg jobs at once, each rank pinned by `--job-pins`, so that the
 /// jobs really share cores (the Table 1 analogue on two cores).
 fn competing_real(ctx: &mut Ctx) -> Outcome {
@@ -1760,6 +1824,7 @@ fn main() {
         Experiment::Competing => competing(&mut ctx),
         Experiment::Changing => changing(&mut ctx),
         Experiment::Contention => contention(&mut ctx),
+        Experiment::Slowlink => slowlink(&mut ctx),
     };
     let mut summary = summarize(&runs);
     let a = &ctx.args;

@@ -188,6 +188,12 @@ pub struct SolveArgs {
     /// a CPU (two 20 ms samples in a row) leaves the phase early.
     #[arg(long)]
     pub memory_balance: bool,
+    /// Emulate a slow link between solve groups (seeds/003 §7, Tables 2-3): every
+    /// fine-grain collective and fine↔group all-to-all first waits this many
+    /// seconds; a solve group's own collectives do not (use with
+    /// --hierarchical off, whose all-to-alls run over the fine-grain ranks).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS", value_parser = parse_latency)]
+    pub link_latency: f64,
     /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
     /// processors: virtual clocks on the thread backend, sleeping under MPI.
     #[arg(long, value_delimiter = ',')]
@@ -637,7 +643,9 @@ fn run_distributed<B: Comm>(
             .unwrap_or(base.rank()),
         None => base.rank(),
     };
-    let world = lblib::Traced::new(base.split(0, key));
+    // --link-latency: the fine-grain collectives and the fine↔group all-to-alls
+    // cross the slow link, the solve groups' own ones do not
+    let world = lblib::Traced::new(lblib::Delayed::new(base.split(0, key), a.link_latency));
     let mut extra = serde_json::Map::new();
     let mut mg_stats = None;
     let r = match groups {
@@ -698,6 +706,14 @@ fn run_distributed<B: Comm>(
     // over `world`: its rank order is the order of the fine row blocks
     let res = gather(&world, m.nrows(), r);
     (Ok(res), serde_json::Value::Object(extra))
+}
+
+/// `--link-latency`: finite and ≥ 0.
+fn parse_latency(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected seconds >= 0, got {s:?}")),
+    }
 }
 
 /// `--rates`: `average` or `instant:W` (W > 0 seconds).
