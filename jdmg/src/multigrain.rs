@@ -1069,7 +1069,13 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         diagonal: Some(&fdiag),
         precond: None,
     };
-    let res = solve_with(&pb, params, None, Some(&mut backend));
+    let res = solve_with(
+        &pb,
+        params,
+        None,
+        Some(&mut backend),
+        crate::checkpoint::Checkpointing::default(),
+    );
     // Per-group steps known everywhere.
     let mut gs: Vec<f64> = backend
         .stats

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
+use jdmg::checkpoint::rank_path;
 use jdmg::{
-    ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution,
+    Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest,
+    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats,
     Target,
 };
 use lblib::Comm;
@@ -19,7 +21,8 @@ use matrices::CsrMatrix;
 
 use crate::mpi_detect;
 use crate::output::{
-    check_output_path, emit, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED,
+    check_output_path, emit, note, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT,
+    EXIT_NOT_CONVERGED,
 };
 use crate::progress::{History, Live};
 use crate::resources::{
@@ -192,6 +195,20 @@ pub struct SolveArgs {
     /// matvecs) as an SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Write the solver state (locked pairs, basis, counters) to FILE every
+    /// --checkpoint-every seconds and when SIGINT or SIGTERM stops the solve;
+    /// atomically, path checked before the solve. With --ranks N or MPI each
+    /// rank writes its rows to FILE.rank<r>. Not with --groups.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+    /// Seconds between checkpoints (default 60; 0: every outer iteration).
+    #[arg(long, value_name = "SECONDS", requires = "checkpoint")]
+    pub checkpoint_every: Option<f64>,
+    /// Continue from a checkpoint written by --checkpoint (FILE, or FILE.rank<r>
+    /// with --ranks N or MPI): give the same matrix, options and number of
+    /// ranks. The answer is that of the uninterrupted solve.
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -431,8 +448,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 /// SIGINT and SIGTERM stop the solve at the next outer iteration (the observer
 /// breaks): the pairs converged so far are printed and jdmg exits 130 or 143.
-/// Only single-process solves: ranks of a distributed solve could see the signal
-/// at different iterations, so there the signal ends the job as before.
+/// Single-process solves, and distributed ones with --checkpoint: ranks could
+/// see the signal at different iterations, and the checkpoint sink's poll (one
+/// global max per iteration) makes them agree; without it the signal ends a
+/// distributed job as before. With --checkpoint a last checkpoint is written.
 fn catch_interrupts() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only touches an atomic and calls the async-signal-safe _exit.
@@ -440,6 +459,235 @@ fn catch_interrupts() {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
     }
+}
+
+/// Seconds between checkpoints when --checkpoint-every is not given.
+const DEFAULT_CHECKPOINT_EVERY: f64 = 60.0;
+
+/// Writes this rank's checkpoints to its file (`--checkpoint`).
+struct FileSink {
+    path: PathBuf,
+    every: f64,
+    last: std::time::Instant,
+    warned: bool,
+    /// Whether to say on stderr where the last checkpoint went (rank 0).
+    tell: bool,
+    /// Keep the previous checkpoint as `FILE.rank<r>.prev` (several ranks: a
+    /// kill between two ranks' renames leaves a consistent older set).
+    keep_previous: bool,
+}
+
+impl FileSink {
+    fn new(a: &SolveArgs, rank: usize, nprocs: usize) -> Option<Self> {
+        a.checkpoint.as_ref().map(|p| Self {
+            path: rank_path(p, rank, nprocs),
+            every: a.checkpoint_every.unwrap_or(DEFAULT_CHECKPOINT_EVERY),
+            last: std::time::Instant::now(),
+            warned: false,
+            tell: rank == 0,
+            keep_previous: nprocs > 1,
+        })
+    }
+}
+
+impl CheckpointSink for FileSink {
+    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            CheckpointRequest::SaveAndStop
+        } else if self.last.elapsed().as_secs_f64() >= self.every {
+            CheckpointRequest::Save
+        } else {
+            CheckpointRequest::Continue
+        }
+    }
+
+    fn save(&mut self, ck: &Checkpoint, last: bool) {
+        if self.keep_previous && self.path.is_file() {
+            let _ = std::fs::rename(&self.path, prev_path(&self.path));
+        }
+        match ck.write_atomic(&self.path) {
+            Ok(()) if last && self.tell => note(&format!(
+                "jdmg: checkpoint written to {} (outer iteration {}, {} matvecs)",
+                self.path.display(),
+                ck.stats.outer_iterations,
+                ck.stats.matvecs
+            )),
+            Ok(()) => {}
+            Err(e) => {
+                if !self.warned || last {
+                    note(&format!("jdmg: warning: checkpoint not written: {e}"));
+                }
+                self.warned = true;
+            }
+        }
+        self.last = std::time::Instant::now();
+    }
+}
+
+/// Checks made before any work on the checkpoint options of `nprocs`
+/// processes, for the ranks in `ranks`: no solve groups, a sane interval, a
+/// writable file per rank.
+///
+/// # Errors
+/// Exit 2 naming the option.
+fn check_checkpoint(
+    a: &SolveArgs,
+    ranks: std::ops::Range<usize>,
+    nprocs: usize,
+) -> Result<(), Fail> {
+    if a.groups.is_some() && (a.checkpoint.is_some() || a.resume.is_some()) {
+        return Err(Fail::bad(
+            "--checkpoint and --resume are for serial and fine-grain solves, not --groups",
+        ));
+    }
+    if let Some(e) = a.checkpoint_every {
+        if !(e.is_finite() && e >= 0.0) {
+            return Err(Fail::bad(format!(
+                "--checkpoint-every must be a number of seconds >= 0, got {e}"
+            )));
+        }
+    }
+    if let Some(p) = &a.checkpoint {
+        for r in ranks {
+            check_output_path("--checkpoint", &rank_path(p, r, nprocs))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where a rank's previous checkpoint is kept: `FILE.rank<r>.prev`.
+fn prev_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_os_string();
+    s.push(".prev");
+    PathBuf::from(s)
+}
+
+/// The checkpoints rank `r` (of `nprocs`) may resume from, newest first: its
+/// file and, with several ranks, its `.prev`. Each is checked against the
+/// matrix dimension `n` and the process count.
+///
+/// # Errors
+/// Exit 2 when the newest file is missing (naming the process count of a
+/// checkpoint found under the other naming), unreadable, corrupt, or of
+/// another dimension or process count, and no `.prev` is usable.
+fn resume_options(path: &Path, r: usize, nprocs: usize, n: usize) -> Result<Vec<Checkpoint>, Fail> {
+    let fail =
+        |p: &Path, e: &dyn std::fmt::Display| Fail::bad(format!("--resume {}: {e}", p.display()));
+    let count_msg = |c: usize| {
+        format!(
+            "the checkpoint was written by {c} process(es), this run has {nprocs}: resume with as many ranks as wrote it"
+        )
+    };
+    let check = |p: &Path, ck: Checkpoint| -> Result<Checkpoint, Fail> {
+        if ck.nprocs != nprocs {
+            return Err(fail(p, &count_msg(ck.nprocs)));
+        }
+        if ck.n_global != n {
+            return Err(fail(
+                p,
+                &format!(
+                    "the checkpoint is of a matrix of dimension n = {}, this one has n = {n}",
+                    ck.n_global
+                ),
+            ));
+        }
+        if ck.rank != r {
+            return Err(fail(
+                p,
+                &format!("the file holds rank {}, expected {r}", ck.rank),
+            ));
+        }
+        Ok(ck)
+    };
+    let p = rank_path(path, r, nprocs);
+    let newest = match Checkpoint::read(&p) {
+        Ok(ck) => check(&p, ck),
+        Err(CheckpointError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            // written by another number of processes?
+            let other = if nprocs > 1 {
+                path.to_path_buf()
+            } else {
+                rank_path(path, 0, 2)
+            };
+            match Checkpoint::read(&other) {
+                Ok(ck) => Err(fail(&other, &count_msg(ck.nprocs))),
+                Err(_) => Err(fail(&p, &source)),
+            }
+        }
+        Err(e) => Err(fail(&p, &e)),
+    };
+    let mut out = Vec::new();
+    let err = match newest {
+        Ok(ck) => {
+            out.push(ck);
+            None
+        }
+        Err(e) => Some(e),
+    };
+    if nprocs > 1 {
+        let pp = prev_path(&p);
+        if let Some(ck) = Checkpoint::read(&pp)
+            .ok()
+            .and_then(|ck| check(&pp, ck).ok())
+        {
+            out.push(ck);
+        }
+    }
+    match (out.is_empty(), err) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(out),
+    }
+}
+
+/// The newest outer iteration for which every rank has a checkpoint
+/// (`iters[r]`: the iterations of rank r's checkpoints).
+fn common_iteration(iters: &[Vec<usize>]) -> Option<usize> {
+    let first = iters.first()?;
+    first
+        .iter()
+        .copied()
+        .filter(|it| iters.iter().all(|v| v.contains(it)))
+        .max()
+}
+
+/// Picks the checkpoint of iteration `it` from each rank's options.
+fn pick(options: Vec<Vec<Checkpoint>>, it: usize) -> Vec<Checkpoint> {
+    options
+        .into_iter()
+        .filter_map(|v| v.into_iter().find(|c| c.stats.outer_iterations == it))
+        .collect()
+}
+
+/// Reads the checkpoints of every rank of `nprocs` processes for --resume (one
+/// process: thread ranks), the newest set of one outer iteration.
+///
+/// # Errors
+/// Exit 2 as [`resume_options`], or when no set of one iteration exists.
+fn read_resume(a: &SolveArgs, nprocs: usize, n: usize) -> Result<Vec<Checkpoint>, Fail> {
+    let Some(path) = &a.resume else {
+        return Ok(Vec::new());
+    };
+    let options = (0..nprocs)
+        .map(|r| resume_options(path, r, nprocs, n))
+        .collect::<Result<Vec<_>, Fail>>()?;
+    let iters: Vec<Vec<usize>> = options
+        .iter()
+        .map(|v| v.iter().map(|c| c.stats.outer_iterations).collect())
+        .collect();
+    let Some(it) = common_iteration(&iters) else {
+        return Err(Fail::bad(format!(
+            "--resume {}: the ranks' checkpoints are of different outer iterations ({iters:?}): no consistent set",
+            path.display()
+        )));
+    };
+    if iters.iter().any(|v| v.first() != Some(&it)) {
+        note(&format!(
+            "jdmg: resuming from the previous checkpoint set (outer iteration {it}): the newest is incomplete"
+        ));
+    }
+    Ok(pick(options, it))
 }
 
 /// Observer state: the live display and the residual history.
@@ -554,14 +802,20 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
     }
     check_outputs(a)?;
+    check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let (m, source) = load(a)?;
     check_problem(&m, &params, a.ranks, "ranks")?;
+    let resume = read_resume(a, a.ranks, m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
+        if a.checkpoint.is_some() {
+            // the checkpoint sink makes the stop collective
+            catch_interrupts();
+        }
         let out = lblib::ThreadComm::run_with(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w)
+            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()))
         });
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -571,8 +825,13 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
         catch_interrupts();
         let mut obs = |ev: &IterationEvent| w.see_or_stop(ev);
+        let mut sink = FileSink::new(a, 0, 1);
+        let ck = Checkpointing {
+            resume: resume.first(),
+            sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+        };
         (
-            jdmg::solve_matrix(&m, &params, Some(&mut obs)),
+            jdmg::solve_matrix_resumable(&m, &params, Some(&mut obs), ck),
             1,
             serde_json::json!({}),
         )
@@ -593,6 +852,7 @@ fn run_distributed<B: Comm>(
     m: &CsrMatrix,
     base: &B,
     watch: Option<&Mutex<Watch>>,
+    resume: Option<&Checkpoint>,
 ) -> DistOutcome {
     // Solve groups first: with the hierarchical layout (seeds/003 §6) the fine-grain
     // communicator is ordered by fine part (jdmg::fine_rank_keys).
@@ -656,6 +916,11 @@ fn run_distributed<B: Comm>(
         }
         None => {
             extra.insert("mode".into(), "fine".into());
+            let mut sink = FileSink::new(a, world.rank(), world.size());
+            let ck = Checkpointing {
+                resume,
+                sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+            };
             match watch {
                 Some(w) => {
                     let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
@@ -663,9 +928,9 @@ fn run_distributed<B: Comm>(
                         w.see(ev);
                         std::ops::ControlFlow::Continue(())
                     };
-                    jdmg::solve_distributed(m, &world, params, Some(&mut obs))
+                    jdmg::solve_distributed_resumable(m, &world, params, Some(&mut obs), ck)
                 }
-                None => jdmg::solve_distributed(m, &world, params, None),
+                None => jdmg::solve_distributed_resumable(m, &world, params, None, ck),
             }
         }
     };
@@ -686,9 +951,10 @@ fn run_distributed<B: Comm>(
 
 /// Collects the eigenvectors of a distributed solution on every rank.
 fn gather<C: Comm>(comm: &C, n: usize, r: Result<Solution, JdError>) -> Result<Solution, JdError> {
-    let (mut s, boxed) = match r {
-        Ok(s) => (s, false),
-        Err(JdError::NotConverged { partial, .. }) => (*partial, true),
+    let (mut s, boxed, stopped) = match r {
+        Ok(s) => (s, false, false),
+        Err(JdError::NotConverged { partial, .. }) => (*partial, true, false),
+        Err(JdError::Stopped { partial, .. }) => (*partial, true, true),
         Err(e) => return Err(e),
     };
     let nloc = s.n_local;
@@ -707,9 +973,11 @@ fn gather<C: Comm>(comm: &C, n: usize, r: Result<Solution, JdError>) -> Result<S
     s.row_offset = 0;
     if boxed {
         let wanted = s.eigenvalues.len();
-        Err(JdError::NotConverged {
-            wanted,
-            partial: Box::new(s),
+        let partial = Box::new(s);
+        Err(if stopped {
+            JdError::Stopped { wanted, partial }
+        } else {
+            JdError::NotConverged { wanted, partial }
         })
     } else {
         Ok(s)
@@ -907,11 +1175,16 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         if rank == 0 {
             check_outputs(a)?;
         }
+        check_checkpoint(a, rank..rank + 1, size)?;
         if let Some(g) = &a.groups {
             check_groups(g, size)?;
         }
         let (m, source) = load(a)?;
         check_problem(&m, params, size, "MPI processes")?;
+        let resume = match &a.resume {
+            Some(p) => resume_options(p, rank, size, m.nrows())?,
+            None => Vec::new(),
+        };
         let factor = if a.slowdown.is_empty() {
             1.0
         } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {
@@ -921,12 +1194,12 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
                 "--slowdown needs {size} positive factors"
             )));
         };
-        Ok((m, source, factor))
+        Ok((m, source, factor, resume))
     })();
     // Every rank must agree before entering collectives.
     let mut ok = [if prepared.is_ok() { 1.0 } else { 0.0 }];
     world.all_reduce(&mut ok, lblib::ReduceOp::Min);
-    let (m, source, factor) = match prepared {
+    let (m, source, factor, resume) = match prepared {
         Ok(v) if ok[0] > 0.0 => v,
         Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
         Err(e) => {
@@ -937,10 +1210,47 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
             });
         }
     };
+    // --resume: the newest outer iteration every rank has a checkpoint of.
+    let resume = if a.resume.is_some() {
+        let mut mine = [u64::MAX; 2];
+        for (slot, c) in mine.iter_mut().zip(&resume) {
+            *slot = c.stats.outer_iterations as u64;
+        }
+        let mut all = vec![0u64; 2 * size];
+        world.all_gather_u64(&mine, &mut all);
+        let iters: Vec<Vec<usize>> = all
+            .chunks(2)
+            .map(|c| {
+                c.iter()
+                    .filter(|&&i| i != u64::MAX)
+                    .map(|&i| i as usize)
+                    .collect()
+            })
+            .collect();
+        match common_iteration(&iters) {
+            Some(it) => pick(vec![resume], it),
+            None => {
+                return Err(Fail(
+                    EXIT_BAD_INPUT,
+                    if rank == 0 {
+                        format!("--resume: the ranks' checkpoints are of different outer iterations ({iters:?}): no consistent set")
+                    } else {
+                        String::new()
+                    },
+                ))
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
     let watch = Mutex::new(Watch::new(a, params));
     let w = (rank == 0).then_some(&watch);
-    let (r, extra) = run_distributed(a, params, &m, &slowed, w);
+    if a.checkpoint.is_some() {
+        // the checkpoint sink makes the stop collective
+        catch_interrupts();
+    }
+    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
     let r = r?;
@@ -950,6 +1260,11 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         match r {
             Ok(_) => Ok(()),
             Err(JdError::NotConverged { .. }) => Err(Fail(EXIT_NOT_CONVERGED, String::new())),
+            Err(JdError::Stopped { .. }) => {
+                let signal = INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+                let code = if signal != 0 { 128 + signal } else { 3 };
+                Err(Fail(u8::try_from(code).unwrap_or(130), String::new()))
+            }
             Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
         }
     }
