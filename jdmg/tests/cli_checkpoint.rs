@@ -110,7 +110,17 @@ fn sigkill_then_resume_gives_the_uninterrupted_answer() {
     // The same steps as the uninterrupted solve: the same total, of which
     // the checkpoint's share was not spent again.
     assert_eq!(resumed["matvecs"].as_u64(), Some(full_matvecs));
+    assert_eq!(
+        resumed["resumed_from"]["matvecs"].as_u64(),
+        Some(ck.stats.matvecs)
+    );
     assert!(full_matvecs - ck.stats.matvecs < full_matvecs);
+    eprintln!(
+        "full solve {full_matvecs} matvecs; killed at {} (outer {}), the resumed run spent {}",
+        ck.stats.matvecs,
+        ck.stats.outer_iterations,
+        full_matvecs - ck.stats.matvecs
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -260,8 +260,9 @@ pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
 /// [`solve`] that writes checkpoints to `ck.sink` and starts from the state
 /// `ck.resume` when given (see [`crate::checkpoint`]). A resumed solve takes the
 /// steps the interrupted one would have taken: the same eigenvalues, and its
-/// counters ([`Stats`]) go on from the checkpoint's. With neither, exactly
-/// [`solve`].
+/// counters ([`Stats`]) go on from the checkpoint's (bit for bit, except with
+/// `InnerStop::Time`, whose inner steps depend on the clock). With neither,
+/// exactly [`solve`].
 ///
 /// Collective over `pb.comm`: every process passes its own checkpoint, and a
 /// sink on every process or on none. The sink is polled at the top of every

@@ -564,13 +564,14 @@ fn prev_path(p: &Path) -> PathBuf {
 
 /// The checkpoints rank `r` (of `nprocs`) may resume from, newest first: its
 /// file and, with several ranks, its `.prev`. Each is checked against the
-/// matrix dimension `n` and the process count.
+/// process count (read before the matrix: the dimension is checked after it,
+/// by [`check_resume_dimension`]).
 ///
 /// # Errors
 /// Exit 2 when the newest file is missing (naming the process count of a
 /// checkpoint found under the other naming), unreadable, corrupt, or of
 /// another dimension or process count, and no `.prev` is usable.
-fn resume_options(path: &Path, r: usize, nprocs: usize, n: usize) -> Result<Vec<Checkpoint>, Fail> {
+fn resume_options(path: &Path, r: usize, nprocs: usize) -> Result<Vec<Checkpoint>, Fail> {
     let fail =
         |p: &Path, e: &dyn std::fmt::Display| Fail::bad(format!("--resume {}: {e}", p.display()));
     let count_msg = |c: usize| {
@@ -581,15 +582,6 @@ fn resume_options(path: &Path, r: usize, nprocs: usize, n: usize) -> Result<Vec<
     let check = |p: &Path, ck: Checkpoint| -> Result<Checkpoint, Fail> {
         if ck.nprocs != nprocs {
             return Err(fail(p, &count_msg(ck.nprocs)));
-        }
-        if ck.n_global != n {
-            return Err(fail(
-                p,
-                &format!(
-                    "the checkpoint is of a matrix of dimension n = {}, this one has n = {n}",
-                    ck.n_global
-                ),
-            ));
         }
         if ck.rank != r {
             return Err(fail(
@@ -641,6 +633,21 @@ fn resume_options(path: &Path, r: usize, nprocs: usize, n: usize) -> Result<Vec<
     }
 }
 
+/// Checks that the checkpoints to resume from are of a matrix of dimension `n`.
+///
+/// # Errors
+/// Exit 2 naming both dimensions.
+fn check_resume_dimension(a: &SolveArgs, resume: &[Checkpoint], n: usize) -> Result<(), Fail> {
+    match (&a.resume, resume.iter().find(|c| c.n_global != n)) {
+        (Some(p), Some(c)) => Err(Fail::bad(format!(
+            "--resume {}: the checkpoint is of a matrix of dimension n = {}, this one has n = {n}",
+            p.display(),
+            c.n_global
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The newest outer iteration for which every rank has a checkpoint
 /// (`iters[r]`: the iterations of rank r's checkpoints).
 fn common_iteration(iters: &[Vec<usize>]) -> Option<usize> {
@@ -665,12 +672,12 @@ fn pick(options: Vec<Vec<Checkpoint>>, it: usize) -> Vec<Checkpoint> {
 ///
 /// # Errors
 /// Exit 2 as [`resume_options`], or when no set of one iteration exists.
-fn read_resume(a: &SolveArgs, nprocs: usize, n: usize) -> Result<Vec<Checkpoint>, Fail> {
+fn read_resume(a: &SolveArgs, nprocs: usize) -> Result<Vec<Checkpoint>, Fail> {
     let Some(path) = &a.resume else {
         return Ok(Vec::new());
     };
     let options = (0..nprocs)
-        .map(|r| resume_options(path, r, nprocs, n))
+        .map(|r| resume_options(path, r, nprocs))
         .collect::<Result<Vec<_>, Fail>>()?;
     let iters: Vec<Vec<usize>> = options
         .iter()
@@ -803,9 +810,10 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     }
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
+    let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
     check_problem(&m, &params, a.ranks, "ranks")?;
-    let resume = read_resume(a, a.ranks, m.nrows())?;
+    check_resume_dimension(a, &resume, m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
@@ -838,7 +846,23 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     };
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
+    let extra = with_resumed_from(extra, resume.first());
     report(a, &params, &source, &m, res, nprocs, extra, watch.history)
+}
+
+/// Adds `resumed_from` (the checkpoint's outer iteration and matvecs) to the
+/// report's extra fields of a resumed solve.
+fn with_resumed_from(mut extra: serde_json::Value, ck: Option<&Checkpoint>) -> serde_json::Value {
+    if let (Some(c), serde_json::Value::Object(o)) = (ck, &mut extra) {
+        o.insert(
+            "resumed_from".into(),
+            serde_json::json!({
+                "outer_iterations": c.stats.outer_iterations,
+                "matvecs": c.stats.matvecs,
+            }),
+        );
+    }
+    extra
 }
 
 type DistOutcome = (Result<Result<Solution, JdError>, Fail>, serde_json::Value);
@@ -1146,6 +1170,13 @@ fn text_report(
         s.setup_seconds,
         s.anorm_estimate
     );
+    if let Some(r) = extra.get("resumed_from") {
+        let _ = writeln!(
+            out,
+            "resumed from a checkpoint at outer iteration {} ({} matvecs); counters are totals",
+            r["outer_iterations"], r["matvecs"]
+        );
+    }
     if let Some(p) = extra.get("imbalance_percent").and_then(|v| v.as_f64()) {
         let _ = writeln!(
             out,
@@ -1179,12 +1210,13 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         if let Some(g) = &a.groups {
             check_groups(g, size)?;
         }
-        let (m, source) = load(a)?;
-        check_problem(&m, params, size, "MPI processes")?;
         let resume = match &a.resume {
-            Some(p) => resume_options(p, rank, size, m.nrows())?,
+            Some(p) => resume_options(p, rank, size)?,
             None => Vec::new(),
         };
+        let (m, source) = load(a)?;
+        check_problem(&m, params, size, "MPI processes")?;
+        check_resume_dimension(a, &resume, m.nrows())?;
         let factor = if a.slowdown.is_empty() {
             1.0
         } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {
@@ -1197,13 +1229,16 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         Ok((m, source, factor, resume))
     })();
     // Every rank must agree before entering collectives.
-    let mut ok = [if prepared.is_ok() { 1.0 } else { 0.0 }];
-    world.all_reduce(&mut ok, lblib::ReduceOp::Min);
+    // The lowest failing rank says why (a checkpoint file can be missing on one
+    // rank only); `size` when none failed.
+    let mut first_bad = [if prepared.is_ok() { size } else { rank } as f64];
+    world.all_reduce(&mut first_bad, lblib::ReduceOp::Min);
+    let first_bad = first_bad[0] as usize;
     let (m, source, factor, resume) = match prepared {
-        Ok(v) if ok[0] > 0.0 => v,
+        Ok(v) if first_bad == size => v,
         Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
         Err(e) => {
-            return Err(if rank == 0 {
+            return Err(if rank == first_bad {
                 e
             } else {
                 Fail(e.0, String::new())
@@ -1251,6 +1286,7 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         catch_interrupts();
     }
     let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
+    let extra = with_resumed_from(extra, resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
     let r = r?;
