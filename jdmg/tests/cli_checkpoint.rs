@@ -307,3 +307,70 @@ fn bad_checkpoints_are_exit_2() {
     assert_eq!(code, 2, "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--ranks 2 --checkpoint`: SIGTERM stops both ranks at one iteration (the
+/// checkpoint poll makes them agree), each writes its last checkpoint, exit
+/// 143. A set left incomplete by a kill between the two ranks' writes
+/// (emulated: rank 1's newest file replaced by its previous one) resumes from
+/// the previous set, which every rank has.
+#[test]
+fn two_rank_sigterm_and_an_incomplete_set() {
+    let d = dir("ranks-term");
+    let f = d.join("state.ckpt");
+    let longer = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        c.args([
+            "solve",
+            "--generate",
+            "lap3d:24",
+            "--nev",
+            "8",
+            "--tol",
+            "1e-12",
+        ])
+        .args(["--quiet", "--json", "--ranks", "2"]);
+        c
+    };
+    let mut child = longer()
+        .args([
+            "--checkpoint",
+            f.to_str().unwrap(),
+            "--checkpoint-every",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prev = |r: usize| PathBuf::from(format!("{}.prev", rank_file(&f, r).display()));
+    // two checkpoints per rank: the newest and the previous one
+    wait_for(&mut child, &[prev(0), prev(1)]);
+    kill(&mut child, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(eigenvalues(&v).len(), 8);
+    let newest: Vec<Checkpoint> = (0..2)
+        .map(|r| Checkpoint::read(&rank_file(&f, r)).unwrap())
+        .collect();
+    for ck in &newest {
+        assert_eq!(
+            Some(ck.stats.outer_iterations as u64),
+            v["outer_iterations"].as_u64()
+        );
+    }
+    let older = Checkpoint::read(&prev(1)).unwrap();
+    assert!(older.stats.outer_iterations < newest[1].stats.outer_iterations);
+    std::fs::copy(prev(1), rank_file(&f, 1)).unwrap();
+    let (code, resumed, err) = run(longer().args(["--resume", f.to_str().unwrap()]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("previous checkpoint set"), "{err}");
+    assert_eq!(
+        resumed["resumed_from"]["outer_iterations"].as_u64(),
+        Some(older.stats.outer_iterations as u64)
+    );
+    assert_eq!(resumed["converged"], true);
+    let _ = std::fs::remove_dir_all(&d);
+}
