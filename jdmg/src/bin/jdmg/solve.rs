@@ -26,7 +26,8 @@ use crate::output::{
 };
 use crate::progress::{History, Live};
 use crate::resources::{
-    check_count, check_groups, check_memory, generated_bytes, solve_bytes, MAX_RANKS, MAX_THREADS,
+    check_count, check_groups, check_memory, checkpoint_bytes, generated_bytes, solve_bytes,
+    MAX_RANKS, MAX_THREADS,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -417,7 +418,13 @@ fn load(a: &SolveArgs) -> Result<(CsrMatrix, String), Fail> {
 
 /// Checks made before the solve on the loaded matrix: process count against
 /// n, and the memory of the solve.
-fn check_problem(m: &CsrMatrix, p: &JdParams, procs: usize, what: &str) -> Result<(), Fail> {
+fn check_problem(
+    m: &CsrMatrix,
+    p: &JdParams,
+    procs: usize,
+    what: &str,
+    checkpoints: bool,
+) -> Result<(), Fail> {
     if procs > m.nrows() {
         return Err(Fail::bad(format!(
             "{procs} {what} for a matrix of n = {} rows: every process needs at least one row",
@@ -425,7 +432,11 @@ fn check_problem(m: &CsrMatrix, p: &JdParams, procs: usize, what: &str) -> Resul
         )));
     }
     // per process: its share of the vectors, plus the whole matrix it read
-    let per = solve_bytes(m.nrows().div_ceil(procs), m.nnz().div_ceil(procs), p, 1);
+    let share = m.nrows().div_ceil(procs);
+    let mut per = solve_bytes(share, m.nnz().div_ceil(procs), p, 1);
+    if checkpoints {
+        per = per.saturating_add(checkpoint_bytes(share, p));
+    }
     let per = if what == "ranks" {
         per.saturating_mul(procs as u64)
             .saturating_add(solve_bytes(0, m.nnz(), p, procs))
@@ -812,7 +823,8 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
-    check_problem(&m, &params, a.ranks, "ranks")?;
+    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+    check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
@@ -1215,7 +1227,8 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
             None => Vec::new(),
         };
         let (m, source) = load(a)?;
-        check_problem(&m, params, size, "MPI processes")?;
+        let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+        check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let factor = if a.slowdown.is_empty() {
             1.0
