@@ -465,10 +465,12 @@ impl Checkpoint {
         Ok(())
     }
 
-    /// Checks that every array has the size its dimensions give.
+    /// Checks that every array has the size its dimensions give, and that the
+    /// sizes, scale and counters are possible (a file with a valid checksum
+    /// but made up contents must not crash the solve).
     ///
     /// # Errors
-    /// `Malformed` naming the first array of the wrong size.
+    /// `Malformed` naming the first array of the wrong size, or the rest.
     fn check_shapes(&self) -> Result<(), CheckpointError> {
         let n = self.n_local;
         let nl = self.locked_values.len();
@@ -516,10 +518,48 @@ impl Checkpoint {
             && self.prev_rows <= self.max_basis
             && nl <= self.n_global
             && self.scale.is_finite()
-            && self.scale > 0.0;
+            && self.scale > 0.0
+            && self.anorm.is_finite()
+            && self.anorm >= 0.0
+            && match self.target {
+                Target::Closest(s) => s.is_finite(),
+                _ => true,
+            };
+        // Counters far below overflow (the solve adds to them).
+        const BIG: u64 = 1 << 52;
+        let st = &self.stats;
+        let counters = [
+            st.matvecs,
+            st.inner_steps,
+            st.precond_applications,
+            st.global_sums,
+            st.outer_iterations as u64,
+            st.restarts as u64,
+            self.random_cols,
+            self.goal as u64,
+            self.verifying.unwrap_or(0) as u64,
+            self.full_repairs as u64,
+            st.replaced_vectors as u64,
+            st.verification_passes as u64,
+            st.missed_copies as u64,
+            st.locked as u64,
+            st.maxits as u64,
+            st.inner_stops.steps,
+            st.inner_stops.linear,
+            st.inner_stops.stagnation,
+            st.inner_stops.ritz,
+            st.inner_stops.converged,
+            st.inner_stops.reduced,
+            st.inner_stops.breakdown,
+        ];
+        let sane = sane
+            && counters.iter().all(|&c| c < BIG)
+            && self.locked_values.iter().all(|v| v.is_finite())
+            && self.locked_residuals.iter().all(|v| v.is_finite());
         if !sane {
             return Err(CheckpointError::Malformed(
-                "inconsistent dimensions (ranks, rows, block or basis sizes)".into(),
+                "inconsistent dimensions (ranks, rows, block or basis sizes), scale or counters"
+                    .into(),
             ));
         }
         Ok(())
@@ -743,6 +783,29 @@ mod tests {
                 found: 2,
                 expected: 1
             })
+        ));
+    }
+
+    /// A file with a valid checksum but impossible contents is `Malformed`.
+    #[test]
+    fn made_up_contents_are_refused() {
+        let mut ck = sample();
+        ck.stats.matvecs = u64::MAX;
+        assert!(matches!(
+            Checkpoint::from_bytes(&ck.to_bytes()),
+            Err(CheckpointError::Malformed(_))
+        ));
+        let mut ck = sample();
+        ck.basis.pop();
+        assert!(matches!(
+            Checkpoint::from_bytes(&ck.to_bytes()),
+            Err(CheckpointError::Malformed(m)) if m.contains("basis")
+        ));
+        let mut ck = sample();
+        ck.rank = 2;
+        assert!(matches!(
+            Checkpoint::from_bytes(&ck.to_bytes()),
+            Err(CheckpointError::Malformed(_))
         ));
     }
 
