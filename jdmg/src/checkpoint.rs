@@ -786,6 +786,26 @@ mod tests {
         ));
     }
 
+    /// Every truncation and every single-byte change of a checkpoint is an
+    /// error, never a panic nor a different checkpoint.
+    #[test]
+    fn every_truncation_and_byte_change_is_an_error() {
+        let bytes = sample().to_bytes();
+        for len in 0..bytes.len() {
+            assert!(
+                Checkpoint::from_bytes(&bytes[..len]).is_err(),
+                "length {len}"
+            );
+        }
+        for at in 0..bytes.len() {
+            for x in [0x01u8, 0x80, 0xff] {
+                let mut b = bytes.clone();
+                b[at] ^= x;
+                assert!(Checkpoint::from_bytes(&b).is_err(), "byte {at} ^ {x:#x}");
+            }
+        }
+    }
+
     /// A file with a valid checksum but impossible contents is `Malformed`.
     #[test]
     fn made_up_contents_are_refused() {
