@@ -9,7 +9,8 @@ use precond::preconditioners::{BoxedPreconditioner, IlutParams, PivotParams, Spa
 use precond::spmv::CsrOperator;
 use precond::PrecondKind;
 
-use crate::jd::{solve, Observer, Problem};
+use crate::checkpoint::Checkpointing;
+use crate::jd::{solve_resumable, Observer, Problem};
 use crate::params::{JdParams, PrecondChoice, Target};
 use crate::solution::{JdError, Solution};
 
@@ -88,9 +89,23 @@ pub fn solve_matrix<M: crate::input::AsCsr + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
+    solve_matrix_resumable(a, params, observer, Checkpointing::default())
+}
+
+/// [`solve_matrix`] with checkpoints: written to `ck.sink`, resumed from
+/// `ck.resume` (see [`crate::solve_resumable`]).
+///
+/// # Errors
+/// As [`solve_matrix`], plus `Checkpoint` when `ck.resume` does not fit.
+pub fn solve_matrix_resumable<M: crate::input::AsCsr + ?Sized>(
+    a: &M,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+) -> Result<Solution, JdError> {
     let comm = SelfComm::new();
     let csr = a.as_csr()?;
-    solve_matrix_on(&csr, &comm, params, observer)
+    solve_on(&csr, &comm, params, observer, ck)
 }
 
 /// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
@@ -102,6 +117,16 @@ pub fn solve_matrix_on<C: Comm + ?Sized>(
     comm: &C,
     params: &JdParams,
     observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    solve_on(a, comm, params, observer, Checkpointing::default())
+}
+
+fn solve_on<C: Comm + ?Sized>(
+    a: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
     if a.nrows() != a.ncols() {
         return Err(JdError::InvalidParams(format!(
@@ -124,7 +149,7 @@ pub fn solve_matrix_on<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
     };
-    with_setup(solve(&pb, params, observer), setup)
+    with_setup(solve_resumable(&pb, params, observer, ck), setup)
 }
 
 /// Records the preconditioner setup time in a solution or in the partial solution
@@ -172,6 +197,24 @@ pub fn solve_distributed<C: Comm + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
+    solve_distributed_resumable(a, comm, params, observer, Checkpointing::default())
+}
+
+/// [`solve_distributed`] with checkpoints: every process writes its rows to
+/// its `ck.sink` and resumes from its own `ck.resume` (see
+/// [`crate::solve_resumable`]); a checkpoint resumes only with the same number
+/// of processes (the rows are split the same way).
+///
+/// # Errors
+/// As [`solve_distributed`], plus `Checkpoint` when some process's
+/// `ck.resume` does not fit (on every process).
+pub fn solve_distributed_resumable<C: Comm + ?Sized>(
+    a: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+) -> Result<Solution, JdError> {
     use matrices::partition::RowPartition;
     use precond::dist::{DistCsrOperator, DistOptions};
     if a.nrows() != a.ncols() {
@@ -208,5 +251,5 @@ pub fn solve_distributed<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
     };
-    with_setup(solve(&pb, params, observer), setup)
+    with_setup(solve_resumable(&pb, params, observer, ck), setup)
 }

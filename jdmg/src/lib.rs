@@ -2,6 +2,7 @@
 //! (`seeds/003`, §3), in fine-grain, coarse-grain and multigrain modes.
 #![warn(missing_docs)]
 
+pub mod checkpoint;
 mod correction;
 mod dense;
 pub mod driver;
@@ -15,9 +16,15 @@ mod random;
 mod scaling;
 pub mod solution;
 
-pub use driver::{solve_distributed, solve_matrix, solve_matrix_on};
+pub use checkpoint::{
+    Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,
+};
+pub use driver::{
+    solve_distributed, solve_distributed_resumable, solve_matrix, solve_matrix_on,
+    solve_matrix_resumable,
+};
 pub use input::AsCsr;
-pub use jd::{solve, Problem};
+pub use jd::{solve, solve_resumable, Problem};
 pub use multigrain::{
     fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
     MultigrainStats,

@@ -1197,7 +1197,13 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     use lblib::SystemReadings;
     let mut readings = lblib::ProcReadings::new();
     let faults0 = readings.read().map_or(0, |r| r.major_faults);
-    let res = solve_with(&pb, params, None, Some(&mut backend));
+    let res = solve_with(
+        &pb,
+        params,
+        None,
+        Some(&mut backend),
+        crate::checkpoint::Checkpointing::default(),
+    );
     // every process's major page faults during the solve, and the groups' recessions
     let faults = readings.read().map_or(0, |r| r.major_faults) - faults0;
     let mut per_rank = vec![0u64; np];

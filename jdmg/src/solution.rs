@@ -1,10 +1,11 @@
 //! Results, statistics, events and errors of the eigensolver.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Counters and timings of one solve (every quantity users tune by).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stats {
     /// Outer (projection + correction) iterations.
     pub outer_iterations: usize,
@@ -53,7 +54,8 @@ pub struct Stats {
 }
 
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InnerStops {
     /// The `maxits` cap.
     pub steps: u64,
@@ -155,6 +157,10 @@ pub enum JdError {
         /// What the solve has: converged pairs and estimates.
         partial: Box<Solution>,
     },
+    /// A checkpoint to resume from does not fit this solve (see
+    /// [`crate::checkpoint::Checkpoint::check_compatible`]).
+    #[error("resume: {0}")]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     /// The observer asked to stop: `partial` as in `NotConverged`.
     #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
     Stopped {

@@ -13,7 +13,9 @@
 //! The solver is split as PRIMME splits `src/eigs`: the main loop here,
 //! `ortho`, `projection` (basis, W = AV, H = VᵀAV, Rayleigh-Ritz), `convergence`
 //! (tests, locking, verification), `restart`, `correct` (the correction equations
-//! through the one correction-equation solver of `crate::correction`) and `results`.
+//! through the one correction-equation solver of `crate::correction`), `results`
+//! and `snapshot` (checkpoints: export and restore of the state at the top of an
+//! outer iteration, see [`crate::checkpoint`]).
 
 mod convergence;
 mod correct;
@@ -21,6 +23,7 @@ mod ortho;
 mod projection;
 mod restart;
 mod results;
+mod snapshot;
 
 use std::time::Instant;
 
@@ -28,6 +31,7 @@ use faer::Par;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
+use crate::checkpoint::{CheckpointRequest, CheckpointSink, Checkpointing};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::jdqmr::{QmrSetup, QmrStop};
@@ -170,6 +174,8 @@ pub(crate) trait CorrectionBackend {
 
 struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     backend: Option<&'b mut dyn CorrectionBackend>,
+    /// Receives checkpoints (see [`crate::checkpoint`]).
+    sink: Option<&'b mut dyn CheckpointSink>,
     pb: &'p Problem<'a, A, C>,
     /// `pb.a` times the internal scale (see [`crate::scaling`]).
     op: ScaledOperator<'a, A>,
@@ -254,15 +260,42 @@ pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
-    solve_with(pb, params, observer, None)
+    solve_with(pb, params, observer, None, Checkpointing::default())
+}
+
+/// [`solve`] that writes checkpoints to `ck.sink` and starts from the state
+/// `ck.resume` when given (see [`crate::checkpoint`]). A resumed solve takes the
+/// steps the interrupted one would have taken: the same eigenvalues, and its
+/// counters ([`Stats`]) go on from the checkpoint's (bit for bit, except with
+/// `InnerStop::Time`, whose inner steps depend on the clock). With neither,
+/// exactly [`solve`].
+///
+/// Collective over `pb.comm`: every process passes its own checkpoint, and a
+/// sink on every process or on none. The sink is polled at the top of every
+/// outer iteration (one more global max per iteration when there are several
+/// processes); a stop asked by the observer, or a
+/// [`CheckpointRequest::SaveAndStop`], hands the sink a last checkpoint before
+/// the solve ends with `Stopped`.
+///
+/// # Errors
+/// As [`solve`], plus `Checkpoint` when `ck.resume` does not match the problem,
+/// the processes or the parameters (on every process when on one).
+pub fn solve_resumable<A: Operator + ?Sized, C: Comm + ?Sized>(
+    pb: &Problem<'_, A, C>,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+) -> Result<Solution, JdError> {
+    solve_with(pb, params, observer, None, ck)
 }
 
 /// [`solve`] with the correction phase delegated to `backend` when given.
-pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
+pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     pb: &Problem<'_, A, C>,
     params: &JdParams,
     mut observer: Option<Observer<'_>>,
-    backend: Option<&mut dyn CorrectionBackend>,
+    backend: Option<&'b mut dyn CorrectionBackend>,
+    ck: Checkpointing<'b>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
     let resolved = params.resolved();
@@ -273,10 +306,20 @@ pub(crate) fn solve_with<A: Operator + ?Sized, C: Comm + ?Sized>(
                 .into(),
         ));
     }
+    if backend.is_some() && (ck.resume.is_some() || ck.sink.is_some()) {
+        return Err(JdError::InvalidParams(
+            "checkpoints are for serial and fine-grain solves, not solve groups".into(),
+        ));
+    }
     let n = pb.a.nrows();
     let mut st = State::new(pb, params, sz, n);
     st.backend = backend;
-    let result = st.run(&mut observer);
+    st.sink = ck.sink;
+    let resumed = match ck.resume {
+        Some(c) => Some(st.restore(c)?),
+        None => None,
+    };
+    let result = st.run(&mut observer, resumed);
     st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
     st.stats.anorm_estimate = st.anorm / st.op.scale();
     result
@@ -312,6 +355,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let par = Par::Seq;
         Self {
             backend: None,
+            sink: None,
             pb,
             op: ScaledOperator::new(pb.a),
             scale_decided: false,
@@ -369,21 +413,52 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         );
     }
 
-    fn run(&mut self, observer: &mut Option<Observer<'_>>) -> Result<Solution, JdError> {
+    /// The main loop; `resumed`: the new block's size of a restored state (whose
+    /// block is already in `t`), else None (random start block).
+    fn run(
+        &mut self,
+        observer: &mut Option<Observer<'_>>,
+        resumed: Option<usize>,
+    ) -> Result<Solution, JdError> {
         let (n, k) = (self.n, self.sz.k);
         let nev = self.prm.nev;
-        for j in 0..k {
-            self.fill_random(j);
-        }
-        let mut b = k;
+        let mut b = match resumed {
+            Some(b) => b,
+            None => {
+                for j in 0..k {
+                    self.fill_random(j);
+                }
+                k
+            }
+        };
+        // Checkpoints: polled from the second loop top on; a stop asked by the
+        // observer waits for the loop top when a sink takes a last checkpoint.
+        let mut poll_armed = false;
+        let mut stop_pending = false;
         let mut solver = CorrectionSolver::new(n, self.prm.inner_solver, nev + self.sz.k);
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
         // Ritz vectors and residuals of one batch (at most k), sized once.
         let mut xbuf = vec![0.0; n * k];
         let mut rbuf = vec![0.0; n * k];
-        let mut last_ritz: Vec<(f64, f64)>;
+        let mut last_ritz: Vec<(f64, f64)> = Vec::new();
         loop {
+            if self.sink.is_some() && poll_armed {
+                match self.poll_checkpoint(stop_pending) {
+                    CheckpointRequest::Continue => {}
+                    req => {
+                        let last = req == CheckpointRequest::SaveAndStop;
+                        let ck = self.snapshot(b);
+                        if let Some(s) = self.sink.as_mut() {
+                            s.save(&ck, last);
+                        }
+                        if last {
+                            return Err(self.stopped(&last_ritz));
+                        }
+                    }
+                }
+            }
+            poll_armed = true;
             // (1)-(4): orthogonalize the new block and extend the basis.
             let tp = Instant::now();
             let kept = self.orthogonalize_block(b);
@@ -539,9 +614,13 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     if self.next_verification() {
                         return Ok(self.finish(&[]));
                     }
-                    if stop {
+                    if stop && self.sink.is_none() {
                         return Err(self.stopped(&ritz_seen));
                     }
+                    // With a sink the stop waits for the loop top (the last
+                    // checkpoint); the partial result is the same, all wanted
+                    // pairs being locked.
+                    stop_pending = stop;
                     b = self.fresh_block();
                     continue;
                 }
@@ -633,7 +712,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             }
             self.stats.correction_seconds += tc.elapsed().as_secs_f64();
             if self.emit(observer, &ritz_seen, &steps) {
-                return Err(self.stopped(&last_ritz));
+                if self.sink.is_none() {
+                    return Err(self.stopped(&last_ritz));
+                }
+                stop_pending = true;
             }
         }
     }

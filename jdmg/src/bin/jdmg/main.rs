@@ -5,7 +5,8 @@
 //! unknown flag values, unwritable output path, a request for more memory,
 //! threads or ranks than the machine has); 3 not converged (partial results are
 //! still printed); 141 standard output is a closed pipe (nothing more is
-//! printed); 130 / 143 interrupted by SIGINT / SIGTERM. A panic (101) is a bug.
+//! printed); 130 / 143 interrupted by SIGINT / SIGTERM (after a last checkpoint
+//! with `--checkpoint`). A panic (101) is a bug.
 
 #[cfg(feature = "dense")]
 mod dense_cmd;
@@ -34,10 +35,11 @@ Exit codes:
   0    success (all wanted eigenpairs converged)
   2    bad input or option: missing or malformed file (with its line), non-square or
        non-symmetric matrix, nev > n, unwritable output path (checked before any work),
+       a --resume checkpoint that is corrupt or of another matrix, options or rank count,
        or a request the machine cannot meet (memory, with the figure; threads or ranks)
   3    not converged: what converged and the best estimates of the rest are printed
   141  standard output is a closed pipe (e.g. `jdmg solve ... | head`): stops quietly
-  130  interrupted by SIGINT (143: SIGTERM)
+  130  interrupted by SIGINT (143: SIGTERM); with --checkpoint a last checkpoint is written
 A panic (exit 101) is a bug: please report it.
 
 Under mpirun, mpiexec or srun (OpenMPI, MPICH, Slurm), a jdmg built with the `mpi`

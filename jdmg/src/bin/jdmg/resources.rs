@@ -42,6 +42,23 @@ pub fn generated_bytes(spec: &GenSpec) -> u64 {
 /// matrices (four of max_basis²), and the preconditioner (ILU: two factor
 /// copies, 24 bytes per entry; SPAI/FSAI one sparse matrix, 12 bytes per entry;
 /// Jacobi one vector). `ranks > 1` adds the ranks' local copies of the matrix.
+/// Bytes that checkpoints add to a solve of an `n`-row share (`--checkpoint`,
+/// `--resume`): the state copied (V, AV, the locked vectors, the new block),
+/// then encoded into a buffer of the same size.
+pub fn checkpoint_bytes(n: usize, p: &JdParams) -> u64 {
+    let n64 = n as u64;
+    let k = if p.block == 0 { p.nev.min(8) } else { p.block }.min(n) as u64;
+    let nev = p.nev as u64;
+    let m = if p.max_basis == 0 {
+        (6 * k + nev).max(30)
+    } else {
+        p.max_basis as u64
+    }
+    .min(n64);
+    let columns = m.saturating_mul(2).saturating_add(nev).saturating_add(k);
+    n64.saturating_mul(columns).saturating_mul(2 * 8)
+}
+
 pub fn solve_bytes(n: usize, nnz: usize, p: &JdParams, ranks: usize) -> u64 {
     let n64 = n as u64;
     let k = if p.block == 0 { p.nev.min(8) } else { p.block }.min(n) as u64;

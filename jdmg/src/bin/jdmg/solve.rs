@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
+use jdmg::checkpoint::rank_path;
 use jdmg::{
-    ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution,
+    Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest,
+    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats,
     Target,
 };
 use lblib::Comm;
@@ -19,11 +21,13 @@ use matrices::CsrMatrix;
 
 use crate::mpi_detect;
 use crate::output::{
-    check_output_path, emit, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED,
+    check_output_path, emit, note, require_stdout, write_atomic, Fail, EXIT_BAD_INPUT,
+    EXIT_NOT_CONVERGED,
 };
 use crate::progress::{History, Live};
 use crate::resources::{
-    check_count, check_groups, check_memory, generated_bytes, solve_bytes, MAX_RANKS, MAX_THREADS,
+    check_count, check_groups, check_memory, checkpoint_bytes, generated_bytes, solve_bytes,
+    MAX_RANKS, MAX_THREADS,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -211,6 +215,20 @@ pub struct SolveArgs {
     /// matvecs) as an SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Write the solver state (locked pairs, basis, counters) to FILE every
+    /// --checkpoint-every seconds and when SIGINT or SIGTERM stops the solve;
+    /// atomically, path checked before the solve. With --ranks N or MPI each
+    /// rank writes its rows to FILE.rank<r>. Not with --groups.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+    /// Seconds between checkpoints (default 60; 0: every outer iteration).
+    #[arg(long, value_name = "SECONDS", requires = "checkpoint")]
+    pub checkpoint_every: Option<f64>,
+    /// Continue from a checkpoint written by --checkpoint (FILE, or FILE.rank<r>
+    /// with --ranks N or MPI): give the same matrix, options and number of
+    /// ranks. The answer is that of the uninterrupted solve.
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -419,7 +437,13 @@ fn load(a: &SolveArgs) -> Result<(CsrMatrix, String), Fail> {
 
 /// Checks made before the solve on the loaded matrix: process count against
 /// n, and the memory of the solve.
-fn check_problem(m: &CsrMatrix, p: &JdParams, procs: usize, what: &str) -> Result<(), Fail> {
+fn check_problem(
+    m: &CsrMatrix,
+    p: &JdParams,
+    procs: usize,
+    what: &str,
+    checkpoints: bool,
+) -> Result<(), Fail> {
     if procs > m.nrows() {
         return Err(Fail::bad(format!(
             "{procs} {what} for a matrix of n = {} rows: every process needs at least one row",
@@ -427,7 +451,11 @@ fn check_problem(m: &CsrMatrix, p: &JdParams, procs: usize, what: &str) -> Resul
         )));
     }
     // per process: its share of the vectors, plus the whole matrix it read
-    let per = solve_bytes(m.nrows().div_ceil(procs), m.nnz().div_ceil(procs), p, 1);
+    let share = m.nrows().div_ceil(procs);
+    let mut per = solve_bytes(share, m.nnz().div_ceil(procs), p, 1);
+    if checkpoints {
+        per = per.saturating_add(checkpoint_bytes(share, p));
+    }
     let per = if what == "ranks" {
         per.saturating_mul(procs as u64)
             .saturating_add(solve_bytes(0, m.nnz(), p, procs))
@@ -450,8 +478,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 /// SIGINT and SIGTERM stop the solve at the next outer iteration (the observer
 /// breaks): the pairs converged so far are printed and jdmg exits 130 or 143.
-/// Only single-process solves: ranks of a distributed solve could see the signal
-/// at different iterations, so there the signal ends the job as before.
+/// Single-process solves, and distributed ones with --checkpoint: ranks could
+/// see the signal at different iterations, and the checkpoint sink's poll (one
+/// global max per iteration) makes them agree; without it the signal ends a
+/// distributed job as before. With --checkpoint a last checkpoint is written.
 fn catch_interrupts() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only touches an atomic and calls the async-signal-safe _exit.
@@ -459,6 +489,242 @@ fn catch_interrupts() {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
     }
+}
+
+/// Seconds between checkpoints when --checkpoint-every is not given.
+const DEFAULT_CHECKPOINT_EVERY: f64 = 60.0;
+
+/// Writes this rank's checkpoints to its file (`--checkpoint`).
+struct FileSink {
+    path: PathBuf,
+    every: f64,
+    last: std::time::Instant,
+    warned: bool,
+    /// Whether to say on stderr where the last checkpoint went (rank 0).
+    tell: bool,
+    /// Keep the previous checkpoint as `FILE.rank<r>.prev` (several ranks: a
+    /// kill between two ranks' renames leaves a consistent older set).
+    keep_previous: bool,
+}
+
+impl FileSink {
+    fn new(a: &SolveArgs, rank: usize, nprocs: usize) -> Option<Self> {
+        a.checkpoint.as_ref().map(|p| Self {
+            path: rank_path(p, rank, nprocs),
+            every: a.checkpoint_every.unwrap_or(DEFAULT_CHECKPOINT_EVERY),
+            last: std::time::Instant::now(),
+            warned: false,
+            tell: rank == 0,
+            keep_previous: nprocs > 1,
+        })
+    }
+}
+
+impl CheckpointSink for FileSink {
+    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            CheckpointRequest::SaveAndStop
+        } else if self.last.elapsed().as_secs_f64() >= self.every {
+            CheckpointRequest::Save
+        } else {
+            CheckpointRequest::Continue
+        }
+    }
+
+    fn save(&mut self, ck: &Checkpoint, last: bool) {
+        if self.keep_previous && self.path.is_file() {
+            let _ = std::fs::rename(&self.path, prev_path(&self.path));
+        }
+        match ck.write_atomic(&self.path) {
+            Ok(()) if last && self.tell => note(&format!(
+                "jdmg: checkpoint written to {} (outer iteration {}, {} matvecs)",
+                self.path.display(),
+                ck.stats.outer_iterations,
+                ck.stats.matvecs
+            )),
+            Ok(()) => {}
+            Err(e) => {
+                if !self.warned || last {
+                    note(&format!("jdmg: warning: checkpoint not written: {e}"));
+                }
+                self.warned = true;
+            }
+        }
+        self.last = std::time::Instant::now();
+    }
+}
+
+/// Checks made before any work on the checkpoint options of `nprocs`
+/// processes, for the ranks in `ranks`: no solve groups, a sane interval, a
+/// writable file per rank.
+///
+/// # Errors
+/// Exit 2 naming the option.
+fn check_checkpoint(
+    a: &SolveArgs,
+    ranks: std::ops::Range<usize>,
+    nprocs: usize,
+) -> Result<(), Fail> {
+    if a.groups.is_some() && (a.checkpoint.is_some() || a.resume.is_some()) {
+        return Err(Fail::bad(
+            "--checkpoint and --resume are for serial and fine-grain solves, not --groups",
+        ));
+    }
+    if let Some(e) = a.checkpoint_every {
+        if !(e.is_finite() && e >= 0.0) {
+            return Err(Fail::bad(format!(
+                "--checkpoint-every must be a number of seconds >= 0, got {e}"
+            )));
+        }
+    }
+    if let Some(p) = &a.checkpoint {
+        for r in ranks {
+            check_output_path("--checkpoint", &rank_path(p, r, nprocs))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where a rank's previous checkpoint is kept: `FILE.rank<r>.prev`.
+fn prev_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_os_string();
+    s.push(".prev");
+    PathBuf::from(s)
+}
+
+/// The checkpoints rank `r` (of `nprocs`) may resume from, newest first: its
+/// file and, with several ranks, its `.prev`. Each is checked against the
+/// process count (read before the matrix: the dimension is checked after it,
+/// by [`check_resume_dimension`]).
+///
+/// # Errors
+/// Exit 2 when the newest file is missing (naming the process count of a
+/// checkpoint found under the other naming), unreadable, corrupt, or of
+/// another dimension or process count, and no `.prev` is usable.
+fn resume_options(path: &Path, r: usize, nprocs: usize) -> Result<Vec<Checkpoint>, Fail> {
+    let fail =
+        |p: &Path, e: &dyn std::fmt::Display| Fail::bad(format!("--resume {}: {e}", p.display()));
+    let count_msg = |c: usize| {
+        format!(
+            "the checkpoint was written by {c} process(es), this run has {nprocs}: resume with as many ranks as wrote it"
+        )
+    };
+    let check = |p: &Path, ck: Checkpoint| -> Result<Checkpoint, Fail> {
+        if ck.nprocs != nprocs {
+            return Err(fail(p, &count_msg(ck.nprocs)));
+        }
+        if ck.rank != r {
+            return Err(fail(
+                p,
+                &format!("the file holds rank {}, expected {r}", ck.rank),
+            ));
+        }
+        Ok(ck)
+    };
+    let p = rank_path(path, r, nprocs);
+    let newest = match Checkpoint::read(&p) {
+        Ok(ck) => check(&p, ck),
+        Err(CheckpointError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            // written by another number of processes?
+            let other = if nprocs > 1 {
+                path.to_path_buf()
+            } else {
+                rank_path(path, 0, 2)
+            };
+            match Checkpoint::read(&other) {
+                Ok(ck) => Err(fail(&other, &count_msg(ck.nprocs))),
+                Err(_) => Err(fail(&p, &source)),
+            }
+        }
+        Err(e) => Err(fail(&p, &e)),
+    };
+    let mut out = Vec::new();
+    let err = match newest {
+        Ok(ck) => {
+            out.push(ck);
+            None
+        }
+        Err(e) => Some(e),
+    };
+    if nprocs > 1 {
+        let pp = prev_path(&p);
+        if let Some(ck) = Checkpoint::read(&pp)
+            .ok()
+            .and_then(|ck| check(&pp, ck).ok())
+        {
+            out.push(ck);
+        }
+    }
+    match (out.is_empty(), err) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(out),
+    }
+}
+
+/// Checks that the checkpoints to resume from are of a matrix of dimension `n`.
+///
+/// # Errors
+/// Exit 2 naming both dimensions.
+fn check_resume_dimension(a: &SolveArgs, resume: &[Checkpoint], n: usize) -> Result<(), Fail> {
+    match (&a.resume, resume.iter().find(|c| c.n_global != n)) {
+        (Some(p), Some(c)) => Err(Fail::bad(format!(
+            "--resume {}: the checkpoint is of a matrix of dimension n = {}, this one has n = {n}",
+            p.display(),
+            c.n_global
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The newest outer iteration for which every rank has a checkpoint
+/// (`iters[r]`: the iterations of rank r's checkpoints).
+fn common_iteration(iters: &[Vec<usize>]) -> Option<usize> {
+    let first = iters.first()?;
+    first
+        .iter()
+        .copied()
+        .filter(|it| iters.iter().all(|v| v.contains(it)))
+        .max()
+}
+
+/// Picks the checkpoint of iteration `it` from each rank's options.
+fn pick(options: Vec<Vec<Checkpoint>>, it: usize) -> Vec<Checkpoint> {
+    options
+        .into_iter()
+        .filter_map(|v| v.into_iter().find(|c| c.stats.outer_iterations == it))
+        .collect()
+}
+
+/// Reads the checkpoints of every rank of `nprocs` processes for --resume (one
+/// process: thread ranks), the newest set of one outer iteration.
+///
+/// # Errors
+/// Exit 2 as [`resume_options`], or when no set of one iteration exists.
+fn read_resume(a: &SolveArgs, nprocs: usize) -> Result<Vec<Checkpoint>, Fail> {
+    let Some(path) = &a.resume else {
+        return Ok(Vec::new());
+    };
+    let options = (0..nprocs)
+        .map(|r| resume_options(path, r, nprocs))
+        .collect::<Result<Vec<_>, Fail>>()?;
+    let iters: Vec<Vec<usize>> = options
+        .iter()
+        .map(|v| v.iter().map(|c| c.stats.outer_iterations).collect())
+        .collect();
+    let Some(it) = common_iteration(&iters) else {
+        return Err(Fail::bad(format!(
+            "--resume {}: the ranks' checkpoints are of different outer iterations ({iters:?}): no consistent set",
+            path.display()
+        )));
+    };
+    if iters.iter().any(|v| v.first() != Some(&it)) {
+        note(&format!(
+            "jdmg: resuming from the previous checkpoint set (outer iteration {it}): the newest is incomplete"
+        ));
+    }
+    Ok(pick(options, it))
 }
 
 /// Observer state: the live display and the residual history.
@@ -573,14 +839,22 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
     }
     check_outputs(a)?;
+    check_checkpoint(a, 0..a.ranks, a.ranks)?;
+    let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
-    check_problem(&m, &params, a.ranks, "ranks")?;
+    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+    check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
+    check_resume_dimension(a, &resume, m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
+        if a.checkpoint.is_some() {
+            // the checkpoint sink makes the stop collective
+            catch_interrupts();
+        }
         let out = lblib::ThreadComm::run_with(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w)
+            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()))
         });
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -590,15 +864,36 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
         catch_interrupts();
         let mut obs = |ev: &IterationEvent| w.see_or_stop(ev);
+        let mut sink = FileSink::new(a, 0, 1);
+        let ck = Checkpointing {
+            resume: resume.first(),
+            sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+        };
         (
-            jdmg::solve_matrix(&m, &params, Some(&mut obs)),
+            jdmg::solve_matrix_resumable(&m, &params, Some(&mut obs), ck),
             1,
             serde_json::json!({}),
         )
     };
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
+    let extra = with_resumed_from(extra, resume.first());
     report(a, &params, &source, &m, res, nprocs, extra, watch.history)
+}
+
+/// Adds `resumed_from` (the checkpoint's outer iteration and matvecs) to the
+/// report's extra fields of a resumed solve.
+fn with_resumed_from(mut extra: serde_json::Value, ck: Option<&Checkpoint>) -> serde_json::Value {
+    if let (Some(c), serde_json::Value::Object(o)) = (ck, &mut extra) {
+        o.insert(
+            "resumed_from".into(),
+            serde_json::json!({
+                "outer_iterations": c.stats.outer_iterations,
+                "matvecs": c.stats.matvecs,
+            }),
+        );
+    }
+    extra
 }
 
 type DistOutcome = (Result<Result<Solution, JdError>, Fail>, serde_json::Value);
@@ -612,6 +907,7 @@ fn run_distributed<B: Comm>(
     m: &CsrMatrix,
     base: &B,
     watch: Option<&Mutex<Watch>>,
+    resume: Option<&Checkpoint>,
 ) -> DistOutcome {
     // Solve groups first: with the hierarchical layout (seeds/003 §6) the fine-grain
     // communicator is ordered by fine part (jdmg::fine_rank_keys).
@@ -680,6 +976,11 @@ fn run_distributed<B: Comm>(
         }
         None => {
             extra.insert("mode".into(), "fine".into());
+            let mut sink = FileSink::new(a, world.rank(), world.size());
+            let ck = Checkpointing {
+                resume,
+                sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+            };
             match watch {
                 Some(w) => {
                     let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
@@ -687,9 +988,9 @@ fn run_distributed<B: Comm>(
                         w.see(ev);
                         std::ops::ControlFlow::Continue(())
                     };
-                    jdmg::solve_distributed(m, &world, params, Some(&mut obs))
+                    jdmg::solve_distributed_resumable(m, &world, params, Some(&mut obs), ck)
                 }
-                None => jdmg::solve_distributed(m, &world, params, None),
+                None => jdmg::solve_distributed_resumable(m, &world, params, None, ck),
             }
         }
     };
@@ -732,9 +1033,10 @@ fn parse_rates(s: &str) -> Result<(lblib::RateKind, f64), String> {
 
 /// Collects the eigenvectors of a distributed solution on every rank.
 fn gather<C: Comm>(comm: &C, n: usize, r: Result<Solution, JdError>) -> Result<Solution, JdError> {
-    let (mut s, boxed) = match r {
-        Ok(s) => (s, false),
-        Err(JdError::NotConverged { partial, .. }) => (*partial, true),
+    let (mut s, boxed, stopped) = match r {
+        Ok(s) => (s, false, false),
+        Err(JdError::NotConverged { partial, .. }) => (*partial, true, false),
+        Err(JdError::Stopped { partial, .. }) => (*partial, true, true),
         Err(e) => return Err(e),
     };
     let nloc = s.n_local;
@@ -753,9 +1055,11 @@ fn gather<C: Comm>(comm: &C, n: usize, r: Result<Solution, JdError>) -> Result<S
     s.row_offset = 0;
     if boxed {
         let wanted = s.eigenvalues.len();
-        Err(JdError::NotConverged {
-            wanted,
-            partial: Box::new(s),
+        let partial = Box::new(s);
+        Err(if stopped {
+            JdError::Stopped { wanted, partial }
+        } else {
+            JdError::NotConverged { wanted, partial }
         })
     } else {
         Ok(s)
@@ -924,6 +1228,13 @@ fn text_report(
         s.setup_seconds,
         s.anorm_estimate
     );
+    if let Some(r) = extra.get("resumed_from") {
+        let _ = writeln!(
+            out,
+            "resumed from a checkpoint at outer iteration {} ({} matvecs); counters are totals",
+            r["outer_iterations"], r["matvecs"]
+        );
+    }
     if let Some(p) = extra.get("imbalance_percent").and_then(|v| v.as_f64()) {
         let _ = writeln!(
             out,
@@ -953,11 +1264,18 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         if rank == 0 {
             check_outputs(a)?;
         }
+        check_checkpoint(a, rank..rank + 1, size)?;
         if let Some(g) = &a.groups {
             check_groups(g, size)?;
         }
+        let resume = match &a.resume {
+            Some(p) => resume_options(p, rank, size)?,
+            None => Vec::new(),
+        };
         let (m, source) = load(a)?;
-        check_problem(&m, params, size, "MPI processes")?;
+        let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+        check_problem(&m, params, size, "MPI processes", checkpoints)?;
+        check_resume_dimension(a, &resume, m.nrows())?;
         let factor = if a.slowdown.is_empty() {
             1.0
         } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {
@@ -967,26 +1285,67 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
                 "--slowdown needs {size} positive factors"
             )));
         };
-        Ok((m, source, factor))
+        Ok((m, source, factor, resume))
     })();
     // Every rank must agree before entering collectives.
-    let mut ok = [if prepared.is_ok() { 1.0 } else { 0.0 }];
-    world.all_reduce(&mut ok, lblib::ReduceOp::Min);
-    let (m, source, factor) = match prepared {
-        Ok(v) if ok[0] > 0.0 => v,
+    // The lowest failing rank says why (a checkpoint file can be missing on one
+    // rank only); `size` when none failed.
+    let mut first_bad = [if prepared.is_ok() { size } else { rank } as f64];
+    world.all_reduce(&mut first_bad, lblib::ReduceOp::Min);
+    let first_bad = first_bad[0] as usize;
+    let (m, source, factor, resume) = match prepared {
+        Ok(v) if first_bad == size => v,
         Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
         Err(e) => {
-            return Err(if rank == 0 {
+            return Err(if rank == first_bad {
                 e
             } else {
                 Fail(e.0, String::new())
             });
         }
     };
+    // --resume: the newest outer iteration every rank has a checkpoint of.
+    let resume = if a.resume.is_some() {
+        let mut mine = [u64::MAX; 2];
+        for (slot, c) in mine.iter_mut().zip(&resume) {
+            *slot = c.stats.outer_iterations as u64;
+        }
+        let mut all = vec![0u64; 2 * size];
+        world.all_gather_u64(&mine, &mut all);
+        let iters: Vec<Vec<usize>> = all
+            .chunks(2)
+            .map(|c| {
+                c.iter()
+                    .filter(|&&i| i != u64::MAX)
+                    .map(|&i| i as usize)
+                    .collect()
+            })
+            .collect();
+        match common_iteration(&iters) {
+            Some(it) => pick(vec![resume], it),
+            None => {
+                return Err(Fail(
+                    EXIT_BAD_INPUT,
+                    if rank == 0 {
+                        format!("--resume: the ranks' checkpoints are of different outer iterations ({iters:?}): no consistent set")
+                    } else {
+                        String::new()
+                    },
+                ))
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
     let watch = Mutex::new(Watch::new(a, params));
     let w = (rank == 0).then_some(&watch);
-    let (r, extra) = run_distributed(a, params, &m, &slowed, w);
+    if a.checkpoint.is_some() {
+        // the checkpoint sink makes the stop collective
+        catch_interrupts();
+    }
+    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
+    let extra = with_resumed_from(extra, resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
     let r = r?;
@@ -996,6 +1355,11 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         match r {
             Ok(_) => Ok(()),
             Err(JdError::NotConverged { .. }) => Err(Fail(EXIT_NOT_CONVERGED, String::new())),
+            Err(JdError::Stopped { .. }) => {
+                let signal = INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+                let code = if signal != 0 { 128 + signal } else { 3 };
+                Err(Fail(u8::try_from(code).unwrap_or(130), String::new()))
+            }
             Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
         }
     }

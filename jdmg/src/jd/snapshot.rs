@@ -1,0 +1,202 @@
+//! Checkpoints of the solver state at the top of an outer iteration: export
+//! ([`State::snapshot`]), restore ([`State::restore`]) and the collective poll
+//! of the sink (see [`crate::checkpoint`]).
+
+use std::time::Duration;
+
+use super::*;
+use crate::checkpoint::{Checkpoint, CheckpointError};
+
+impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
+    /// The state at the top of an outer iteration whose new block has `b`
+    /// columns in `t`.
+    pub(super) fn snapshot(&self, b: usize) -> Checkpoint {
+        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        let mut stats = self.stats.clone();
+        stats.wall_seconds = self.start.elapsed().as_secs_f64();
+        stats.anorm_estimate = self.anorm / self.op.scale();
+        let mut projected = vec![0.0; m * m];
+        for j in 0..m {
+            projected[j * m..(j + 1) * m].copy_from_slice(&self.h[j * mb..j * mb + m]);
+        }
+        let prev_len = self.prev_m * self.prev_k;
+        Checkpoint {
+            n_global: self.pb.n_global,
+            n_local: n,
+            row_offset: self.pb.row_offset,
+            nprocs: self.pb.comm.size(),
+            rank: self.pb.comm.rank(),
+            params: self.prm.clone(),
+            block: self.sz.k,
+            max_basis: mb,
+            scale: self.op.scale(),
+            scale_decided: self.scale_decided,
+            anorm: self.anorm,
+            target: self.target,
+            goal: self.goal,
+            verifying: self.verifying,
+            random_cols: self.random_cols,
+            full_repairs: self.full_repairs,
+            stats,
+            locked_values: self.lam.clone(),
+            locked_residuals: self.res.clone(),
+            locked_vectors: self.xl[..n * self.nl()].to_vec(),
+            basis_size: m,
+            basis: self.v[..n * m].to_vec(),
+            av: self.w[..n * m].to_vec(),
+            projected,
+            prev_rows: self.prev_m,
+            prev_cols: self.prev_k,
+            prev: self
+                .prev
+                .get(..prev_len)
+                .map_or_else(Vec::new, <[f64]>::to_vec),
+            new_block: b,
+            block_vectors: self.t[..n * b].to_vec(),
+        }
+    }
+
+    /// Asks the sink what to do at this loop top (`stop`: the observer asked to
+    /// stop), the largest request over all processes.
+    pub(super) fn poll_checkpoint(&mut self, stop: bool) -> CheckpointRequest {
+        let mut req = match self.sink.as_mut() {
+            Some(s) => s.poll(&self.stats),
+            None => CheckpointRequest::Continue,
+        };
+        if stop {
+            req = CheckpointRequest::SaveAndStop;
+        }
+        if self.pb.comm.size() > 1 {
+            let code = |r: CheckpointRequest| match r {
+                CheckpointRequest::Continue => 0.0,
+                CheckpointRequest::Save => 1.0,
+                CheckpointRequest::SaveAndStop => 2.0,
+            };
+            let mut buf = [code(req)];
+            self.pb.comm.all_reduce(&mut buf, ReduceOp::Max);
+            self.stats.global_sums += 1;
+            req = if buf[0] >= 2.0 {
+                CheckpointRequest::SaveAndStop
+            } else if buf[0] >= 1.0 {
+                CheckpointRequest::Save
+            } else {
+                CheckpointRequest::Continue
+            };
+        }
+        req
+    }
+
+    /// Restores the state of `ck`; returns the size of its new block (then in
+    /// `t`). Collective: one global max checks that every process's checkpoint
+    /// fits and that all come from the same iteration.
+    ///
+    /// # Errors
+    /// `Checkpoint(Mismatch)` when some process's checkpoint belongs to another
+    /// problem, layout, parameters or iteration.
+    pub(super) fn restore(&mut self, ck: &Checkpoint) -> Result<usize, JdError> {
+        let local = self.check_fits(ck);
+        let mut buf = [
+            if local.is_err() { 1.0 } else { 0.0 },
+            ck.stats.outer_iterations as f64,
+            -(ck.stats.outer_iterations as f64),
+            ck.stats.matvecs as f64,
+            -(ck.stats.matvecs as f64),
+        ];
+        if self.pb.comm.size() > 1 {
+            self.pb.comm.all_reduce(&mut buf, ReduceOp::Max);
+        }
+        local?;
+        if buf[0] > 0.0 {
+            return Err(CheckpointError::Mismatch {
+                what: "another process's checkpoint".into(),
+                checkpoint: "for another run".into(),
+                current: "this run".into(),
+            }
+            .into());
+        }
+        if buf[1] != -buf[2] || buf[3] != -buf[4] {
+            return Err(CheckpointError::Mismatch {
+                what: "the outer iteration of the processes' checkpoints".into(),
+                checkpoint: format!("between {} and {}", -buf[2], buf[1]),
+                current: "the same on every process".into(),
+            }
+            .into());
+        }
+        let (n, m, mb) = (self.n, ck.basis_size, self.sz.max_basis);
+        let b = ck.new_block;
+        self.op.set_scale(ck.scale);
+        self.scale_decided = ck.scale_decided;
+        self.anorm = ck.anorm;
+        self.target = ck.target;
+        self.goal = ck.goal;
+        self.verifying = ck.verifying;
+        self.random_cols = ck.random_cols;
+        self.full_repairs = ck.full_repairs;
+        self.xl.clear();
+        self.xl.extend_from_slice(&ck.locked_vectors);
+        self.lam = ck.locked_values.clone();
+        self.res = ck.locked_residuals.clone();
+        self.m = m;
+        self.v[..n * m].copy_from_slice(&ck.basis);
+        self.w[..n * m].copy_from_slice(&ck.av);
+        for j in 0..m {
+            self.h[j * mb..j * mb + m].copy_from_slice(&ck.projected[j * m..(j + 1) * m]);
+        }
+        self.prev = ck.prev.clone();
+        self.prev_m = ck.prev_rows;
+        self.prev_k = ck.prev_cols;
+        self.t[..n * b].copy_from_slice(&ck.block_vectors);
+        self.stats = ck.stats.clone();
+        let before = Duration::try_from_secs_f64(ck.stats.wall_seconds).unwrap_or_default();
+        self.start = Instant::now()
+            .checked_sub(before)
+            .unwrap_or_else(Instant::now);
+        Ok(b)
+    }
+
+    /// Whether `ck` is this process's state of this solve (problem, layout,
+    /// parameters, sizes).
+    fn check_fits(&self, ck: &Checkpoint) -> Result<(), CheckpointError> {
+        let comm = self.pb.comm;
+        ck.check_compatible(
+            self.pb.n_global,
+            comm.size(),
+            comm.rank(),
+            self.n,
+            self.pb.row_offset,
+            self.prm,
+        )?;
+        let differ = |what: &str, a: usize, b: usize| {
+            if a == b {
+                Ok(())
+            } else {
+                Err(CheckpointError::Mismatch {
+                    what: what.into(),
+                    checkpoint: a.to_string(),
+                    current: b.to_string(),
+                })
+            }
+        };
+        differ("the block size", ck.block, self.sz.k)?;
+        differ("the maximum basis size", ck.max_basis, self.sz.max_basis)?;
+        // Shapes against this run's buffers (a file passes its own shape check).
+        let n = self.n;
+        let fits = ck.basis_size <= self.sz.max_basis
+            && ck.basis.len() == n * ck.basis_size
+            && ck.av.len() == n * ck.basis_size
+            && ck.projected.len() == ck.basis_size * ck.basis_size
+            && ck.new_block <= self.sz.k
+            && ck.block_vectors.len() == n * ck.new_block
+            && ck.locked_vectors.len() == n * ck.locked_values.len()
+            && ck.locked_residuals.len() == ck.locked_values.len()
+            && ck.prev.len() == ck.prev_rows * ck.prev_cols
+            && ck.scale.is_finite()
+            && ck.scale > 0.0;
+        if !fits {
+            return Err(CheckpointError::Malformed(
+                "array sizes inconsistent with the solve".into(),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,376 @@
+//! `jdmg solve --checkpoint FILE --resume FILE` (issue #13): a solve killed
+//! with SIGKILL resumes to the uninterrupted answer; SIGTERM writes a last
+//! checkpoint and exits 143 with the partial pairs; thread ranks write one file
+//! per rank and resume with the same count only; bad checkpoints are exit 2.
+//! No wall-clock thresholds: files are polled for with generous timeouts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use jdmg::Checkpoint;
+
+const PROBLEM: [&str; 7] = [
+    "solve",
+    "--generate",
+    "lap3d:24",
+    "--nev",
+    "4",
+    "--tol",
+    "1e-10",
+];
+
+fn jdmg() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+    c.args(PROBLEM).args(["--quiet", "--json"]);
+    c
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("jdmg-cli-ckpt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(c: &mut Command) -> (i32, serde_json::Value, String) {
+    let out: Output = c.output().expect("jdmg runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+fn eigenvalues(v: &serde_json::Value) -> Vec<f64> {
+    v["eigenvalues"]
+        .as_array()
+        .expect("eigenvalues")
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Waits (up to 10 minutes) until every file of `files` exists, or the child ended.
+fn wait_for(child: &mut Child, files: &[PathBuf]) {
+    let t = Instant::now();
+    while !files.iter().all(|f| f.exists()) {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(600),
+            "no checkpoint {files:?} after 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill(child: &mut Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+}
+
+fn assert_close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= 1e-10 * x.abs().max(1.0), "{a:?} vs {b:?}");
+    }
+}
+
+/// Kill -9 mid-solve, resume, compare with an uninterrupted run.
+#[test]
+fn sigkill_then_resume_gives_the_uninterrupted_answer() {
+    let d = dir("kill");
+    let f = d.join("state.ckpt");
+    let (code, full, err) = run(&mut jdmg());
+    assert_eq!(code, 0, "{err}");
+    let full_matvecs = full["matvecs"].as_u64().unwrap();
+
+    let mut child = jdmg()
+        .args([
+            "--checkpoint",
+            f.to_str().unwrap(),
+            "--checkpoint-every",
+            "0.2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&mut child, std::slice::from_ref(&f));
+    kill(&mut child, libc::SIGKILL);
+    let _ = child.wait();
+    let ck = Checkpoint::read(&f).expect("a whole checkpoint");
+    assert_eq!((ck.nprocs, ck.n_global), (1, 13824));
+    assert!(ck.stats.matvecs < full_matvecs);
+
+    let (code, resumed, err) = run(jdmg().args(["--resume", f.to_str().unwrap()]));
+    assert_eq!(code, 0, "{err}");
+    assert_close(&eigenvalues(&resumed), &eigenvalues(&full));
+    // The same steps as the uninterrupted solve: the same total, of which
+    // the checkpoint's share was not spent again.
+    assert_eq!(resumed["matvecs"].as_u64(), Some(full_matvecs));
+    assert_eq!(
+        resumed["resumed_from"]["matvecs"].as_u64(),
+        Some(ck.stats.matvecs)
+    );
+    assert!(full_matvecs - ck.stats.matvecs < full_matvecs);
+    eprintln!(
+        "full solve {full_matvecs} matvecs; killed at {} (outer {}), the resumed run spent {}",
+        ck.stats.matvecs,
+        ck.stats.outer_iterations,
+        full_matvecs - ck.stats.matvecs
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// SIGTERM: a last checkpoint, the partial pairs printed, exit 143; the
+/// checkpoint then resumes to the full answer.
+#[test]
+fn sigterm_writes_a_last_checkpoint_and_exits_143() {
+    let d = dir("term");
+    let f = d.join("state.ckpt");
+    // 46 outer iterations, a checkpoint at each (14 MB, synced): the signal,
+    // sent once the first is there, lands long before the end.
+    let longer = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        c.args([
+            "solve",
+            "--generate",
+            "lap3d:24",
+            "--nev",
+            "8",
+            "--tol",
+            "1e-12",
+        ])
+        .args(["--quiet", "--json"]);
+        c
+    };
+    let mut child = longer()
+        .args([
+            "--checkpoint",
+            f.to_str().unwrap(),
+            "--checkpoint-every",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first checkpoint shows that the solve (and its signal handler) runs.
+    wait_for(&mut child, std::slice::from_ref(&f));
+    kill(&mut child, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(eigenvalues(&v).len(), 8);
+    assert_eq!(v["converged"], false);
+    assert!(stderr.contains("checkpoint written to"), "{stderr}");
+    let ck = Checkpoint::read(&f).unwrap();
+    // The last checkpoint is the state the solve stopped in.
+    assert_eq!(
+        Some(ck.stats.outer_iterations as u64),
+        v["outer_iterations"].as_u64()
+    );
+    assert_eq!(Some(ck.stats.matvecs), v["matvecs"].as_u64());
+    let (code, resumed, err) = run(longer().args(["--resume", f.to_str().unwrap()]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(resumed["converged"], true);
+    assert!(resumed["outer_iterations"].as_u64() > v["outer_iterations"].as_u64());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn rank_file(f: &Path, r: usize) -> PathBuf {
+    PathBuf::from(format!("{}.rank{r}", f.display()))
+}
+
+/// `--ranks 2`: one file per rank; resume with 2 ranks reaches the 2-rank
+/// answer; 3 ranks or one process on a 2-rank checkpoint is exit 2.
+#[test]
+fn two_rank_checkpoint_resumes_with_two_ranks_only() {
+    let d = dir("ranks");
+    let f = d.join("state.ckpt");
+    let fs = f.to_str().unwrap();
+    let (code, full, err) = run(jdmg().args(["--ranks", "2"]));
+    assert_eq!(code, 0, "{err}");
+    let mut child = jdmg()
+        .args([
+            "--ranks",
+            "2",
+            "--checkpoint",
+            fs,
+            "--checkpoint-every",
+            "0.2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&mut child, &[rank_file(&f, 0), rank_file(&f, 1)]);
+    kill(&mut child, libc::SIGKILL);
+    let _ = child.wait();
+    for r in 0..2 {
+        let ck = Checkpoint::read(&rank_file(&f, r)).unwrap();
+        assert_eq!((ck.rank, ck.nprocs), (r, 2));
+    }
+    let (code, resumed, err) = run(jdmg().args(["--ranks", "2", "--resume", fs]));
+    assert_eq!(code, 0, "{err}");
+    assert_close(&eigenvalues(&resumed), &eigenvalues(&full));
+    assert_eq!(resumed["matvecs"], full["matvecs"]);
+
+    let (code, _, err) = run(jdmg().args(["--ranks", "3", "--resume", fs]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("2 process(es), this run has 3"), "{err}");
+    let (code, _, err) = run(jdmg().args(["--resume", fs]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("2 process(es), this run has 1"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Bad paths and files: exit 2 up front with a message, never a panic.
+#[test]
+fn bad_checkpoints_are_exit_2() {
+    let d = dir("bad");
+    let small = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        c.args(["solve", "--generate", "lap3d:6", "--nev", "2", "--quiet"])
+            .args(extra);
+        run(&mut c)
+    };
+    // unwritable directory
+    let (code, _, err) = small(&["--checkpoint", "/nonexistent-dir/x.ckpt"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--checkpoint"), "{err}");
+    // missing, foreign and corrupt files
+    let (code, _, err) = small(&["--resume", d.join("missing").to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let junk = d.join("junk.ckpt");
+    std::fs::write(&junk, b"not a checkpoint at all").unwrap();
+    let (code, _, err) = small(&["--resume", junk.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a jdmg checkpoint"), "{err}");
+    // a real checkpoint, then a flipped byte
+    let f = d.join("s.ckpt");
+    let (code, _, err) = small(&[
+        "--checkpoint",
+        f.to_str().unwrap(),
+        "--checkpoint-every",
+        "0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut bytes = std::fs::read(&f).unwrap();
+    // a matrix of another dimension
+    let (code, _, err) = run(Command::new(env!("CARGO_BIN_EXE_jdmg")).args([
+        "solve",
+        "--generate",
+        "lap3d:7",
+        "--nev",
+        "2",
+        "--quiet",
+        "--resume",
+        f.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("dimension"), "{err}");
+    // other parameters
+    let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+    c.args([
+        "solve",
+        "--generate",
+        "lap3d:6",
+        "--nev",
+        "3",
+        "--quiet",
+        "--resume",
+    ])
+    .arg(&f);
+    let (code, _, err) = run(&mut c);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nev"), "{err}");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&f, &bytes).unwrap();
+    let (code, _, err) = small(&["--resume", f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("checksum"), "{err}");
+    // not with solve groups
+    let (code, _, err) = small(&[
+        "--ranks",
+        "2",
+        "--groups",
+        "2",
+        "--checkpoint",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--ranks 2 --checkpoint`: SIGTERM stops both ranks at one iteration (the
+/// checkpoint poll makes them agree), each writes its last checkpoint, exit
+/// 143. A set left incomplete by a kill between the two ranks' writes
+/// (emulated: rank 1's newest file replaced by its previous one) resumes from
+/// the previous set, which every rank has.
+#[test]
+fn two_rank_sigterm_and_an_incomplete_set() {
+    let d = dir("ranks-term");
+    let f = d.join("state.ckpt");
+    let longer = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        c.args([
+            "solve",
+            "--generate",
+            "lap3d:24",
+            "--nev",
+            "8",
+            "--tol",
+            "1e-12",
+        ])
+        .args(["--quiet", "--json", "--ranks", "2"]);
+        c
+    };
+    let mut child = longer()
+        .args([
+            "--checkpoint",
+            f.to_str().unwrap(),
+            "--checkpoint-every",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prev = |r: usize| PathBuf::from(format!("{}.prev", rank_file(&f, r).display()));
+    // two checkpoints per rank: the newest and the previous one
+    wait_for(&mut child, &[prev(0), prev(1)]);
+    kill(&mut child, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(eigenvalues(&v).len(), 8);
+    let newest: Vec<Checkpoint> = (0..2)
+        .map(|r| Checkpoint::read(&rank_file(&f, r)).unwrap())
+        .collect();
+    for ck in &newest {
+        assert_eq!(
+            Some(ck.stats.outer_iterations as u64),
+            v["outer_iterations"].as_u64()
+        );
+    }
+    let older = Checkpoint::read(&prev(1)).unwrap();
+    assert!(older.stats.outer_iterations < newest[1].stats.outer_iterations);
+    std::fs::copy(prev(1), rank_file(&f, 1)).unwrap();
+    let (code, resumed, err) = run(longer().args(["--resume", f.to_str().unwrap()]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("previous checkpoint set"), "{err}");
+    assert_eq!(
+        resumed["resumed_from"]["outer_iterations"].as_u64(),
+        Some(older.stats.outer_iterations as u64)
+    );
+    assert_eq!(resumed["converged"], true);
+    let _ = std::fs::remove_dir_all(&d);
+}
