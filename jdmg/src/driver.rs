@@ -129,14 +129,16 @@ fn solve_on<C: Comm + ?Sized>(
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
     if a.nrows() != a.ncols() {
-        return Err(JdError::InvalidParams(format!(
-            "the matrix must be square, got {} x {}",
-            a.nrows(),
-            a.ncols()
-        )));
+        return Err(JdError::invalid(
+            "matrix",
+            format!(
+                "the matrix must be square, got {} x {}",
+                a.nrows(),
+                a.ncols()
+            ),
+        ));
     }
-    let op =
-        CsrOperator::new(a, params.threads).map_err(|e| JdError::InvalidParams(e.to_string()))?;
+    let op = CsrOperator::new(a, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
     let diag = a.diagonal();
     let t0 = Instant::now();
     let pc = build_preconditioner(params, a, precond_shift(params, a))?;
@@ -218,13 +220,16 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
     use matrices::partition::RowPartition;
     use precond::dist::{DistCsrOperator, DistOptions};
     if a.nrows() != a.ncols() {
-        return Err(JdError::InvalidParams(format!(
-            "the matrix must be square, got {} x {}",
-            a.nrows(),
-            a.ncols()
-        )));
+        return Err(JdError::invalid(
+            "matrix",
+            format!(
+                "the matrix must be square, got {} x {}",
+                a.nrows(),
+                a.ncols()
+            ),
+        ));
     }
-    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
     let part = RowPartition::balanced_by_nnz(a, comm.size()).map_err(|e| invalid(&e))?;
     let range = part.range(comm.rank());
     let local = a.row_slice(range.start, range.end);

@@ -19,7 +19,7 @@ pub trait AsCsr {
 }
 
 fn from_triplets(n: usize, m: usize, t: &[(usize, usize, f64)]) -> Result<CsrMatrix, JdError> {
-    CsrMatrix::from_triplets(n, m, t).map_err(|e| JdError::InvalidParams(e.to_string()))
+    CsrMatrix::from_triplets(n, m, t).map_err(|e| JdError::invalid("matrix", e))
 }
 
 impl AsCsr for CsrMatrix {

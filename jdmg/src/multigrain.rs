@@ -684,7 +684,7 @@ fn measure_rates<W: Comm + ?Sized>(
     threads: usize,
 ) -> Result<Vec<f64>, JdError> {
     use precond::Operator;
-    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("groups", e);
     let np = world.size();
     let part = RowPartition::balanced_by_nnz(a, np).map_err(|e| invalid(&e))?;
     let r = part.range(world.rank());
@@ -850,7 +850,7 @@ fn build_layout(
     rates: Option<&[f64]>,
     hierarchical: bool,
 ) -> Result<Layout, JdError> {
-    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("groups", e);
     let np: usize = groups.iter().map(Vec::len).sum();
     validate_groups(groups, np).map_err(|e| invalid(&e))?;
     if let Some(r) = rates {
@@ -935,7 +935,7 @@ pub fn host_key() -> u64 {
 /// # Errors
 /// `InvalidParams` naming the problem.
 pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<usize>>, JdError> {
-    let bad = |m: String| JdError::InvalidParams(format!("--groups {spec}: {m}"));
+    let bad = |m: String| JdError::invalid("groups", format!("{spec}: {m}"));
     let groups = if spec == "equal" {
         matrices::partition::split_ranks(nranks, block.clamp(1, nranks))
             .map_err(|e| bad(e.to_string()))?
@@ -996,7 +996,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     params: &JdParams,
     mg: &MultigrainParams,
 ) -> Result<Solution, JdError> {
-    let invalid = |e: &dyn std::fmt::Display| JdError::InvalidParams(e.to_string());
+    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("groups", e);
     // §4: solve groups iterate up to the paper's m = 150 unless told otherwise
     let mut group_params = params.clone();
     group_params.maxits.get_or_insert(DEFAULT_MAXITS_GROUPS);
@@ -1004,10 +1004,10 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     let np = world.size();
     let me = world.rank();
     if a.nrows() != a.ncols() {
-        return Err(JdError::InvalidParams("the matrix must be square".into()));
+        return Err(JdError::invalid("matrix", "the matrix must be square"));
     }
     if mg.groups.is_empty() {
-        return Err(JdError::InvalidParams("no solve groups".into()));
+        return Err(JdError::invalid("groups", "no solve groups"));
     }
     if base.size() != np {
         return Err(invalid(&format!(
@@ -1357,11 +1357,11 @@ mod tests {
         let consecutive = vec![vec![0, 1, 2], vec![3, 4, 5]];
         assert!(matches!(
             build_layout(&a, &consecutive, None, true),
-            Err(JdError::InvalidParams(_))
+            Err(JdError::InvalidParams { .. })
         ));
         assert!(matches!(
             build_layout(&a, &[vec![0, 1, 2], vec![3]], None, true),
-            Err(JdError::InvalidParams(_))
+            Err(JdError::InvalidParams { .. })
         ));
     }
 

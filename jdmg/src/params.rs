@@ -234,42 +234,51 @@ impl JdParams {
     /// # Errors
     /// [`crate::JdError::InvalidParams`] naming the offending field.
     pub(crate) fn resolve(&self, n: usize) -> Result<Sizes, crate::JdError> {
-        let bad = |m: String| Err(crate::JdError::InvalidParams(m));
+        let bad = |field: &'static str, m: String| Err(crate::JdError::invalid(field, m));
         if n == 0 {
-            return bad("the matrix is empty (n = 0)".into());
+            return bad("matrix", "the matrix is empty (n = 0)".into());
         }
         if self.nev == 0 {
-            return bad("nev must be at least 1".into());
+            return bad("nev", "nev must be at least 1".into());
         }
         if self.nev > n {
-            return bad(format!(
-                "nev = {} exceeds the matrix dimension n = {n}",
-                self.nev
-            ));
+            return bad(
+                "nev",
+                format!("nev = {} exceeds the matrix dimension n = {n}", self.nev),
+            );
         }
         if !(self.tol.is_finite() && self.tol > 0.0) {
-            return bad(format!("tol must be positive and finite, got {}", self.tol));
+            return bad(
+                "tol",
+                format!("tol must be positive and finite, got {}", self.tol),
+            );
         }
         if let Target::Closest(s) = self.target {
             if !s.is_finite() {
-                return bad(format!("target σ must be finite, got {s}"));
+                return bad("target", format!("target σ must be finite, got {s}"));
             }
         }
         if let Some(a) = self.anorm {
             if !(a.is_finite() && a > 0.0) {
-                return bad(format!("anorm must be positive and finite, got {a}"));
+                return bad(
+                    "anorm",
+                    format!("anorm must be positive and finite, got {a}"),
+                );
             }
         }
         if let InnerStop::Time { seconds } = self.inner {
             if !(seconds.is_finite() && seconds >= 0.0) {
-                return bad(format!("inner time budget must be >= 0, got {seconds}"));
+                return bad(
+                    "inner",
+                    format!("inner time budget must be >= 0, got {seconds}"),
+                );
             }
         }
         if self.inner_solver == InnerSolver::Qmrs && matches!(self.inner, InnerStop::Time { .. }) {
-            return bad("inner = time needs inner_solver = bicgstab".into());
+            return bad("inner", "inner = time needs inner_solver = bicgstab".into());
         }
         if self.threads == 0 {
-            return bad("threads must be at least 1".into());
+            return bad("threads", "threads must be at least 1".into());
         }
         let k = if self.block == 0 {
             self.nev.min(DEFAULT_BLOCK_CAP)
@@ -284,9 +293,10 @@ impl JdParams {
         };
         max_basis = max_basis.min(n);
         if max_basis < 2 * k && max_basis < n {
-            return bad(format!(
-                "max_basis = {max_basis} must be at least twice the block size k = {k}"
-            ));
+            return bad(
+                "max_basis",
+                format!("max_basis = {max_basis} must be at least twice the block size k = {k}"),
+            );
         }
         let restart = if self.restart_size == 0 {
             max_basis / 2

@@ -140,8 +140,14 @@ pub struct IterationEvent {
 #[derive(Debug, Error)]
 pub enum JdError {
     /// Parameters inconsistent with the problem.
-    #[error("invalid parameters: {0}")]
-    InvalidParams(String),
+    #[error("invalid {field}: {reason}")]
+    InvalidParams {
+        /// The offending `JdParams` field, or the argument (`matrix`, `groups`,
+        /// `diagonal`, …).
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The preconditioner could not be built.
     #[error("preconditioner: {0}")]
     Preconditioner(String),
@@ -169,4 +175,14 @@ pub enum JdError {
         /// What the solve has: converged pairs and estimates.
         partial: Box<Solution>,
     },
+}
+
+impl JdError {
+    /// [`JdError::InvalidParams`] for `field`.
+    pub fn invalid(field: &'static str, reason: impl std::fmt::Display) -> Self {
+        JdError::InvalidParams {
+            field,
+            reason: reason.to_string(),
+        }
+    }
 }

@@ -154,6 +154,6 @@ fn qmrs_rejects_time_budget() {
     };
     assert!(matches!(
         solve_matrix(&a, &p, None),
-        Err(JdError::InvalidParams(m)) if m.contains("qmrs") || m.contains("bicgstab")
+        Err(JdError::InvalidParams { reason: m, .. }) if m.contains("qmrs") || m.contains("bicgstab")
     ));
 }

@@ -253,7 +253,7 @@ fn unequal_groups_fall_back_to_global_and_bad_order_is_refused() {
             ..MultigrainParams::default()
         };
         match solve_multigrain(&a, &world, &comm, &params, &mg) {
-            Err(JdError::InvalidParams(m)) => m,
+            Err(JdError::InvalidParams { reason: m, .. }) => m,
             other => panic!(
                 "expected InvalidParams, got {:?}",
                 other.map(|s| s.multigrain)

@@ -74,8 +74,9 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
         comm.all_gather_u64(&[a.nrows() as u64], &mut sizes);
         let n_global = sizes.iter().sum::<u64>() as usize;
         if n_global == 0 {
-            return Err(JdError::InvalidParams(
-                "the operator has no rows on any process (n = 0)".into(),
+            return Err(JdError::invalid(
+                "operator",
+                "the operator has no rows on any process (n = 0)",
             ));
         }
         let row_offset = sizes[..comm.rank()].iter().sum::<u64>() as usize;
@@ -95,15 +96,19 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
     /// `InvalidParams` when its length is not the local row count or it holds NaN/Inf.
     pub fn with_diagonal(mut self, diagonal: &'a [f64]) -> Result<Self, JdError> {
         if diagonal.len() != self.a.nrows() {
-            return Err(JdError::InvalidParams(format!(
-                "diagonal has {} entries for {} local rows",
-                diagonal.len(),
-                self.a.nrows()
-            )));
+            return Err(JdError::invalid(
+                "diagonal",
+                format!(
+                    "diagonal has {} entries for {} local rows",
+                    diagonal.len(),
+                    self.a.nrows()
+                ),
+            ));
         }
         if diagonal.iter().any(|d| !d.is_finite()) {
-            return Err(JdError::InvalidParams(
-                "the diagonal holds NaN or Inf".into(),
+            return Err(JdError::invalid(
+                "diagonal",
+                "the diagonal holds NaN or Inf",
             ));
         }
         self.diagonal = Some(diagonal);
@@ -121,11 +126,14 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
         k: &'a (dyn Preconditioner + Send + Sync),
     ) -> Result<Self, JdError> {
         if k.nrows() != self.a.nrows() {
-            return Err(JdError::InvalidParams(format!(
-                "the preconditioner has {} rows, the operator {}",
-                k.nrows(),
-                self.a.nrows()
-            )));
+            return Err(JdError::invalid(
+                "preconditioner",
+                format!(
+                    "the preconditioner has {} rows, the operator {}",
+                    k.nrows(),
+                    self.a.nrows()
+                ),
+            ));
         }
         self.precond = Some(k);
         Ok(self)
@@ -301,14 +309,15 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     let resolved = params.resolved();
     let params = &resolved;
     if backend.is_some() && params.inner_solver == InnerSolver::Qmrs {
-        return Err(JdError::InvalidParams(
-            "inner_solver = qmrs is for serial and fine-grain solves; solve groups use bicgstab"
-                .into(),
+        return Err(JdError::invalid(
+            "inner_solver",
+            "inner_solver = qmrs is for serial and fine-grain solves; solve groups use bicgstab",
         ));
     }
     if backend.is_some() && (ck.resume.is_some() || ck.sink.is_some()) {
-        return Err(JdError::InvalidParams(
-            "checkpoints are for serial and fine-grain solves, not solve groups".into(),
+        return Err(JdError::invalid(
+            "checkpoint",
+            "checkpoints are for serial and fine-grain solves, not solve groups",
         ));
     }
     let n = pb.a.nrows();

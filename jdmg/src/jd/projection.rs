@@ -19,12 +19,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             return Ok(());
         }
         if self.backend.is_some() {
-            return Err(JdError::InvalidParams(format!(
-                "the matrix norm (about {estimate:e}) is outside [{:e}, {:e}]; solve groups \
+            return Err(JdError::invalid(
+                "matrix",
+                format!(
+                    "the matrix norm (about {estimate:e}) is outside [{:e}, {:e}]; solve groups \
                  need a matrix scaled into that range",
-                crate::scaling::SCALE_BELOW,
-                crate::scaling::SCALE_ABOVE
-            )));
+                    crate::scaling::SCALE_BELOW,
+                    crate::scaling::SCALE_ABOVE
+                ),
+            ));
         }
         self.op.set_scale(s);
         self.wt[..n * b].iter_mut().for_each(|v| *v *= s);
