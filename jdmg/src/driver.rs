@@ -128,16 +128,7 @@ fn solve_on<C: Comm + ?Sized>(
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
-    if a.nrows() != a.ncols() {
-        return Err(JdError::invalid(
-            "matrix",
-            format!(
-                "the matrix must be square, got {} x {}",
-                a.nrows(),
-                a.ncols()
-            ),
-        ));
-    }
+    check_square(a)?;
     let op = CsrOperator::new(a, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
     let diag = a.diagonal();
     let t0 = Instant::now();
@@ -219,16 +210,7 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
 ) -> Result<Solution, JdError> {
     use matrices::partition::RowPartition;
     use precond::dist::{DistCsrOperator, DistOptions};
-    if a.nrows() != a.ncols() {
-        return Err(JdError::invalid(
-            "matrix",
-            format!(
-                "the matrix must be square, got {} x {}",
-                a.nrows(),
-                a.ncols()
-            ),
-        ));
-    }
+    check_square(a)?;
     let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
     let part = RowPartition::balanced_by_nnz(a, comm.size()).map_err(|e| invalid(&e))?;
     let range = part.range(comm.rank());
@@ -257,4 +239,19 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
         precond: pc.as_deref(),
     };
     with_setup(solve_resumable(&pb, params, observer, ck), setup)
+}
+
+/// `InvalidParams` for a matrix that is not square.
+fn check_square(a: &CsrMatrix) -> Result<(), JdError> {
+    if a.nrows() == a.ncols() {
+        return Ok(());
+    }
+    Err(JdError::invalid(
+        "matrix",
+        format!(
+            "the matrix must be square, got {} x {}",
+            a.nrows(),
+            a.ncols()
+        ),
+    ))
 }

@@ -124,6 +124,24 @@ fn sigkill_then_resume_gives_the_uninterrupted_answer() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A 46-iteration solve (lap3d:24, nev 8, tol 1e-12), quiet, JSON, plus `extra`.
+fn long_solve(extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+    c.args([
+        "solve",
+        "--generate",
+        "lap3d:24",
+        "--nev",
+        "8",
+        "--tol",
+        "1e-12",
+        "--quiet",
+        "--json",
+    ])
+    .args(extra);
+    c
+}
+
 /// SIGTERM: a last checkpoint, the partial pairs printed, exit 143; the
 /// checkpoint then resumes to the full answer.
 #[test]
@@ -132,20 +150,7 @@ fn sigterm_writes_a_last_checkpoint_and_exits_143() {
     let f = d.join("state.ckpt");
     // 46 outer iterations, a checkpoint at each (14 MB, synced): the signal,
     // sent once the first is there, lands long before the end.
-    let longer = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
-        c.args([
-            "solve",
-            "--generate",
-            "lap3d:24",
-            "--nev",
-            "8",
-            "--tol",
-            "1e-12",
-        ])
-        .args(["--quiet", "--json"]);
-        c
-    };
+    let longer = || long_solve(&[]);
     let mut child = longer()
         .args([
             "--checkpoint",
@@ -317,20 +322,7 @@ fn bad_checkpoints_are_exit_2() {
 fn two_rank_sigterm_and_an_incomplete_set() {
     let d = dir("ranks-term");
     let f = d.join("state.ckpt");
-    let longer = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
-        c.args([
-            "solve",
-            "--generate",
-            "lap3d:24",
-            "--nev",
-            "8",
-            "--tol",
-            "1e-12",
-        ])
-        .args(["--quiet", "--json", "--ranks", "2"]);
-        c
-    };
+    let longer = || long_solve(&["--ranks", "2"]);
     let mut child = longer()
         .args([
             "--checkpoint",

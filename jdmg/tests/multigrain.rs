@@ -13,6 +13,19 @@ use matrices::generate::{generate, GenSpec};
 type RankResult = (Vec<f64>, f64, Vec<u64>, Vec<f64>);
 
 fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult> {
+    run_stats(balance, slowdowns, params)
+        .into_iter()
+        .map(|(vals, imb, mgs)| (vals, imb, mgs.group_inner_steps, mgs.time_limits))
+        .collect()
+}
+
+/// Balanced or not multigrain of lap3d:14 in equal groups of 2 on thread ranks
+/// with virtual-clock `slowdowns`; per rank: eigenvalues, %imbalance, stats.
+fn run_stats(
+    balance: Balance,
+    slowdowns: &[f64],
+    params: &JdParams,
+) -> Vec<(Vec<f64>, f64, MultigrainStats)> {
     let spec: GenSpec = "lap3d:14".parse().unwrap();
     let a = generate(&spec).unwrap();
     let cfg = ThreadConfig::with_slowdowns(slowdowns, ClockMode::Virtual);
@@ -39,13 +52,9 @@ fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult
         }
         let mgs = out.multigrain.expect("multigrain stats");
         assert_eq!(mgs.alltoall_scope, AlltoallScope::Hierarchical);
-        (
-            out.eigenvalues,
-            // fine-grain collectives plus the waits in the all-to-all groups
-            mgs.imbalance_percent(&rep),
-            mgs.group_inner_steps,
-            mgs.time_limits,
-        )
+        // fine-grain collectives plus the waits in the all-to-all groups
+        let imb = mgs.imbalance_percent(&rep);
+        (out.eigenvalues, imb, mgs)
     })
 }
 
@@ -297,28 +306,10 @@ fn default_settings_use_the_optimal_m_and_balance() {
     };
     assert_eq!(params.maxits, None);
     let spec: GenSpec = "lap3d:14".parse().unwrap();
-    let a = generate(&spec).unwrap();
     let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
     let slow = [1.0, 1.0, 4.0, 4.0];
-    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
-    let keys = fine_rank_keys(&groups, true);
-    let run = |balance: Balance| {
-        let cfg = ThreadConfig::with_slowdowns(&slow, ClockMode::Virtual);
-        ThreadComm::run_with(cfg, |comm| {
-            let traced = Traced::new(comm.split(0, keys[comm.rank()]));
-            let mg = MultigrainParams {
-                groups: groups.clone(),
-                balance,
-                rate_weighted_rows: balance != Balance::None,
-                ..MultigrainParams::default()
-            };
-            let out = solve_multigrain(&a, &traced, &comm, &params, &mg).expect("converges");
-            let rep = traced.report().unwrap();
-            let mgs = out.multigrain.expect("multigrain stats");
-            (out.eigenvalues, mgs.imbalance_percent(&rep), mgs)
-        })
-    };
-    let (ub, bal) = (run(Balance::None), run(Balance::Fastest));
+    let ub = run_stats(Balance::None, &slow, &params);
+    let bal = run_stats(Balance::Fastest, &slow, &params);
     for (vals, _, _) in ub.iter().chain(&bal) {
         for j in 0..2 {
             assert!(
