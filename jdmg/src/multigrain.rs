@@ -753,6 +753,11 @@ pub struct MultigrainParams {
     pub rate_kind: lblib::RateKind,
     /// Window of the instantaneous rates, seconds. Default 0.05.
     pub rate_window: f64,
+    /// Shortest span a group's rate is measured over (lblib's
+    /// `LbsConfig::min_rate_seconds`): early phases of a few milliseconds add up
+    /// until they reach it. Default 0.02 s, several scheduler time slices, so
+    /// that a group on a core shared with other work shows its real share.
+    pub min_rate_seconds: f64,
     /// Memory (anti-thrashing) balancing of the correction phase (`seeds/003` §5,
     /// ref. \[24\]): a group leader whose process takes major page faults while
     /// its CPU idles leaves the phase early. `None` (default): off.
@@ -768,6 +773,7 @@ impl Default for MultigrainParams {
             hierarchical: true,
             rate_kind: lblib::RateKind::Average,
             rate_window: 0.05,
+            min_rate_seconds: 0.02,
             memory_balance: None,
         }
     }
@@ -1125,6 +1131,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     let cfg = LbsConfig {
         first_section_ops: params.resolved().maxits() as f64,
         window: mg.rate_window,
+        min_rate_seconds: mg.min_rate_seconds,
     };
     let lbs = if mg.balance != Balance::None {
         let mut g = GroupLbs::new(&group, if is_leader { Some(&leaders) } else { None }, cfg)

@@ -86,6 +86,12 @@ pub struct LbsConfig {
     /// Length in seconds (of the communicator's clock) of the window over which
     /// instantaneous rates are measured. Default: 0.05.
     pub window: f64,
+    /// Shortest span, in seconds of the communicator's clock, an average rate is
+    /// measured over: a section shorter than this adds its operations and time
+    /// to the next ones until they reach it, and the previous rate stays in force
+    /// meanwhile (a section shorter than a scheduler time slice on a shared core
+    /// measures the slice, not the process's share). Default: 0 (every section).
+    pub min_rate_seconds: f64,
 }
 
 impl Default for LbsConfig {
@@ -93,12 +99,14 @@ impl Default for LbsConfig {
         Self {
             first_section_ops: 10.0,
             window: 0.05,
+            min_rate_seconds: 0.0,
         }
     }
 }
 
 impl LbsConfig {
-    /// Checks the ranges: `first_section_ops >= 0` and `window > 0`, both finite.
+    /// Checks the ranges: `first_section_ops >= 0`, `window > 0` and
+    /// `min_rate_seconds >= 0`, all finite.
     ///
     /// # Errors
     /// [`LbError::InvalidConfig`] naming the field.
@@ -115,6 +123,13 @@ impl LbsConfig {
                 field: "window",
                 value: self.window,
                 reason: "must be finite and > 0",
+            });
+        }
+        if !(self.min_rate_seconds.is_finite() && self.min_rate_seconds >= 0.0) {
+            return Err(LbError::InvalidConfig {
+                field: "min_rate_seconds",
+                value: self.min_rate_seconds,
+                reason: "must be finite and >= 0",
             });
         }
         Ok(())
@@ -142,6 +157,9 @@ pub struct Lbs<'c, C: Comm + ?Sized> {
     win_t0: f64,
     win_ops0: f64,
     cur_inst: Option<f64>,
+    /// Operations and seconds of short sections not yet turned into a rate
+    /// ([`LbsConfig::min_rate_seconds`]).
+    pending: (f64, f64),
     last_avg: Option<f64>,
     last_inst: Option<f64>,
     limit: Option<f64>,
@@ -192,6 +210,7 @@ impl<'c, C: Comm + ?Sized> Lbs<'c, C> {
             win_t0: 0.0,
             win_ops0: 0.0,
             cur_inst: None,
+            pending: (0.0, 0.0),
             last_avg: None,
             last_inst: None,
             limit: None,
@@ -367,8 +386,10 @@ impl<'c, C: Comm + ?Sized> Lbs<'c, C> {
     }
 
     /// `lb_section_end`: stops timing and returns this process's average rate
-    /// (operations per second) over the section. The instantaneous rate of the
-    /// section (last complete window, else the average) is stored too.
+    /// (operations per second) over the section, or over it and the short
+    /// sections before it once they reach [`LbsConfig::min_rate_seconds`] (until
+    /// then the previous rate stays in force and is returned). The instantaneous
+    /// rate of the section (last complete window, else its average) is stored too.
     ///
     /// # Errors
     /// [`LbError::EndOutsideSection`]; [`LbError::InvalidOps`]; [`LbError::NoElapsedTime`]
@@ -389,9 +410,19 @@ impl<'c, C: Comm + ?Sized> Lbs<'c, C> {
             return Err(LbError::NoElapsedTime { ops: ops_completed });
         }
         self.update_window(now, ops_completed);
-        let rate = ops_completed / elapsed;
-        self.last_avg = Some(rate);
-        self.last_inst = Some(self.cur_inst.unwrap_or(rate));
+        let section_rate = ops_completed / elapsed;
+        self.pending.0 += ops_completed;
+        self.pending.1 += elapsed;
+        let rate = match self.last_avg {
+            Some(r) if self.pending.1 < self.cfg.min_rate_seconds => r,
+            _ => {
+                let r = self.pending.0 / self.pending.1;
+                self.pending = (0.0, 0.0);
+                self.last_avg = Some(r);
+                r
+            }
+        };
+        self.last_inst = Some(self.cur_inst.unwrap_or(section_rate));
         self.sections += 1;
         Ok(rate)
     }

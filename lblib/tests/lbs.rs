@@ -71,6 +71,7 @@ fn first_section_measures_rates_then_all_finish_at_t() {
     let cfg = LbsConfig {
         first_section_ops: 10.0,
         window: 0.25,
+        ..LbsConfig::default()
     };
     let out = ThreadComm::run_with(manual(&[1.0, 2.0, 4.0]), |c| {
         let mut lbs = Lbs::with_config(&c, cfg.clone()).unwrap();
@@ -129,6 +130,7 @@ fn instantaneous_rates_follow_a_change_of_speed() {
             LbsConfig {
                 first_section_ops: 20.0,
                 window: 0.5,
+                ..LbsConfig::default()
             },
         )
         .unwrap();
@@ -182,6 +184,7 @@ fn nested_sections_of_leaders_and_groups() {
         let lcfg = LbsConfig {
             first_section_ops: 8.0,
             window: 1.0,
+            ..LbsConfig::default()
         };
         let mut outer = Lbs::with_config(&leaders, lcfg.clone()).unwrap();
         let mut inner = Lbs::with_config(&group, lcfg).unwrap();
@@ -261,6 +264,7 @@ fn group_lbs_balances_solve_groups() {
         let cfg = LbsConfig {
             first_section_ops: 8.0,
             window: 1.0,
+            ..LbsConfig::default()
         };
         let lref = if group.rank() == 0 {
             Some(&leaders)
@@ -315,4 +319,59 @@ fn group_lbs_balances_solve_groups() {
             );
         }
     });
+}
+
+/// `min_rate_seconds`: sections shorter than it add up; the previous rate stays
+/// in force until together they reach it, then their joint rate replaces it.
+#[test]
+fn short_sections_add_up_to_min_rate_seconds() {
+    let out = ThreadComm::run_with(manual(&[1.0]), |c| {
+        let cfg = LbsConfig {
+            min_rate_seconds: 0.25,
+            ..LbsConfig::default()
+        };
+        let mut lbs = Lbs::with_config(&c, cfg).unwrap();
+        let mut rates = Vec::new();
+        // first section: 4 ops in 4·OP = 0.25 s → 16 ops/s (always taken)
+        // then sections of 1 op in OP (16/s), 1 op in 2·OP (8/s), 2 ops in OP
+        for (ops, secs) in [(4.0, 4.0 * OP), (1.0, OP), (1.0, 2.0 * OP), (2.0, OP)] {
+            lbs.section_start().unwrap();
+            c.advance(secs);
+            rates.push(lbs.section_end(ops).unwrap());
+        }
+        rates
+    });
+    // sections 2 and 3 (0.1875 s together) keep 16/s; with section 4 the three
+    // reach 0.25 s: 4 ops / 0.25 s = 16/s again, from different pieces
+    assert_eq!(out[0], vec![16.0, 16.0, 16.0, 16.0]);
+    let out = ThreadComm::run_with(manual(&[1.0]), |c| {
+        let cfg = LbsConfig {
+            min_rate_seconds: 0.125,
+            ..LbsConfig::default()
+        };
+        let mut lbs = Lbs::with_config(&c, cfg).unwrap();
+        let mut rates = Vec::new();
+        for (ops, secs) in [(4.0, 4.0 * OP), (1.0, OP), (1.0, OP), (1.0, 2.0 * OP)] {
+            lbs.section_start().unwrap();
+            c.advance(secs);
+            rates.push(lbs.section_end(ops).unwrap());
+        }
+        rates
+    });
+    // 1 op in OP alone is short (kept 16/s); with the next, 2 ops in 0.125 s =
+    // 16/s; the last is long enough alone: 1 op / 0.125 s = 8/s
+    assert_eq!(out[0], vec![16.0, 16.0, 16.0, 8.0]);
+    assert!(matches!(
+        Lbs::with_config(
+            &SelfComm::new(),
+            LbsConfig {
+                min_rate_seconds: -1.0,
+                ..Default::default()
+            }
+        ),
+        Err(LbError::InvalidConfig {
+            field: "min_rate_seconds",
+            ..
+        })
+    ));
 }

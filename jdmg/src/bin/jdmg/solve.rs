@@ -961,6 +961,7 @@ fn run_distributed<B: Comm>(
                 rate_kind: a.rates.0,
                 rate_window: a.rates.1,
                 memory_balance: a.memory_balance.then(jdmg::multigrain::memory_params),
+                ..jdmg::MultigrainParams::default()
             };
             extra.insert("mode".into(), "multigrain".into());
             extra.insert("groups".into(), serde_json::json!(groups));
