@@ -70,6 +70,14 @@ pub trait Comm {
         recv: &mut [f64],
         recv_counts: &[usize],
     );
+    /// Changes this process's emulated slowdown factor from now on (the
+    /// computation so far keeps the old one): a load that changes during a run
+    /// (`seeds/000` §2.1, §4.5). Returns `false`, doing nothing, when the
+    /// communicator emulates no slowdown (the default; [`crate::ThreadComm`]
+    /// does, and [`crate::Traced`] forwards).
+    fn set_slowdown(&self, _factor: f64) -> bool {
+        false
+    }
     /// Splits into sub-communicators: ranks with equal `color` form one, ordered
     /// by `(key, rank)`. Collective over all ranks.
     fn split(&self, color: usize, key: usize) -> Self

@@ -238,9 +238,16 @@ struct ClockState {
 }
 
 struct RankClock {
-    slowdown: f64,
+    /// `f64` bits of the slowdown factor (changed by [`Comm::set_slowdown`]).
+    slowdown: AtomicU64,
     cpu: ThreadCpuClock,
     state: Mutex<ClockState>,
+}
+
+impl RankClock {
+    fn factor(&self) -> f64 {
+        f64::from_bits(self.slowdown.load(Ordering::Relaxed))
+    }
 }
 
 /// One rank of a group of threads that communicate collectively (see the module
@@ -258,7 +265,7 @@ impl std::fmt::Debug for ThreadComm {
         f.debug_struct("ThreadComm")
             .field("rank", &self.rank)
             .field("size", &self.group.size)
-            .field("slowdown", &self.clock.slowdown)
+            .field("slowdown", &self.clock.factor())
             .field("clock", &self.group.run.mode)
             .finish()
     }
@@ -367,7 +374,7 @@ impl ThreadComm {
             rank,
             group,
             clock: Arc::new(RankClock {
-                slowdown,
+                slowdown: AtomicU64::new(slowdown.to_bits()),
                 cpu,
                 state: Mutex::new(ClockState {
                     virt: 0.0,
@@ -380,7 +387,7 @@ impl ThreadComm {
 
     /// This rank's slowdown factor.
     pub fn slowdown(&self) -> f64 {
-        self.clock.slowdown
+        self.clock.factor()
     }
 
     /// The clock mode of the run.
@@ -395,7 +402,7 @@ impl ThreadComm {
         if !(seconds.is_finite() && seconds > 0.0) {
             return;
         }
-        let d = seconds * self.clock.slowdown;
+        let d = seconds * self.clock.factor();
         match self.group.run.mode {
             ClockMode::Virtual | ClockMode::Manual => lock(&self.clock.state).virt += d,
             ClockMode::Real => std::thread::sleep(Duration::from_secs_f64(d)),
@@ -412,15 +419,15 @@ impl ThreadComm {
             ClockMode::Virtual => {
                 let cpu = c.cpu.seconds();
                 let mut st = lock(&c.state);
-                st.virt += (cpu - st.last_cpu).max(0.0) * c.slowdown;
+                st.virt += (cpu - st.last_cpu).max(0.0) * c.factor();
                 st.last_cpu = cpu;
                 st.virt
             }
             ClockMode::Real => {
-                if c.slowdown > 1.0 {
+                if c.factor() > 1.0 {
                     let cpu = c.cpu.seconds();
                     let mut st = lock(&c.state);
-                    st.debt += (cpu - st.last_cpu).max(0.0) * (c.slowdown - 1.0);
+                    st.debt += (cpu - st.last_cpu).max(0.0) * (c.factor() - 1.0);
                     st.last_cpu = cpu;
                     if st.debt > 0.0 && (flush || st.debt >= crate::slowed::SLEEP_QUANTUM) {
                         let t = Instant::now();
@@ -449,7 +456,7 @@ impl ThreadComm {
                 st.last_cpu = cpu;
             }
             ClockMode::Real => {
-                if c.slowdown > 1.0 {
+                if c.factor() > 1.0 {
                     let cpu = c.cpu.seconds();
                     lock(&c.state).last_cpu = cpu;
                 }
@@ -503,6 +510,20 @@ fn reduce_u64(op: ReduceOp, a: u64, b: u64) -> u64 {
 }
 
 impl Comm for ThreadComm {
+    /// Accounts the computation so far at the old factor, then sets the new one
+    /// (shared with the sub-communicators of this rank). Non-finite or
+    /// non-positive factors are ignored (returns `false`).
+    fn set_slowdown(&self, factor: f64) -> bool {
+        if !(factor.is_finite() && factor > 0.0) {
+            return false;
+        }
+        self.now();
+        self.clock
+            .slowdown
+            .store(factor.to_bits(), Ordering::Relaxed);
+        true
+    }
+
     fn rank(&self) -> usize {
         self.rank
     }

@@ -400,6 +400,9 @@ impl<C: Comm> Comm for Traced<C> {
     }
     /// Splits the wrapped communicator (the split itself is traced here) and traces
     /// the sub-communicator separately, from a fresh origin.
+    fn set_slowdown(&self, factor: f64) -> bool {
+        self.inner().set_slowdown(factor)
+    }
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self.trace(SPLIT, |c| c.split(color, key));
         Traced::new(sub)

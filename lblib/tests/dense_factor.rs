@@ -429,3 +429,302 @@ fn run_dense_uses_the_given_clusters() {
     });
     assert!(reps.iter().all(|r| matches!(r, Err(DenseError::Alloc(_)))));
 }
+
+/// Grids of the 2-D tests, with uniform and heterogeneous cycle-times.
+const GRIDS: [(usize, usize); 5] = [(1, 1), (1, 2), (2, 1), (2, 2), (2, 3)];
+const GRID_TIMES: [f64; 6] = [1.0, 2.0, 3.0, 1.5, 2.5, 1.2];
+
+#[test]
+fn grid_lu_equals_serial_faer_on_small_grids() {
+    use lblib::dense::grid::{gather_grid, grid_lu, GridAlloc, GridLayout};
+    let (n, block) = (90, 8); // 12 blocks, the last one narrower
+    let src = Source::Random { seed: 7 };
+    let a = src.to_col_major(n);
+    let (lu_ref, ipiv_ref) = serial_lu(&a, n, faer::Par::Seq);
+    let scale = lu_ref.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    for (r, q) in GRIDS {
+        let p = r * q;
+        for hetero in [false, true] {
+            for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
+                let times = if hetero {
+                    GRID_TIMES[..p].to_vec()
+                } else {
+                    vec![1.0; p]
+                };
+                let lay =
+                    GridLayout::build_with(alloc, &times, r, q, n, block, 2 * r, 2 * q).unwrap();
+                // Every block row / column has one owner per grid column.
+                let entries: usize = lay.entries_per_rank().iter().sum();
+                assert_eq!(entries, n * n);
+                let out = ThreadComm::run(p, |comm| {
+                    let f = grid_lu(&comm, &lay, &src, faer::Par::Seq).unwrap();
+                    (gather_grid(&comm, &lay, &f.local), f.ipiv)
+                });
+                for (lu, ipiv) in &out {
+                    let tag = format!("{r}x{q} hetero={hetero} {alloc:?}");
+                    assert_eq!(ipiv, &ipiv_ref, "pivots differ: {tag}");
+                    let d = max_abs_diff(lu, &lu_ref);
+                    assert!(
+                        d <= 100.0 * n as f64 * EPS * scale,
+                        "{tag}: max |LU - LU_faer| = {d:e}"
+                    );
+                    let be = check::lu_backward_error(&a, lu, ipiv, n, faer::Par::Seq);
+                    assert!(be <= n as f64 * EPS, "{tag}: backward error {be:e}");
+                }
+            }
+        }
+    }
+    // A singular matrix: the zero pivot is reported on every process.
+    let zero = vec![0.0; 16 * 16];
+    let lay = GridLayout::build(&[1.0; 4], 2, 2, 16, 4, 2, 2).unwrap();
+    let out = ThreadComm::run(4, |comm| {
+        grid_lu(&comm, &lay, &Source::ColMajor(&zero), faer::Par::Seq).map(|_| ())
+    });
+    assert!(out
+        .iter()
+        .all(|r| matches!(r, Err(DenseError::Singular { column: 0 }))));
+}
+
+#[test]
+fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
+    use lblib::dense::grid::GridAlloc;
+    for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
+        let params = DenseParams {
+            op: DenseOp::Lu,
+            n: 96,
+            block: 8,
+            grid: Some((2, 2)),
+            grid_alloc: alloc,
+            layout: LayoutKind::Hetero,
+            rhs: true,
+            ..DenseParams::default()
+        };
+        let cfg = ThreadConfig::with_slowdowns(&[1.0, 2.0, 3.0, 6.0], ClockMode::Virtual);
+        let reps = ThreadComm::run_with(cfg, |comm| {
+            run_dense(&comm, &Source::Random { seed: 4 }, &params).unwrap()
+        });
+        let r = &reps[0];
+        assert!(r.backward_error.unwrap() <= 96.0 * EPS, "{alloc:?}");
+        assert!(r.solve_residual.unwrap() <= 96.0 * EPS, "{alloc:?}");
+        assert_eq!(r.grid_alloc.as_deref(), Some(alloc.name()));
+        let rows = r.rows_per_rank.as_ref().unwrap();
+        // Entries per rank sum to n².
+        let entries: usize = rows
+            .iter()
+            .zip(&r.columns_per_rank)
+            .map(|(a, b)| a * b)
+            .sum();
+        assert_eq!(entries, 96 * 96);
+        assert!(r.grid_bytes > 0);
+    }
+    // QR on a grid and re-planning on a grid are typed errors.
+    let comm = lblib::SelfComm::new();
+    for params in [
+        DenseParams {
+            op: DenseOp::Qr,
+            n: 16,
+            block: 4,
+            grid: Some((1, 1)),
+            ..DenseParams::default()
+        },
+        DenseParams {
+            n: 16,
+            block: 4,
+            grid: Some((1, 1)),
+            layout: LayoutKind::Hetero,
+            replan: 1,
+            ..DenseParams::default()
+        },
+    ] {
+        assert!(matches!(
+            run_dense(&comm, &Source::Random { seed: 0 }, &params),
+            Err(DenseError::BadParam { .. })
+        ));
+    }
+}
+
+#[test]
+fn kalinov_lastovetsky_grid_follows_the_planner() {
+    use lblib::dense::alloc::kalinov_lastovetsky;
+    use lblib::dense::grid::{gather_grid, grid_gemm, GridAlloc, GridLayout};
+    // 001 §4.3, Figure 9: t = [[1,2],[3,5]]: grid column 0 rows 3:1, column 1
+    // rows 5:2; 61 block columns of a panel: 40 and 21.
+    let t = [1.0, 2.0, 3.0, 5.0];
+    let kl = kalinov_lastovetsky(&[vec![1.0, 2.0], vec![3.0, 5.0]]).unwrap();
+    // Harmonic means 3/2 and 20/7, shares 40/61 and 21/61 (001 §4.3).
+    assert!((kl.column_times[0] - 1.5).abs() < 1e-12);
+    assert!((kl.column_times[1] - 20.0 / 7.0).abs() < 1e-12);
+    let (bp, bq) = (8, 7);
+    let (n, block) = (8 * 7 * 2, 2); // 56 blocks: 7 row panels, 8 column panels
+    let lay = GridLayout::build_with(GridAlloc::Kl, &t, 2, 2, n, block, bp, bq).unwrap();
+    assert_eq!(lay.c, kl.integer_columns(bq).unwrap().counts);
+    assert_eq!(
+        lay.r_by_col[0],
+        optimal_chunks(&[1.0, 3.0], bp).unwrap().counts
+    );
+    assert_eq!(
+        lay.r_by_col[1],
+        optimal_chunks(&[2.0, 5.0], bp).unwrap().counts
+    );
+    // Algorithm 2.1 on (1, 3) and (2, 5) for 8 rows; on the harmonic means
+    // (3/2, 20/7) for 7 columns.
+    assert_eq!(lay.r_by_col[0], vec![6, 2]);
+    assert_eq!(lay.r_by_col[1], vec![6, 2]);
+    assert_eq!(lay.c, vec![5, 2]);
+    // Grid columns that split the rows differently: t = [[1,1],[3,1]] gives
+    // rows (6, 2) in grid column 0 and (4, 4) in grid column 1.
+    let t = [1.0, 1.0, 3.0, 1.0];
+    let lay = GridLayout::build_with(GridAlloc::Kl, &t, 2, 2, n, block, bp, bq).unwrap();
+    assert_eq!(lay.r_by_col, vec![vec![6, 2], vec![4, 4]]);
+    let kl = kalinov_lastovetsky(&[vec![1.0, 1.0], vec![3.0, 1.0]]).unwrap();
+    assert_eq!(lay.c, kl.integer_columns(bq).unwrap().counts);
+    // Entries per rank: (rows of (i, j)) x (columns of grid column j).
+    let nbl = n / block;
+    for i in 0..2 {
+        for j in 0..2 {
+            let rows = nbl / bp * lay.r_by_col[j][i] * block;
+            let cols = nbl / bq * lay.c[j] * block;
+            assert_eq!(lay.entries_per_rank()[2 * i + j], rows * cols, "({i},{j})");
+        }
+    }
+    assert!(!lay.aligned());
+    let (a, b) = (Source::Random { seed: 1 }, Source::Random { seed: 2 });
+    let exact =
+        lblib::dense::gemm::gemm_slab(&a.to_col_major(n), &b.to_col_major(n), n, n, faer::Par::Seq);
+    let out = ThreadComm::run(4, |comm| {
+        let c = grid_gemm(&comm, &lay, &a, &b, faer::Par::Seq).unwrap();
+        gather_grid(&comm, &lay, &c)
+    });
+    let d = max_abs_diff(&out[0], &exact);
+    assert!(d <= 100.0 * n as f64 * EPS, "{d:e}");
+}
+
+#[test]
+fn clusters_run_follows_the_two_level_planner_and_equals_faer() {
+    use lblib::dense::alloc::{two_level_allocation, TwoLevelParams};
+    // Two host-like clusters of 2 ranks, the second 3x slower (virtual clocks).
+    let groups = vec![vec![0, 1], vec![2, 3]];
+    let (n, block) = (96, 4); // 24 blocks, panels of 8
+    let params = DenseParams {
+        n,
+        block,
+        layout: LayoutKind::Clusters,
+        clusters: Some(groups.clone()),
+        slice: Some(8),
+        ..DenseParams::default()
+    };
+    let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0, 3.0, 3.0], ClockMode::Virtual);
+    let reps = ThreadComm::run_with(cfg, |comm| {
+        run_dense(&comm, &Source::Random { seed: 5 }, &params).unwrap()
+    });
+    let r = &reps[0];
+    // The columns per rank are the planner's, on the measured cycle-times.
+    let lay = ColumnLayout::build_clusters(&groups, &r.cycle_times, n, block, Some(8)).unwrap();
+    assert_eq!(r.columns_per_rank, lay.columns_per_rank());
+    let cl: Vec<Vec<f64>> = groups
+        .iter()
+        .map(|g| g.iter().map(|&x| r.cycle_times[x]).collect())
+        .collect();
+    let two = two_level_allocation(
+        &cl,
+        3,
+        &TwoLevelParams {
+            panel_size: 8,
+            ..TwoLevelParams::default()
+        },
+    )
+    .unwrap();
+    let mut cols = [0usize; 4];
+    for &(c, i) in &two.block_owner {
+        cols[groups[c][i]] += block;
+    }
+    assert_eq!(r.columns_per_rank, cols.to_vec());
+    // The slower cluster gets fewer columns (rates measured 3x apart).
+    assert!(cols[0] + cols[1] > cols[2] + cols[3], "{cols:?}");
+    assert!(r.backward_error.unwrap() <= n as f64 * EPS);
+    // The same layout factored directly equals serial faer to rounding.
+    let a = Source::Random { seed: 5 }.to_col_major(n);
+    let (lu_ref, ipiv_ref) = serial_lu(&a, n, faer::Par::Seq);
+    let scale = lu_ref.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let out = ThreadComm::run(4, |comm| {
+        let f = factor_distributed(
+            &comm,
+            Factorization::Lu,
+            &Source::Random { seed: 5 },
+            &lay,
+            0,
+            None::<&mut RateMeter<'_, ThreadComm>>,
+            faer::Par::Seq,
+        )
+        .unwrap();
+        (gather_factors(&comm, &f), f.ipiv)
+    });
+    assert_eq!(out[0].1, ipiv_ref);
+    assert!(max_abs_diff(&out[0].0, &lu_ref) <= 100.0 * n as f64 * EPS * scale);
+}
+
+#[test]
+fn a_load_change_mid_run_is_seen_by_the_replanning() {
+    use lblib::dense::LoadChange;
+    // Rank 1 becomes 4x slower at panel 8 of 24: the re-planning after it
+    // measures the change and moves blocks to rank 0; static keeps its layout.
+    let base = DenseParams {
+        n: 192,
+        block: 8,
+        layout: LayoutKind::Hetero,
+        load_change: Some(LoadChange {
+            panel: 8,
+            slowdowns: vec![1.0, 4.0],
+        }),
+        ..DenseParams::default()
+    };
+    let run = |replan: usize| {
+        let params = DenseParams {
+            replan,
+            ..base.clone()
+        };
+        let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0], ClockMode::Virtual);
+        ThreadComm::run_with(cfg, |comm| {
+            run_dense(&comm, &Source::Random { seed: 3 }, &params).unwrap()
+        })
+        .remove(0)
+    };
+    let stat = run(0);
+    let semi = run(4);
+    assert_eq!(stat.replans, 0);
+    assert_eq!(semi.replans, 5); // after panels 4, 8, 12, 16, 20
+    assert!(semi.bytes_moved > 0);
+    let last = semi.replan_rates.last().unwrap();
+    let ratio = last[0] / last[1];
+    assert!((3.0..5.0).contains(&ratio), "measured rate ratio {ratio}");
+    // Rates before the change were equal.
+    let first = &semi.replan_rates[0];
+    assert!((0.7..1.4).contains(&(first[0] / first[1])), "{first:?}");
+    assert!(semi.columns_per_rank[0] > stat.columns_per_rank[0]);
+    for r in [&stat, &semi] {
+        assert!(r.backward_error.unwrap() <= 192.0 * EPS);
+    }
+    // A load change on a communicator without emulated slowdowns is a typed error.
+    let e = run_dense(
+        &lblib::SelfComm::new(),
+        &Source::Random { seed: 3 },
+        &DenseParams {
+            load_change: Some(LoadChange {
+                panel: 0,
+                slowdowns: vec![2.0],
+            }),
+            ..DenseParams {
+                n: 16,
+                block: 4,
+                ..DenseParams::default()
+            }
+        },
+    );
+    assert!(matches!(
+        e,
+        Err(DenseError::BadParam {
+            what: "slowdown-after",
+            ..
+        })
+    ));
+}

@@ -165,7 +165,7 @@ fn apply_swaps(data: &mut [f64], ld: usize, ncols: usize, row0: usize, c0: usize
 
 /// Converts faer's row permutation of an `m × w` panel (`perm[i]` = original
 /// row of row `i`) into `w` LAPACK transpositions (0-based, relative to the panel).
-fn perm_to_transpositions(perm: &[usize], w: usize) -> Vec<usize> {
+pub(crate) fn perm_to_transpositions(perm: &[usize], w: usize) -> Vec<usize> {
     let m = perm.len();
     let mut cur: Vec<usize> = (0..m).collect(); // cur[pos] = original row at pos
     let mut pos: Vec<usize> = (0..m).collect(); // pos[row] = its position
@@ -237,8 +237,38 @@ pub fn factor_distributed<C: Comm + ?Sized>(
     src: &Source,
     layout: &ColumnLayout,
     replan_every: usize,
+    meter: Option<&mut RateMeter<'_, C>>,
+    par: Par,
+) -> Result<DistFactors, DenseError> {
+    factor_distributed_with(
+        comm,
+        kind,
+        src,
+        layout,
+        replan_every,
+        meter,
+        par,
+        &mut |_| {},
+    )
+}
+
+/// [`factor_distributed`] calling `on_panel(k)` on every process at the start of
+/// step `k` (before panel `k` is factored): the hook of the experiments whose
+/// load changes during the run (`000` §2.1, §4.5), e.g. a
+/// [`Comm::set_slowdown`] after a given panel.
+///
+/// # Errors
+/// As [`factor_distributed`].
+#[allow(clippy::too_many_arguments)]
+pub fn factor_distributed_with<C: Comm + ?Sized>(
+    comm: &C,
+    kind: Factorization,
+    src: &Source,
+    layout: &ColumnLayout,
+    replan_every: usize,
     mut meter: Option<&mut RateMeter<'_, C>>,
     par: Par,
+    on_panel: &mut dyn FnMut(usize),
 ) -> Result<DistFactors, DenseError> {
     let p = comm.size();
     let me = comm.rank();
@@ -286,6 +316,7 @@ pub fn factor_distributed<C: Comm + ?Sized>(
     borrow_block(comm, &layout, &loc, 0, 0, &mut pending, &mut stats);
 
     for k in 0..nb {
+        on_panel(k);
         let (c0, c1) = layout.block_cols(k);
         let w = c1 - c0;
         let f = layout.factor[k];

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::check;
-use super::factor::{factor_distributed, gather_factors, Factorization};
+use super::factor::{factor_distributed_with, gather_factors, Factorization};
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
-use super::grid::{gather_grid, grid_gemm, GridLayout};
+use super::grid::{gather_grid, grid_gemm, grid_lu, GridAlloc, GridLayout};
 use super::layout::{ColumnLayout, LayoutKind};
 use super::rates::{RateMeter, RateParams, RateSample};
 use super::{par_for, random_entry, DenseError, Source};
@@ -76,11 +76,29 @@ pub struct DenseParams {
     /// Clusters of ranks for [`LayoutKind::Clusters`] (`001` §4.5); `None`:
     /// one cluster of all ranks. Default: `None`.
     pub clusters: Option<Vec<Vec<usize>>>,
-    /// Run the product on an `R × Q` process grid (`001` §4.3; `gemm` only).
-    /// Default: `None` (1-D column slabs).
+    /// Run on an `R × Q` process grid (`001` §4.3–4.5; `gemm` and `lu`).
+    /// Default: `None` (1-D column layouts).
     pub grid: Option<(usize, usize)>,
+    /// The 2-D allocation of the grid (panel or Kalinov–Lastovetsky).
+    /// Default: [`GridAlloc::Panel`].
+    pub grid_alloc: GridAlloc,
+    /// A load that changes during the run (LU and QR on a 1-D layout): at the
+    /// start of panel `panel` every rank's emulated slowdown becomes
+    /// `slowdowns[rank]` ([`Comm::set_slowdown`]; the thread backend).
+    /// Default: `None`.
+    pub load_change: Option<LoadChange>,
     /// Rate measurement. Default: [`RateParams::default`].
     pub rates: RateParams,
+}
+
+/// A change of the per-rank slowdowns after a given panel (the deterministic
+/// "load that changes mid-run" of the semi-static experiment, `000` §2.1, §4.5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadChange {
+    /// Panel (column block) at whose start the slowdowns change.
+    pub panel: usize,
+    /// New slowdown factor of every rank.
+    pub slowdowns: Vec<f64>,
 }
 
 impl Default for DenseParams {
@@ -97,7 +115,9 @@ impl Default for DenseParams {
             rhs: false,
             check: true,
             grid: None,
+            grid_alloc: GridAlloc::Panel,
             clusters: None,
+            load_change: None,
             rates: RateParams::default(),
         }
     }
@@ -142,11 +162,37 @@ impl DenseParams {
             return bad("clusters", 0, "cluster lists need --layout clusters");
         }
         if let Some((r, q)) = self.grid {
-            if self.op != DenseOp::Gemm {
-                return bad("grid", r * q, "the 2-D grid runs gemm only");
+            if self.op == DenseOp::Qr {
+                return bad("grid", r * q, "the 2-D grid runs lu and gemm, not qr");
+            }
+            if self.replan > 0 {
+                return bad("replan", self.replan, "re-planning applies to 1-D layouts");
+            }
+            if self.layout == LayoutKind::Optimized || self.layout == LayoutKind::Clusters {
+                return bad(
+                    "grid",
+                    r * q,
+                    "the 2-D grid takes --layout cyclic (equal times) or hetero (measured)",
+                );
             }
             if r == 0 || q == 0 {
                 return bad("grid", r * q, "needs at least 1 x 1");
+            }
+        }
+        if let Some(lc) = &self.load_change {
+            if self.op == DenseOp::Gemm || self.grid.is_some() {
+                return bad(
+                    "slowdown-after",
+                    lc.panel,
+                    "a load change applies to lu and qr on a 1-D layout",
+                );
+            }
+            if lc.slowdowns.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+                return bad(
+                    "slowdown-after",
+                    lc.panel,
+                    "slowdown factors must be finite and > 0",
+                );
             }
         }
         if self.layout == LayoutKind::Optimized && self.n.div_ceil(self.block) < 2 {
@@ -199,12 +245,20 @@ pub struct DenseReport {
     pub rows_per_rank: Option<Vec<usize>>,
     /// `R × Q` of the 2-D grid, if any.
     pub grid: Option<(usize, usize)>,
+    /// The 2-D allocation (`panel` or `kl`), if on a grid.
+    pub grid_alloc: Option<String>,
+    /// Bytes sent by all processes during the 2-D LU (panel gathers, swaps,
+    /// broadcasts counted once per receiver); 0 elsewhere.
+    pub grid_bytes: u64,
     /// `003` §4 %imbalance of the collectives of the operation.
     pub imbalance_percent: f64,
     /// Semi-static re-plannings performed.
     pub replans: usize,
     /// Bytes moved by re-plannings.
     pub bytes_moved: u64,
+    /// Seconds (communicator clock, this rank) spent re-measuring rates in
+    /// re-plannings.
+    pub replan_seconds: f64,
     /// Rates (GFLOP/s per rank) measured at each re-planning.
     pub replan_rates: Vec<Vec<f64>>,
     /// Predicted time of the layout in `000`'s unit-task model (units of the
@@ -252,9 +306,12 @@ pub fn run_dense<C: Comm>(
         columns_per_rank: Vec::new(),
         rows_per_rank: None,
         grid: params.grid,
+        grid_alloc: params.grid.map(|_| params.grid_alloc.name().to_string()),
+        grid_bytes: 0,
         imbalance_percent: 0.0,
         replans: 0,
         bytes_moved: 0,
+        replan_seconds: 0.0,
         replan_rates: Vec::new(),
         predicted_time: None,
         predicted_cyclic_time: None,
@@ -275,7 +332,8 @@ pub fn run_dense<C: Comm>(
         } else {
             &sample.times
         };
-        let gl = GridLayout::build(
+        let gl = GridLayout::build_with(
+            params.grid_alloc,
             times,
             gr,
             gq,
@@ -284,30 +342,60 @@ pub fn run_dense<C: Comm>(
             (4 * gr).min(nb),
             (4 * gq).min(nb),
         )?;
-        report.columns_per_rank = (0..comm.size()).map(|r| gl.cols_of(r % gq).len()).collect();
-        report.rows_per_rank = Some((0..comm.size()).map(|r| gl.rows_of(r / gq).len()).collect());
-        report.slice = gl.r.iter().sum::<usize>() * gl.c.iter().sum::<usize>();
-        let b_src = match src {
-            Source::Random { seed } => Source::Random {
-                seed: seed.wrapping_add(1),
-            },
-            Source::ColMajor(_) => *src,
-        };
-        traced.reset();
-        traced.barrier();
-        let t0 = traced.wtime();
-        let c = grid_gemm(&traced, &gl, src, &b_src, par)?;
-        traced.barrier();
-        report.wall_seconds = traced.wtime() - t0;
-        report.imbalance_percent = traced.report()?.imbalance_percent;
-        if params.check {
-            let full = gather_grid(traced.inner(), &gl, &c);
-            if comm.rank() == 0 {
-                let a = src.to_col_major(n);
-                let b = b_src.to_col_major(n);
-                let exact = gemm_slab(&a, &b, n, n, par);
-                let diff: Vec<f64> = full.iter().zip(&exact).map(|(x, y)| x - y).collect();
-                checks[0] = check::frobenius(&diff) / (check::frobenius(&a) * check::frobenius(&b));
+        report.columns_per_rank = gl.cols_per_rank();
+        report.rows_per_rank = Some(gl.rows_per_rank());
+        report.slice = (4 * gr).min(nb) * (4 * gq).min(nb);
+        if params.op == DenseOp::Lu {
+            traced.reset();
+            traced.barrier();
+            let t0 = traced.wtime();
+            let f = grid_lu(&traced, &gl, src, par)?;
+            traced.barrier();
+            report.wall_seconds = traced.wtime() - t0;
+            report.imbalance_percent = traced.report()?.imbalance_percent;
+            let mut bytes = [f.bytes_sent];
+            comm.all_reduce_u64(&mut bytes, ReduceOp::Sum);
+            report.grid_bytes = bytes[0];
+            if params.check || params.rhs {
+                let full = gather_grid(traced.inner(), &gl, &f.local);
+                if comm.rank() == 0 {
+                    let a = src.to_col_major(n);
+                    if params.check {
+                        checks[0] = check::lu_backward_error(&a, &full, &f.ipiv, n, par);
+                    }
+                    if params.rhs {
+                        let b: Vec<f64> = (0..n)
+                            .map(|i| random_entry(params.seed ^ 0xB, i, n))
+                            .collect();
+                        let x = check::lu_solve(&full, &f.ipiv, n, &b, par);
+                        checks[2] = check::solve_residual(&a, n, &x, &b, par);
+                    }
+                }
+            }
+        } else {
+            let b_src = match src {
+                Source::Random { seed } => Source::Random {
+                    seed: seed.wrapping_add(1),
+                },
+                Source::ColMajor(_) => *src,
+            };
+            traced.reset();
+            traced.barrier();
+            let t0 = traced.wtime();
+            let c = grid_gemm(&traced, &gl, src, &b_src, par)?;
+            traced.barrier();
+            report.wall_seconds = traced.wtime() - t0;
+            report.imbalance_percent = traced.report()?.imbalance_percent;
+            if params.check {
+                let full = gather_grid(traced.inner(), &gl, &c);
+                if comm.rank() == 0 {
+                    let a = src.to_col_major(n);
+                    let b = b_src.to_col_major(n);
+                    let exact = gemm_slab(&a, &b, n, n, par);
+                    let diff: Vec<f64> = full.iter().zip(&exact).map(|(x, y)| x - y).collect();
+                    checks[0] =
+                        check::frobenius(&diff) / (check::frobenius(&a) * check::frobenius(&b));
+                }
             }
         }
     } else if params.op == DenseOp::Gemm {
@@ -360,10 +448,27 @@ pub fn run_dense<C: Comm>(
         } else {
             Factorization::Qr
         };
+        if let Some(lc) = &params.load_change {
+            if lc.slowdowns.len() != comm.size() {
+                return Err(DenseError::BadParam {
+                    what: "slowdown-after",
+                    value: format!("{} factors", lc.slowdowns.len()),
+                    reason: "needs one slowdown factor per process",
+                });
+            }
+        }
+        let mut unsupported = false;
+        let mut on_panel = |k: usize| {
+            if let Some(lc) = &params.load_change {
+                if k == lc.panel && !traced.set_slowdown(lc.slowdowns[comm.rank()]) {
+                    unsupported = true;
+                }
+            }
+        };
         traced.reset();
         traced.barrier();
         let t0 = traced.wtime();
-        let f = factor_distributed(
+        let f = factor_distributed_with(
             &traced,
             kind,
             src,
@@ -371,13 +476,22 @@ pub fn run_dense<C: Comm>(
             params.replan,
             Some(&mut meter),
             par,
+            &mut on_panel,
         )?;
+        if unsupported {
+            return Err(DenseError::BadParam {
+                what: "slowdown-after",
+                value: "set".into(),
+                reason: "this communicator emulates no slowdown (use the thread backend)",
+            });
+        }
         traced.barrier();
         report.wall_seconds = traced.wtime() - t0;
         report.imbalance_percent = traced.report()?.imbalance_percent;
         report.columns_per_rank = f.layout.columns_per_rank();
         report.replans = f.stats.replans;
         report.bytes_moved = f.stats.bytes_moved;
+        report.replan_seconds = f.stats.replan_seconds;
         report.replan_rates = f
             .stats
             .replan_rates

@@ -7,7 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use lblib::dense::{run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, Source};
+use lblib::dense::grid::GridAlloc;
+use lblib::dense::{
+    run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, LoadChange, Source,
+};
 
 use std::fmt::Write as _;
 
@@ -39,6 +42,15 @@ pub enum LayoutArg {
     Clusters,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GridAllocArg {
+    /// Integer panel allocation r_i x c_j of seeds/001 §4.3-4.4 (four neighbours).
+    Panel,
+    /// Kalinov-Lastovetsky: columns by grid-column harmonic means, then rows
+    /// inside every grid column (seeds/001 §4.3, Figure 9).
+    Kl,
+}
+
 #[derive(Args)]
 pub struct DenseArgs {
     /// Operation.
@@ -63,12 +75,19 @@ pub struct DenseArgs {
     #[arg(long)]
     slice: Option<usize>,
     /// Clusters of ranks for --layout clusters, e.g. 0-1,2-3 (default: one cluster).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cluster_sizes")]
     clusters: Option<String>,
-    /// Run gemm on an R x C process grid with the 2-D panel allocation of
-    /// seeds/001 §4.3 (e.g. 2x2; R*C must equal the number of processes).
+    /// Clusters of consecutive ranks given by their sizes, as hosts under
+    /// mpirun: 2,2 = ranks 0-1 and 2-3 (implies --layout clusters).
+    #[arg(long, value_delimiter = ',')]
+    cluster_sizes: Vec<usize>,
+    /// Run lu or gemm on an R x C process grid (seeds/001 §4.3-4.5; e.g. 2x2;
+    /// R*C must equal the number of processes).
     #[arg(long)]
     grid: Option<String>,
+    /// The 2-D allocation of --grid.
+    #[arg(long, value_enum, default_value = "panel")]
+    grid_alloc: GridAllocArg,
     /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
     #[arg(long, default_value_t = 0)]
     replan: usize,
@@ -91,6 +110,10 @@ pub struct DenseArgs {
     /// sleeping under MPI.
     #[arg(long, value_delimiter = ',')]
     slowdown: Vec<f64>,
+    /// A load that changes mid-run (thread backend): at the start of panel P the
+    /// slowdowns become the given factors, e.g. 10:1,3 (one factor per rank).
+    #[arg(long)]
+    slowdown_after: Option<String>,
     /// Minimum length in seconds of each rate-measurement section (an lblib
     /// flexible section of GEMM updates).
     #[arg(long, default_value_t = 0.03)]
@@ -115,6 +138,41 @@ fn parse_grid(s: &str) -> Result<(usize, usize), Fail> {
             "--grid {s}: expected RxC with R, C >= 1 (e.g. 2x2)"
         ))),
     }
+}
+
+/// Parses `P:f0,f1,...` of --slowdown-after.
+fn parse_load_change(s: &str) -> Result<LoadChange, Fail> {
+    let err = || {
+        bad(format!(
+            "--slowdown-after {s}: expected PANEL:F0,F1,... with factors > 0 (e.g. 10:1,3)"
+        ))
+    };
+    let (p, fs) = s.split_once(':').ok_or_else(err)?;
+    let panel = p.trim().parse().map_err(|_| err())?;
+    let slowdowns = fs
+        .split(',')
+        .map(|f| f.trim().parse::<f64>().map_err(|_| err()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if slowdowns.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+        return Err(err());
+    }
+    Ok(LoadChange { panel, slowdowns })
+}
+
+/// Clusters of consecutive ranks from their sizes (`2,2` -> `[[0,1],[2,3]]`).
+fn clusters_from_sizes(sizes: &[usize]) -> Result<Vec<Vec<usize>>, Fail> {
+    if sizes.contains(&0) {
+        return Err(bad("--cluster-sizes: every cluster needs at least 1 rank"));
+    }
+    let mut next = 0;
+    Ok(sizes
+        .iter()
+        .map(|&s| {
+            let g: Vec<usize> = (next..next + s).collect();
+            next += s;
+            g
+        })
+        .collect())
 }
 
 /// Parses cluster lists like `0-1,2,3-5` (ranges or single ranks, one cluster each).
@@ -155,6 +213,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
         n,
         block: a.block,
         layout: match a.layout {
+            _ if !a.cluster_sizes.is_empty() => LayoutKind::Clusters,
             LayoutArg::Cyclic => LayoutKind::Cyclic,
             LayoutArg::Hetero => LayoutKind::Hetero,
             LayoutArg::Optimized => LayoutKind::Optimized,
@@ -167,7 +226,20 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
         rhs: a.rhs,
         check: !a.no_check,
         grid: a.grid.as_deref().map(parse_grid).transpose()?,
-        clusters: a.clusters.as_deref().map(parse_clusters).transpose()?,
+        grid_alloc: match a.grid_alloc {
+            GridAllocArg::Panel => GridAlloc::Panel,
+            GridAllocArg::Kl => GridAlloc::Kl,
+        },
+        clusters: if a.cluster_sizes.is_empty() {
+            a.clusters.as_deref().map(parse_clusters).transpose()?
+        } else {
+            Some(clusters_from_sizes(&a.cluster_sizes)?)
+        },
+        load_change: a
+            .slowdown_after
+            .as_deref()
+            .map(parse_load_change)
+            .transpose()?,
         rates: lblib::dense::RateParams {
             min_seconds: a.rate_seconds,
             ..Default::default()
@@ -233,12 +305,21 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
         None => Source::Random { seed: a.seed },
     };
     let report = if a.ranks > 1 {
-        let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
+        // A load change needs the virtual clocks even without --slowdown.
+        let slow = if a.slowdown.is_empty() && a.slowdown_after.is_some() {
+            vec![1.0; a.ranks]
+        } else {
+            a.slowdown.clone()
+        };
+        let cfg = crate::resources::thread_config(&slow, a.ranks)?;
         let out = lblib::ThreadComm::run_with(cfg, |comm| run_dense(&comm, &src, &params));
         out.into_iter().next().expect("rank 0").map_err(to_fail)?
     } else {
         if !a.slowdown.is_empty() {
             return Err(bad("--slowdown needs --ranks N or --mpi"));
+        }
+        if a.slowdown_after.is_some() {
+            return Err(bad("--slowdown-after needs --ranks N (thread backend)"));
         }
         run_dense(&lblib::SelfComm::new(), &src, &params).map_err(to_fail)?
     };
@@ -274,7 +355,11 @@ fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
     let _ = writeln!(out, "update rates (GFLOP/s per rank) {}", rates.join(" "));
     let _ = writeln!(out, "columns per rank {:?}", r.columns_per_rank);
     if let (Some(rows), Some((gr, gq))) = (&r.rows_per_rank, r.grid) {
-        let _ = writeln!(out, "grid {gr}x{gq}, rows per rank {rows:?}");
+        let _ = writeln!(
+            out,
+            "grid {gr}x{gq} ({} allocation), rows per rank {rows:?}",
+            r.grid_alloc.as_deref().unwrap_or("panel")
+        );
     }
     if let (Some(p), Some(c)) = (r.predicted_time, r.predicted_cyclic_time) {
         let _ = writeln!(
@@ -298,6 +383,9 @@ fn dense_mpi(a: &DenseArgs) -> Result<(), Fail> {
     use lblib::Comm;
     let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
     let loaded = load(a).and_then(|(n, d)| {
+        if a.slowdown_after.is_some() {
+            return Err(bad("--slowdown-after needs --ranks N (thread backend)"));
+        }
         let p = params_from(a, n)?;
         p.validate().map_err(to_fail)?;
         Ok((n, d, p))
