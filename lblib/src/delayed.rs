@@ -112,6 +112,9 @@ impl<C: Comm> Comm for Delayed<C> {
         self.inner
             .all_to_all_v(send, send_counts, recv, recv_counts);
     }
+    fn set_slowdown(&self, factor: f64) -> bool {
+        self.inner.set_slowdown(factor)
+    }
     /// Sub-communicators stay behind the link.
     fn split(&self, color: usize, key: usize) -> Self {
         self.wait();
