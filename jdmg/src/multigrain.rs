@@ -1133,6 +1133,10 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         window: mg.rate_window,
         min_rate_seconds: mg.min_rate_seconds,
     };
+    // every rank validates (only leaders build a balancer): all fail together
+    if let Some(mp) = &mg.memory_balance {
+        mp.validate().map_err(|e| invalid(&e))?;
+    }
     let lbs = if mg.balance != Balance::None {
         let mut g = GroupLbs::new(&group, if is_leader { Some(&leaders) } else { None }, cfg)
             .map_err(|e| invalid(&e))?;
