@@ -208,18 +208,16 @@ fn foreign_checkpoints_are_refused() {
         nev: 5,
         ..p.clone()
     };
-    assert!(matches!(
-        resume(&a, &other_nev),
-        Err(JdError::Checkpoint(CheckpointError::Mismatch { .. }))
-    ));
     let other_seed = JdParams {
         seed: 2,
         ..p.clone()
     };
-    assert!(matches!(
-        resume(&a, &other_seed),
-        Err(JdError::Checkpoint(CheckpointError::Mismatch { .. }))
-    ));
+    for other in [&other_nev, &other_seed] {
+        assert!(matches!(
+            resume(&a, other),
+            Err(JdError::Checkpoint(CheckpointError::Mismatch { .. }))
+        ));
+    }
     // A looser tolerance is allowed and converges.
     let looser = JdParams { tol: 1e-8, ..p };
     assert!(resume(&a, &looser).is_ok());

@@ -42,33 +42,40 @@ pub fn generated_bytes(spec: &GenSpec) -> u64 {
 /// matrices (four of max_basis²), and the preconditioner (ILU: two factor
 /// copies, 24 bytes per entry; SPAI/FSAI one sparse matrix, 12 bytes per entry;
 /// Jacobi one vector). `ranks > 1` adds the ranks' local copies of the matrix.
-/// Bytes that checkpoints add to a solve of an `n`-row share (`--checkpoint`,
-/// `--resume`): the state copied (V, AV, the locked vectors, the new block),
-/// then encoded into a buffer of the same size.
-pub fn checkpoint_bytes(n: usize, p: &JdParams) -> u64 {
+/// `(n, k, nev, max_basis)` of a solve as u64, with the defaults of
+/// `JdParams` (block min(nev, 8), basis max(6k + nev, 30)), unvalidated.
+fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
+    use jdmg::params::{DEFAULT_BLOCK_CAP, MIN_DEFAULT_BASIS};
     let n64 = n as u64;
-    let k = if p.block == 0 { p.nev.min(8) } else { p.block }.min(n) as u64;
+    let k = if p.block == 0 {
+        p.nev.min(DEFAULT_BLOCK_CAP)
+    } else {
+        p.block
+    }
+    .min(n) as u64;
     let nev = p.nev as u64;
     let m = if p.max_basis == 0 {
-        (6 * k + nev).max(30)
+        k.saturating_mul(6)
+            .saturating_add(nev)
+            .max(MIN_DEFAULT_BASIS as u64)
     } else {
         p.max_basis as u64
     }
     .min(n64);
+    (n64, k, nev, m)
+}
+
+/// Bytes that checkpoints add to a solve of an `n`-row share (`--checkpoint`,
+/// `--resume`): the state copied (V, AV, the locked vectors, the new block),
+/// then encoded into a buffer of the same size.
+pub fn checkpoint_bytes(n: usize, p: &JdParams) -> u64 {
+    let (n64, k, nev, m) = shape(n, p);
     let columns = m.saturating_mul(2).saturating_add(nev).saturating_add(k);
     n64.saturating_mul(columns).saturating_mul(2 * 8)
 }
 
 pub fn solve_bytes(n: usize, nnz: usize, p: &JdParams, ranks: usize) -> u64 {
-    let n64 = n as u64;
-    let k = if p.block == 0 { p.nev.min(8) } else { p.block }.min(n) as u64;
-    let nev = p.nev as u64;
-    let m = if p.max_basis == 0 {
-        (6 * k + nev).max(30)
-    } else {
-        p.max_basis as u64
-    }
-    .min(n64);
+    let (n64, k, nev, m) = shape(n, p);
     let columns = m
         .saturating_mul(3)
         .saturating_add(nev.saturating_mul(2))
