@@ -77,6 +77,24 @@ fn assert_close(a: &[f64], b: &[f64]) {
     }
 }
 
+/// Starts `c` with `--checkpoint f --checkpoint-every every`, its output piped
+/// (to read it) or discarded.
+fn spawn_checkpointing(
+    c: &mut Command,
+    f: &std::path::Path,
+    every: &str,
+    piped: bool,
+) -> std::process::Child {
+    let out = || if piped { Stdio::piped() } else { Stdio::null() };
+    c.arg("--checkpoint")
+        .arg(f)
+        .args(["--checkpoint-every", every])
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap()
+}
+
 /// Kill -9 mid-solve, resume, compare with an uninterrupted run.
 #[test]
 fn sigkill_then_resume_gives_the_uninterrupted_answer() {
@@ -86,17 +104,7 @@ fn sigkill_then_resume_gives_the_uninterrupted_answer() {
     assert_eq!(code, 0, "{err}");
     let full_matvecs = full["matvecs"].as_u64().unwrap();
 
-    let mut child = jdmg()
-        .args([
-            "--checkpoint",
-            f.to_str().unwrap(),
-            "--checkpoint-every",
-            "0.2",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_checkpointing(&mut jdmg(), &f, "0.2", false);
     wait_for(&mut child, std::slice::from_ref(&f));
     kill(&mut child, libc::SIGKILL);
     let _ = child.wait();
@@ -151,17 +159,7 @@ fn sigterm_writes_a_last_checkpoint_and_exits_143() {
     // 46 outer iterations, a checkpoint at each (14 MB, synced): the signal,
     // sent once the first is there, lands long before the end.
     let longer = || long_solve(&[]);
-    let mut child = longer()
-        .args([
-            "--checkpoint",
-            f.to_str().unwrap(),
-            "--checkpoint-every",
-            "0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_checkpointing(&mut longer(), &f, "0", true);
     // The first checkpoint shows that the solve (and its signal handler) runs.
     wait_for(&mut child, std::slice::from_ref(&f));
     kill(&mut child, libc::SIGTERM);
@@ -323,17 +321,7 @@ fn two_rank_sigterm_and_an_incomplete_set() {
     let d = dir("ranks-term");
     let f = d.join("state.ckpt");
     let longer = || long_solve(&["--ranks", "2"]);
-    let mut child = longer()
-        .args([
-            "--checkpoint",
-            f.to_str().unwrap(),
-            "--checkpoint-every",
-            "0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_checkpointing(&mut longer(), &f, "0", true);
     let prev = |r: usize| PathBuf::from(format!("{}.prev", rank_file(&f, r).display()));
     // two checkpoints per rank: the newest and the previous one
     wait_for(&mut child, &[prev(0), prev(1)]);
