@@ -144,6 +144,9 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
     fn nrows(&self) -> usize {
         self.n
     }
+    fn is_identity(&self) -> bool {
+        matches!(self.inner, Inner::Identity)
+    }
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.n;
         if matches!(self.inner, Inner::Identity) {

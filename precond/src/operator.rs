@@ -25,6 +25,10 @@ pub trait Preconditioner {
     fn apply(&self, r: &[f64], z: &mut [f64]) {
         self.apply_block(r, z, 1)
     }
+    /// Whether `M⁻¹ = I` (then Krylov solvers skip the copies `z = r`). Default false.
+    fn is_identity(&self) -> bool {
+        false
+    }
 }
 
 /// `M = I`: no preconditioning.
@@ -39,6 +43,9 @@ impl Preconditioner for IdentityPreconditioner {
     }
     fn apply_block(&self, r: &[f64], z: &mut [f64], _k: usize) {
         z.copy_from_slice(r);
+    }
+    fn is_identity(&self) -> bool {
+        true
     }
 }
 
@@ -57,5 +64,8 @@ impl<T: Preconditioner + ?Sized> Preconditioner for &T {
     }
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         (**self).apply_block(r, z, k)
+    }
+    fn is_identity(&self) -> bool {
+        (**self).is_identity()
     }
 }

@@ -37,6 +37,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             _ => Inner::Identity,
         };
         let maxits = self.prm.maxits();
+        if maxits == 0 && matches!(inner, Inner::Identity) {
+            // Davidson step without a preconditioner: t = −r. The residual is already
+            // orthogonal to x, X and V up to rounding, which `orthogonalize_block`
+            // removes (PRIMME's GD+k step).
+            let tcol = &mut self.t[slot * n..(slot + 1) * n];
+            tcol.iter_mut().zip(r).for_each(|(t, v)| *t = -v);
+            return 0;
+        }
         let floor = 0.1 * self.tol_for(s.theta);
         let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| QmrSetup {
             theta: s.theta,

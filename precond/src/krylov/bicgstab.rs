@@ -4,8 +4,8 @@
 use lblib::comm::Comm;
 
 use super::{
-    axpy, common_stepwise, dot, global_sum, inherent_stepwise, initial_residual, Breakdown,
-    BreakdownKind, IterPair, KrylovResult, KrylovStats, Stepwise, StopCriteria,
+    axpy, axpy_dot2, common_stepwise, dot, dot3, global_sum, inherent_stepwise, initial_residual,
+    Breakdown, BreakdownKind, IterPair, KrylovResult, KrylovStats, Stepwise, StopCriteria,
 };
 use crate::operator::{Operator, Preconditioner};
 
@@ -145,8 +145,14 @@ impl Bicgstab {
                 *pi = ri + beta * (*pi - om * vi);
             }
         }
-        m.apply(&self.p, &mut self.phat);
-        a.apply(&self.phat, &mut self.v);
+        // M = I: p̂ = p and ŝ = s are used in place (no copies).
+        let identity = m.is_identity();
+        if identity {
+            a.apply(&self.p, &mut self.v);
+        } else {
+            m.apply(&self.p, &mut self.phat);
+            a.apply(&self.phat, &mut self.v);
+        }
         self.stats.precond_applies += 1;
         self.stats.matvecs += 1;
         let mut s1 = [dot(&self.rhat, &self.v)];
@@ -161,15 +167,15 @@ impl Bicgstab {
         let alpha = rho / rv;
         // s = r − α v, stored in r.
         axpy(-alpha, &self.v, &mut self.r);
-        m.apply(&self.r, &mut self.shat);
-        a.apply(&self.shat, &mut self.t);
+        if identity {
+            a.apply(&self.r, &mut self.t);
+        } else {
+            m.apply(&self.r, &mut self.shat);
+            a.apply(&self.shat, &mut self.t);
+        }
         self.stats.precond_applies += 1;
         self.stats.matvecs += 1;
-        let mut s2 = [
-            dot(&self.t, &self.r),
-            dot(&self.t, &self.t),
-            dot(&self.r, &self.r),
-        ];
+        let mut s2 = dot3(&self.t, &self.r);
         global_sum(comm, &mut s2, &mut self.stats);
         let [ts, tt, ss] = s2;
         if !(ts.is_finite() && tt.is_finite() && ss.is_finite()) {
@@ -178,7 +184,7 @@ impl Bicgstab {
         let omega = if tt > 0.0 { ts / tt } else { 0.0 };
         if omega == 0.0 {
             // Half step only: x += α p̂, residual s.
-            let phat = &self.phat;
+            let phat = if identity { &self.p } else { &self.phat };
             self.x.advance(|old, new| {
                 if let Some(o) = old {
                     new.copy_from_slice(o);
@@ -195,7 +201,11 @@ impl Bicgstab {
             self.rho = 0.0;
             return Err(breakdown(self, BreakdownKind::Omega));
         }
-        let (phat, shat) = (&self.phat, &self.shat);
+        let (phat, shat) = if identity {
+            (&self.p, &self.r)
+        } else {
+            (&self.phat, &self.shat)
+        };
         self.x.advance(|old, new| match old {
             Some(o) => {
                 for (((ni, &oi), &pi), &si) in new.iter_mut().zip(o).zip(phat).zip(shat) {
@@ -208,8 +218,7 @@ impl Bicgstab {
                 }
             }
         });
-        axpy(-omega, &self.t, &mut self.r);
-        let mut s3 = [dot(&self.rhat, &self.r), dot(&self.r, &self.r)];
+        let mut s3 = axpy_dot2(omega, &self.t, &mut self.r, &self.rhat);
         global_sum(comm, &mut s3, &mut self.stats);
         self.rho_prev = rho;
         self.rho = s3[0];
