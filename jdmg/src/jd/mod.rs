@@ -33,7 +33,7 @@ use precond::{Operator, Preconditioner};
 
 use crate::checkpoint::{CheckpointRequest, CheckpointSink, Checkpointing};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
-use crate::dense::{gemm_nn, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
+use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::jdqmr::{QmrSetup, QmrStop};
 use crate::params::{
     ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Sizes, Target, Verify,
@@ -205,8 +205,8 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     // basis, AV and projected matrix (ld = max_basis)
     v: Vec<f64>,
     w: Vec<f64>,
-    /// Same size as `v`: target of basis transformations (swapped in).
-    scratch: Vec<f64>,
+    /// Row block of the in-place basis transformations (`IN_PLACE_ROWS × max_basis`).
+    row_block: Vec<f64>,
     h: Vec<f64>,
     m: usize,
     // new block and its image
@@ -380,7 +380,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             res: Vec::new(),
             v: vec![0.0; n * mb],
             w: vec![0.0; n * mb],
-            scratch: vec![0.0; n * mb],
+            row_block: vec![0.0; crate::dense::IN_PLACE_ROWS * mb],
             h: vec![0.0; mb * mb],
             m: 0,
             t: vec![0.0; n * sz.k],
@@ -445,11 +445,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let mut poll_armed = false;
         let mut stop_pending = false;
         let mut solver = CorrectionSolver::new(n, self.prm.inner_solver, nev + self.sz.k);
+        // Ritz vectors and residuals of the selected pairs (at most k), sized once;
+        // each batch is computed in place after the pairs selected so far.
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
-        // Ritz vectors and residuals of one batch (at most k), sized once.
-        let mut xbuf = vec![0.0; n * k];
-        let mut rbuf = vec![0.0; n * k];
         let mut last_ritz: Vec<(f64, f64)> = Vec::new();
         loop {
             if self.sink.is_some() && poll_armed {
@@ -494,15 +493,20 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     .max(if pos < remaining { 1 } else { 0 });
                 let cnt = cnt.max(1).min(m - pos);
                 let ycols = &y[pos * m..(pos + cnt) * m];
-                let (xb, rb) = (&mut xbuf[..n * cnt], &mut rbuf[..n * cnt]);
-                gemm_nn(xb, &self.v, n, m, ycols, cnt, self.par);
-                gemm_nn(rb, &self.w, n, m, ycols, cnt, self.par);
+                // cnt ≤ k − s0: the batch fits after the pairs selected so far.
+                let s0 = sel.len();
                 let mut nrm = vec![0.0; cnt];
-                for j in 0..cnt {
-                    let th = theta[pos + j];
-                    let (xj, rj) = (&xb[j * n..(j + 1) * n], &mut rb[j * n..(j + 1) * n]);
-                    rj.iter_mut().zip(xj).for_each(|(r, x)| *r -= th * x);
-                    nrm[j] = crate::dense::dot(rj, rj);
+                {
+                    let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
+                    let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
+                    gemm_nn(xb, &self.v, n, m, ycols, cnt, self.par);
+                    gemm_nn(rb, &self.w, n, m, ycols, cnt, self.par);
+                    for j in 0..cnt {
+                        let th = theta[pos + j];
+                        let (xj, rj) = (&xb[j * n..(j + 1) * n], &mut rb[j * n..(j + 1) * n]);
+                        rj.iter_mut().zip(xj).for_each(|(r, x)| *r -= th * x);
+                        nrm[j] = crate::dense::dot(rj, rj);
+                    }
                 }
                 self.allreduce(&mut nrm);
                 for j in 0..cnt {
@@ -523,16 +527,19 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         wanted_converged += 1;
                         if self.prm.locking && in_order {
                             lock.push((p, th, rn));
-                            lock_x.extend_from_slice(&xb[j * n..(j + 1) * n]);
+                            let c = s0 + j;
+                            lock_x.extend_from_slice(&xsel[c * n..(c + 1) * n]);
                         }
                         continue;
                     }
                     if conv || sel.len() >= k {
                         continue;
                     }
-                    let s = sel.len();
-                    xsel[s * n..(s + 1) * n].copy_from_slice(&xb[j * n..(j + 1) * n]);
-                    rsel[s * n..(s + 1) * n].copy_from_slice(&rb[j * n..(j + 1) * n]);
+                    let (s, c) = (sel.len(), s0 + j);
+                    if s != c {
+                        xsel.copy_within(c * n..(c + 1) * n, s * n);
+                        rsel.copy_within(c * n..(c + 1) * n, s * n);
+                    }
                     sel.push(Sel {
                         theta: th,
                         rnorm: rn,

@@ -95,12 +95,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// H by CᵀHC.
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
-        let mut nv = std::mem::take(&mut self.scratch);
-        gemm_nn(&mut nv, &self.v, n, m, c, p, self.par);
-        std::mem::swap(&mut self.v, &mut nv);
-        gemm_nn(&mut nv, &self.w, n, m, c, p, self.par);
-        std::mem::swap(&mut self.w, &mut nv);
-        self.scratch = nv;
+        gemm_nn_in_place(&mut self.v, n, m, c, p, &mut self.row_block);
+        gemm_nn_in_place(&mut self.w, n, m, c, p, &mut self.row_block);
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
         gemm_nn(&mut hcc, &hc, m, m, c, p, Par::Seq);

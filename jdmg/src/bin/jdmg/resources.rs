@@ -34,14 +34,6 @@ pub fn generated_bytes(spec: &GenSpec) -> u64 {
         .saturating_add(n.saturating_add(1).saturating_mul(8))
 }
 
-/// Bytes a solve of an `n`-row matrix with `nnz` entries allocates beyond the
-/// matrix itself, for the sizes of `p` (resolved as the solver does): the
-/// basis V, AV and one work block of `max_basis` columns, the locked vectors
-/// and their products, the k-column blocks of the correction phase (about ten:
-/// Ritz vectors, residuals, BiCGSTAB or QMRs vectors), the projected dense
-/// matrices (four of max_basis²), and the preconditioner (ILU: two factor
-/// copies, 24 bytes per entry; SPAI/FSAI one sparse matrix, 12 bytes per entry;
-/// Jacobi one vector). `ranks > 1` adds the ranks' local copies of the matrix.
 /// `(n, k, nev, max_basis)` of a solve as u64, with the defaults of
 /// `JdParams` (block min(nev, 8), basis max(6k + nev, 30)), unvalidated.
 fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
@@ -74,10 +66,18 @@ pub fn checkpoint_bytes(n: usize, p: &JdParams) -> u64 {
     n64.saturating_mul(columns).saturating_mul(2 * 8)
 }
 
+/// Bytes a solve of an `n`-row matrix with `nnz` entries allocates beyond the
+/// matrix itself, for the sizes of `p` (resolved as the solver does): the
+/// basis V and AV (restarts transform them in place), the locked vectors
+/// and their products, the k-column blocks of the correction phase (about ten:
+/// Ritz vectors, residuals, BiCGSTAB or QMRs vectors), the projected dense
+/// matrices (four of max_basis²), and the preconditioner (ILU: two factor
+/// copies, 24 bytes per entry; SPAI/FSAI one sparse matrix, 12 bytes per entry;
+/// Jacobi one vector). `ranks > 1` adds the ranks' local copies of the matrix.
 pub fn solve_bytes(n: usize, nnz: usize, p: &JdParams, ranks: usize) -> u64 {
     let (n64, k, nev, m) = shape(n, p);
     let columns = m
-        .saturating_mul(3)
+        .saturating_mul(2)
         .saturating_add(nev.saturating_mul(2))
         .saturating_add(k.saturating_mul(10));
     let vectors = n64.saturating_mul(columns).saturating_mul(8);
