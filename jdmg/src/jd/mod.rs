@@ -501,18 +501,18 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
                     gemm_nn(xb, &self.v, n, m, ycols, cnt, self.par);
                     gemm_nn(rb, &self.w, n, m, ycols, cnt, self.par);
-                    for j in 0..cnt {
+                    for (j, nj) in nrm.iter_mut().enumerate() {
                         let th = theta[pos + j];
                         let (xj, rj) = (&xb[j * n..(j + 1) * n], &mut rb[j * n..(j + 1) * n]);
                         rj.iter_mut().zip(xj).for_each(|(r, x)| *r -= th * x);
-                        nrm[j] = crate::dense::dot(rj, rj);
+                        *nj = crate::dense::dot(rj, rj);
                     }
                 }
                 self.allreduce(&mut nrm);
-                for j in 0..cnt {
+                for (j, nj) in nrm.iter().enumerate() {
                     let p = pos + j;
                     let th = theta[p];
-                    let rn = nrm[j].sqrt();
+                    let rn = nj.sqrt();
                     if !rn.is_finite() {
                         return Err(JdError::NonFinite("residual"));
                     }
