@@ -179,3 +179,25 @@ fn small_problems_with_large_nev_or_block() {
         assert_pairs(&a, &sol, 1e-8 * 8.0);
     }
 }
+
+/// A triple eigenvalue with block 2 (lap3d:16, nev 4): the verification pass used to
+/// stop on an unconverged Ritz pair beyond the wanted set and return two copies and
+/// the next eigenvalue as "verified"; it now runs until its best pair converges.
+#[test]
+fn triple_eigenvalue_with_block_two_is_whole() {
+    use matrices::generate::{exact_eigenvalues, generate, GenSpec};
+    let spec: GenSpec = "lap3d:16".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let exact = exact_eigenvalues(&spec).unwrap();
+    let sol = solve_matrix(&a, &params(4, 2), None).unwrap();
+    for (j, (&l, &w)) in sol.eigenvalues.iter().zip(&exact).enumerate() {
+        assert!((l - w).abs() < 1e-7, "#{j}: {l} vs {w}");
+    }
+    assert!(
+        (exact[1] - exact[3]).abs() < 1e-12,
+        "the 2nd-4th are one triple"
+    );
+    assert!(sol.stats.missed_copies >= 1, "{:?}", sol.stats);
+    assert_eq!(sol.stats.verified, Some(true));
+    assert_pairs(&a, &sol, 1e-8 * 12.0);
+}
