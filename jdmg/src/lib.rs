@@ -13,6 +13,7 @@ pub mod multigrain;
 pub mod optimal_m;
 pub mod params;
 mod random;
+pub mod repartition;
 mod scaling;
 pub mod solution;
 
@@ -30,4 +31,5 @@ pub use multigrain::{
     MultigrainStats,
 };
 pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
+pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};

@@ -38,6 +38,9 @@ use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to, DEFAULT_MAXITS_GROUPS};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
+use crate::repartition::{
+    move_rows, Monitor, ProjectionClock, RepartitionParams, RepartitionStats,
+};
 use crate::solution::{JdError, Solution, Stats};
 
 /// How solve groups share the correction phase.
@@ -117,7 +120,8 @@ pub struct MultigrainStats {
     /// Start-up SpMV rate of each fine-grain rank (nonzeros per second) that
     /// weighted the rows; empty when rows were split by equal nonzeros.
     pub startup_rates: Vec<f64>,
-    /// Fine-grain rows of each rank.
+    /// Fine-grain rows of each rank at the end of the solve (after any
+    /// re-partition; the start-up rows are `repartition.events[0].rows_before`).
     pub fine_rows: Vec<usize>,
     /// Memory balancing counters of this process's group leader (zero without
     /// `memory_balance`): samples, thrashing samples, phases cut short.
@@ -129,6 +133,9 @@ pub struct MultigrainStats {
     /// Balancer calls that failed (`lblib::LbError` messages); the phase went on
     /// with the previous decision.
     pub balancer_errors: Vec<String>,
+    /// Semi-static re-partitions of the fine rows (`seeds/000` §4.5): count,
+    /// seconds, values moved, imbalance before and after each.
+    pub repartition: RepartitionStats,
 }
 
 impl MultigrainStats {
@@ -354,8 +361,10 @@ impl Mover {
     }
 }
 
-struct Backend<'g, W: ?Sized, G: Comm> {
-    world: &'g W,
+struct Backend<'g, W, G: Comm> {
+    /// The fine-grain communicator; its busy clock stops during the backend's
+    /// work (correction phases, locked-vector copies) for [`crate::repartition`].
+    world: &'g ProjectionClock<'g, W>,
     group: &'g G,
     /// This process's all-to-all group (hierarchical scheme, §6), traced for the
     /// imbalance metric; `None`: the exchanges run over `world`.
@@ -379,8 +388,9 @@ struct Backend<'g, W: ?Sized, G: Comm> {
     precond: PrecondChoice,
 }
 
-impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
+impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
     fn on_lock(&mut self, x: &[f64], stats: &mut Stats) {
+        self.world.pause();
         // every group needs the locked vector in its own layout
         let dest: Vec<usize> = (0..self.ngroups).collect();
         let xs: Vec<f64> = (0..self.ngroups).flat_map(|_| x.iter().copied()).collect();
@@ -399,6 +409,7 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         self.xl.extend_from_slice(&y);
         self.nl += 1;
+        self.world.resume();
     }
 
     fn correct_block(
@@ -407,6 +418,7 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         t: &mut [f64],
         stats: &mut Stats,
     ) -> Vec<usize> {
+        self.world.pause();
         let s = ctx.shifts.len();
         let (nf, ng) = (self.nf, self.ng);
         self.stats.phases += 1;
@@ -559,11 +571,12 @@ impl<W: Comm + ?Sized, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         stats.inner_steps += total as u64;
         stats.matvecs += all[s] as u64;
         stats.precond_applications += all[s + 1] as u64;
+        self.world.resume();
         all[..s].iter().map(|&v| v as usize).collect()
     }
 }
 
-impl<W: Comm + ?Sized, G: Comm> Backend<'_, W, G> {
+impl<W: Comm, G: Comm> Backend<'_, W, G> {
     /// One correction equation on this group's communicator, by the shared
     /// [`CorrectionSolver`]: in a balanced section the group iterates until T (its
     /// `share` of T when it holds several equations); in the first section, which
@@ -671,6 +684,24 @@ fn phase_steps(ctx: &CorrectionCtx<'_>, i: usize) -> usize {
     }
 }
 
+/// This rank's fine-grain operator (rows of `fine`, halo plans on `comm`) and
+/// the diagonal of its rows. Collective.
+fn fine_operator<'c, C: Comm + ?Sized>(
+    a: &CsrMatrix,
+    fine: &RowPartition,
+    comm: &'c C,
+    opts: DistOptions,
+) -> Result<(DistCsrOperator<'c, C>, Vec<f64>), JdError> {
+    let r = fine.range(comm.rank());
+    let local = a.row_slice(r.start, r.end);
+    let op = DistCsrOperator::new(&local, fine, comm, opts)
+        .map_err(|e| JdError::invalid("groups", e))?;
+    let diag = (0..local.nrows())
+        .map(|i| local.get(i, r.start + i))
+        .collect();
+    Ok((op, diag))
+}
+
 /// Seconds of SpMV timed per rank for the start-up rates: a few scheduler time
 /// slices (a 2 ms window fell inside one slice on a shared core and saw a rank
 /// sharing its core with busy loops as fast as a rank with a core of its own).
@@ -762,6 +793,11 @@ pub struct MultigrainParams {
     /// ref. \[24\]): a group leader whose process takes major page faults while
     /// its CPU idles leaves the phase early. `None` (default): off.
     pub memory_balance: Option<lblib::MemoryParams>,
+    /// Semi-static re-partitioning of the fine rows during the solve
+    /// (`seeds/000` §2.1, §4.5; [`crate::repartition`]): on by default, active
+    /// only with `rate_weighted_rows` (the rows then follow rates measured in the
+    /// projection phase, of `rate_kind` over `rate_window`).
+    pub repartition: RepartitionParams,
 }
 
 impl Default for MultigrainParams {
@@ -775,6 +811,7 @@ impl Default for MultigrainParams {
             rate_window: 0.05,
             min_rate_seconds: 0.02,
             memory_balance: None,
+            repartition: RepartitionParams::default(),
         }
     }
 }
@@ -995,7 +1032,7 @@ pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<u
 /// As [`crate::solve_distributed`], plus `InvalidParams` for bad groups, for `world`
 /// and `base` of different processes, or for a `world` not ordered as the
 /// hierarchical layout needs.
-pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
+pub fn solve_multigrain<W: Comm, B: Comm>(
     a: &CsrMatrix,
     world: &W,
     base: &B,
@@ -1075,20 +1112,31 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         None
     };
     let layout = build_layout(a, &groups_w, rates.as_deref(), shape.is_some())?;
-    let fine = layout.fine;
-    let fine_rows: Vec<usize> = (0..np).map(|p| fine.len(p)).collect();
-    let frange = fine.range(me);
-    let flocal = a.row_slice(frange.start, frange.end);
+    let mut fine = layout.fine;
     let sizes = params.resolve(n)?;
     let fopts = DistOptions {
         threads: params.threads,
         overlap: false,
         max_block: sizes.max_basis,
     };
-    let fop = DistCsrOperator::new(&flocal, &fine, world, fopts).map_err(|e| invalid(&e))?;
-    let fdiag: Vec<f64> = (0..flocal.nrows())
-        .map(|i| flocal.get(i, frange.start + i))
-        .collect();
+    // the fine-grain communicator, with the busy clock of the projection phase
+    let clock = ProjectionClock::new(world);
+    let (mut fop, mut fdiag) = fine_operator(a, &fine, &clock, fopts)?;
+    // semi-static re-partitioning (seeds/000 §4.5): only where rows follow rates
+    let mut monitor = if mg.rate_weighted_rows && mg.repartition.enabled && np > 1 {
+        let nnz = fine.nnz_per_part(a).map_err(|e| invalid(&e))?;
+        let (gw, hier) = (&groups_w, shape.is_some());
+        let planner: crate::repartition::Planner<'_> = Box::new(move |w: &[f64]| {
+            let l = build_layout(a, gw, Some(w), hier).ok()?;
+            l.fine.nnz_per_part(a).ok()
+        });
+        let (kind, window) = (mg.rate_kind, mg.rate_window);
+        let m = Monitor::new(&clock, mg.repartition.clone(), kind, window, nnz, planner)?;
+        Some(m)
+    } else {
+        mg.repartition.validate()?;
+        None
+    };
     let gpart = &layout.groups[my_group];
     // Group communicator ordered like the group's rank list; leaders ordered by group.
     let key = groups_w[my_group]
@@ -1152,7 +1200,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
     };
     let ng = glocal.nrows();
     let mut backend = Backend {
-        world,
+        world: &clock,
         group: &group,
         a2a: a2a.as_ref(),
         lbs,
@@ -1174,7 +1222,7 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
         op: gop,
         pc: gpc,
         diag: gdiag,
-        nf: flocal.nrows(),
+        nf: fine.len(me),
         ng,
         xl: Vec::new(),
         nl: 0,
@@ -1192,29 +1240,61 @@ pub fn solve_multigrain<W: Comm + ?Sized, B: Comm>(
             alltoall_group_size: a2a_size,
             rate_kind: mg.rate_kind,
             startup_rates: rates.clone().unwrap_or_default(),
-            fine_rows,
             ..Default::default()
         },
         precond: params.precond,
     };
-    let pb = Problem {
-        a: &fop,
-        comm: world,
-        n_global: n,
-        row_offset: frange.start,
-        diagonal: Some(&fdiag),
-        precond: None,
-    };
     use lblib::SystemReadings;
     let mut readings = lblib::ProcReadings::new();
     let faults0 = readings.read().map_or(0, |r| r.major_faults);
-    let res = solve_with(
-        &pb,
-        params,
-        None,
-        Some(&mut backend),
-        crate::checkpoint::Checkpointing::default(),
-    );
+    let rows_of = |p: &RowPartition| (0..np).map(|q| p.len(q)).collect::<Vec<usize>>();
+    // One solver loop; a re-partition stops it with a snapshot, moves the rows and
+    // enters it again from the moved state.
+    let mut resume: Option<crate::checkpoint::Checkpoint> = None;
+    let res = loop {
+        let pb = Problem {
+            a: &fop,
+            comm: &clock,
+            n_global: n,
+            row_offset: fine.range(me).start,
+            diagonal: Some(&fdiag),
+            precond: None,
+        };
+        let ck = crate::checkpoint::Checkpointing {
+            resume: resume.as_ref(),
+            sink: monitor
+                .as_mut()
+                .map(|m| m as &mut dyn crate::checkpoint::CheckpointSink),
+        };
+        let res = solve_with(&pb, params, None, Some(&mut backend), ck);
+        let Some((mon, h)) = monitor
+            .as_mut()
+            .and_then(|m| m.take_handover().map(|h| (m, h)))
+        else {
+            break res;
+        };
+        // the solve stopped (Err(Stopped)) to re-partition: new rows from the
+        // measured rates (within each coarse part when hierarchical)
+        let t0 = Instant::now();
+        let new = build_layout(a, &groups_w, Some(&h.weights), shape.is_some())?;
+        let (moved, sent) = move_rows(&clock, &fine, &new.fine, &h.snapshot)?;
+        (fop, fdiag) = fine_operator(a, &new.fine, &clock, fopts)?;
+        backend.mover.to_group = new.to_group;
+        backend.mover.from_group = new.from_group;
+        backend.nf = new.fine.len(me);
+        let mut total = [sent];
+        clock.all_reduce_u64(&mut total, lblib::ReduceOp::Sum);
+        let nnz = new.fine.nnz_per_part(a).map_err(|e| invalid(&e))?;
+        let rows = (rows_of(&fine), rows_of(&new.fine));
+        let it = moved.stats.outer_iterations;
+        mon.record(nnz, rows, t0.elapsed().as_secs_f64(), (sent, total[0]), it);
+        fine = new.fine;
+        resume = Some(moved);
+    };
+    backend.stats.fine_rows = rows_of(&fine);
+    if let Some(m) = monitor {
+        backend.stats.repartition = m.stats;
+    }
     // every process's major page faults during the solve, and the groups' recessions
     let faults = readings.read().map_or(0, |r| r.major_faults) - faults0;
     let mut per_rank = vec![0u64; np];

@@ -1508,6 +1508,20 @@ fn contention(ctx: &mut Ctx) -> Outcome {
                 "fastest",
             ]),
         ),
+        // semi-static re-partitioning (on by default with balancing) switched off
+        mk(
+            &format!("multigrain {groups}, balance fastest, repartition off"),
+            sv(&[
+                "--block",
+                &block,
+                "--groups",
+                "equal",
+                "--balance",
+                "fastest",
+                "--repartition",
+                "off",
+            ]),
+        ),
     ];
     let mut runs = Vec::new();
     for rep in 0..ctx.args.repeat {

@@ -293,7 +293,8 @@ pub fn solve_resumable<A: Operator + ?Sized, C: Comm + ?Sized>(
     solve_with(pb, params, observer, None, ck)
 }
 
-/// [`solve`] with the correction phase delegated to `backend` when given.
+/// [`solve`] with the correction phase delegated to `backend` when given, and
+/// checkpoints as in [`solve_resumable`].
 pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     pb: &Problem<'_, A, C>,
     params: &JdParams,
@@ -310,12 +311,9 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
             "inner_solver = qmrs is for serial and fine-grain solves; solve groups use bicgstab",
         ));
     }
-    if backend.is_some() && (ck.resume.is_some() || ck.sink.is_some()) {
-        return Err(JdError::invalid(
-            "checkpoint",
-            "checkpoints are for serial and fine-grain solves, not solve groups",
-        ));
-    }
+    // With a backend, checkpoints stay inside the process: the multigrain
+    // re-partitioning (`crate::repartition`) stops the solve with a snapshot and
+    // resumes from it moved to new rows (the backend keeps its own state).
     let n = pb.a.nrows();
     let mut st = State::new(pb, params, sz, n);
     st.backend = backend;

@@ -187,6 +187,13 @@ pub struct SolveArgs {
     /// phase).
     #[arg(long, value_name = "average|instant:W", default_value = "average", value_parser = parse_rates)]
     pub rates: (lblib::RateKind, f64),
+    /// Semi-static re-partitioning of the fine rows with --groups (seeds/000
+    /// §2.1, §4.5): the projection phase's per-rank rates (--rates) are measured
+    /// during the solve; after two checks (every 5 outer iterations) above 10%
+    /// imbalance the rows are re-weighted, moved and the halo plans rebuilt (at
+    /// most 4 times). Only with balancing (never with --balance none).
+    #[arg(long, value_enum, default_value = "on")]
+    pub repartition: OnOff,
     /// Memory (anti-thrashing) balancing of the correction phase (seeds/003 §5):
     /// a group leader taking more than 20 major faults/s while using under half
     /// a CPU (two 20 ms samples in a row) leaves the phase early.
@@ -961,6 +968,10 @@ fn run_distributed<B: Comm>(
                 rate_kind: a.rates.0,
                 rate_window: a.rates.1,
                 memory_balance: a.memory_balance.then(jdmg::multigrain::memory_params),
+                repartition: jdmg::RepartitionParams {
+                    enabled: matches!(a.repartition, OnOff::On),
+                    ..jdmg::RepartitionParams::default()
+                },
                 ..jdmg::MultigrainParams::default()
             };
             extra.insert("mode".into(), "multigrain".into());
@@ -1251,6 +1262,17 @@ fn text_report(
             field(mg.get("group_inner_steps")),
             field(mg.get("group_rates"))
         );
+        let rp = &mg["repartition"];
+        if rp["active"] == serde_json::json!(true) {
+            let _ = writeln!(
+                out,
+                "re-partitions {} ({:.3} s, {} values moved)  fine rows {}",
+                rp["count"],
+                rp["seconds"].as_f64().unwrap_or(0.0),
+                rp["values_sent_total"],
+                field(mg.get("fine_rows"))
+            );
+        }
     }
 }
 

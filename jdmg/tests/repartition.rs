@@ -1,0 +1,266 @@
+//! Semi-static re-balancing of the fine-grain projection phase (`seeds/000` §2.1,
+//! §4.5; issue #10): on the thread backend with virtual clocks, one rank becomes
+//! 4× slower in the middle of a multigrain solve; the solver notices it in the
+//! projection phase, moves rows away from that rank and still returns the
+//! reference eigenpairs. Without balancing nothing moves and runs are
+//! bit-identical.
+
+mod common;
+
+use std::cell::Cell;
+
+use jdmg::{
+    fine_rank_keys, solve_distributed, solve_multigrain, Balance, InnerStop, JdParams,
+    MultigrainParams, MultigrainStats, Solution,
+};
+use lblib::{ClockMode, Comm, ReduceOp, ThreadComm, ThreadConfig, Traced};
+use matrices::generate::{generate, GenSpec};
+use matrices::CsrMatrix;
+
+/// A communicator whose rank `target` becomes `factor` times slower after
+/// `after` collectives (a load that arrives mid-run, `seeds/000` §2.1).
+struct SlowAfter<C> {
+    inner: C,
+    calls: Cell<usize>,
+    after: usize,
+    target: usize,
+    factor: f64,
+}
+
+impl<C: Comm> SlowAfter<C> {
+    fn tick(&self) {
+        let c = self.calls.get() + 1;
+        self.calls.set(c);
+        if c == self.after && self.inner.rank() == self.target {
+            assert!(self.inner.set_slowdown(self.factor));
+        }
+    }
+}
+
+impl<C: Comm> Comm for SlowAfter<C> {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn wtime(&self) -> f64 {
+        self.inner.wtime()
+    }
+    fn barrier(&self) {
+        self.tick();
+        self.inner.barrier()
+    }
+    fn all_reduce(&self, buf: &mut [f64], op: ReduceOp) {
+        self.tick();
+        self.inner.all_reduce(buf, op)
+    }
+    fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp) {
+        self.tick();
+        self.inner.all_reduce_u64(buf, op)
+    }
+    fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
+        self.tick();
+        self.inner.all_gather(send, recv)
+    }
+    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
+        self.tick();
+        self.inner.all_gather_u64(send, recv)
+    }
+    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
+        self.tick();
+        self.inner.all_gather_v(send, counts, recv)
+    }
+    fn broadcast(&self, buf: &mut [f64], root: usize) {
+        self.tick();
+        self.inner.broadcast(buf, root)
+    }
+    fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
+        self.tick();
+        self.inner.broadcast_u64(buf, root)
+    }
+    fn all_to_all_v(&self, send: &[f64], sc: &[usize], recv: &mut [f64], rc: &[usize]) {
+        self.tick();
+        self.inner.all_to_all_v(send, sc, recv, rc)
+    }
+    fn set_slowdown(&self, factor: f64) -> bool {
+        self.inner.set_slowdown(factor)
+    }
+    fn split(&self, color: usize, key: usize) -> Self {
+        SlowAfter {
+            inner: self.inner.split(color, key),
+            calls: Cell::new(0),
+            after: usize::MAX,
+            target: self.target,
+            factor: self.factor,
+        }
+    }
+}
+
+fn params() -> JdParams {
+    JdParams {
+        nev: 4,
+        block: 2,
+        tol: 1e-9,
+        maxits: Some(20),
+        inner: InnerStop::Fixed,
+        max_matvecs: 400_000,
+        ..JdParams::default()
+    }
+}
+
+/// The eigenvectors of every rank's rows, whole (rank order = row order).
+fn whole<C: Comm>(comm: &C, n: usize, mut s: Solution) -> Solution {
+    let mut counts = vec![0u64; comm.size()];
+    comm.all_gather_u64(&[s.n_local as u64], &mut counts);
+    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
+    let mut full = vec![0.0; n * s.eigenvalues.len()];
+    for j in 0..s.eigenvalues.len() {
+        comm.all_gather_v(s.eigenvector(j), &counts, &mut full[j * n..(j + 1) * n]);
+    }
+    s.eigenvectors = full;
+    s.n_local = n;
+    s.row_offset = 0;
+    s
+}
+
+/// Multigrain of `a` over 4 thread ranks in 2 equal groups (hierarchical layout),
+/// fine rank `slow` 4× slower after `after` fine-grain collectives. Per rank: the
+/// whole solution and the multigrain stats.
+fn run(
+    a: &CsrMatrix,
+    balance: Balance,
+    slow: usize,
+    after: usize,
+    hierarchical: bool,
+    repartition: bool,
+) -> Vec<(Solution, MultigrainStats)> {
+    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let keys = fine_rank_keys(&groups, hierarchical);
+    let cfg = ThreadConfig::with_slowdowns(&[1.0; 4], ClockMode::Virtual);
+    ThreadComm::run_with(cfg, |comm| {
+        let world = SlowAfter {
+            inner: Traced::new(comm.split(0, keys[comm.rank()])),
+            calls: Cell::new(0),
+            after,
+            target: slow,
+            factor: 4.0,
+        };
+        let mg = MultigrainParams {
+            groups: groups.clone(),
+            balance,
+            rate_weighted_rows: balance != Balance::None,
+            hierarchical,
+            repartition: jdmg::RepartitionParams {
+                enabled: repartition,
+                ..Default::default()
+            },
+            ..MultigrainParams::default()
+        };
+        let mut out = solve_multigrain(a, &world, &comm, &params(), &mg).expect("converges");
+        let st = out.multigrain.take().expect("multigrain stats");
+        (whole(&world, a.nrows(), out), st)
+    })
+}
+
+#[test]
+fn a_rank_slowed_mid_run_loses_rows_and_the_answer_holds() {
+    let spec: GenSpec = "lap3d:15x16x17".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
+    let serial = ThreadComm::run(1, |comm| {
+        solve_distributed(&a, &comm, &params(), None)
+            .unwrap()
+            .eigenvalues
+    });
+    for hierarchical in [true, false] {
+        // fine rank 3 becomes 4x slower after a few outer iterations
+        let res = run(&a, Balance::Fastest, 3, 60, hierarchical, true);
+        let off = run(&a, Balance::Fastest, 3, 60, hierarchical, false);
+        eprintln!(
+            "without re-partitioning: {:?} verified {:?}",
+            off[0].0.eigenvalues, off[0].0.stats.verified
+        );
+        eprintln!(
+            "with: verified {:?} outer {}",
+            res[0].0.stats.verified, res[0].0.stats.outer_iterations
+        );
+        for (r, (sol, st)) in res.iter().enumerate() {
+            let rp = &st.repartition;
+            eprintln!(
+                "hierarchical {hierarchical} rank {r}: {:?} repartitions {} checks {:?} \
+                 rows {:?} seconds {:.3} moved {}",
+                sol.eigenvalues,
+                rp.count,
+                rp.measured_imbalance,
+                st.fine_rows,
+                rp.seconds,
+                rp.values_sent_total
+            );
+            for j in 0..4 {
+                assert!(
+                    (sol.eigenvalues[j] - exact[j]).abs() < 1e-7,
+                    "{} vs exact {}",
+                    sol.eigenvalues[j],
+                    exact[j]
+                );
+                assert!((sol.eigenvalues[j] - serial[0][j]).abs() < 1e-7);
+            }
+            common::assert_pairs(&a, sol, 1e-6);
+            assert!(rp.active && rp.errors.is_empty(), "{:?}", rp.errors);
+            assert!(
+                rp.count >= 1,
+                "no re-partition: {:?}",
+                rp.measured_imbalance
+            );
+            assert!(rp.count <= jdmg::RepartitionParams::default().max_repartitions);
+            let ev = &rp.events[0];
+            // the slow rank measured slowest, and it lost rows
+            let slowest = (0..4)
+                .min_by(|&i, &j| ev.rates[i].total_cmp(&ev.rates[j]))
+                .unwrap();
+            assert_eq!(slowest, 3, "rates {:?}", ev.rates);
+            assert!(ev.imbalance_before > 0.1, "{ev:?}");
+            assert!(ev.imbalance_predicted < ev.imbalance_before, "{ev:?}");
+            assert!(
+                ev.rows_after[3] * 2 < ev.rows_before[3],
+                "rows {:?} -> {:?}",
+                ev.rows_before,
+                ev.rows_after
+            );
+            assert_eq!(ev.rows_after.iter().sum::<usize>(), a.nrows());
+            if hierarchical {
+                // rows move inside the coarse part of ranks 2 and 3 only
+                assert_eq!(
+                    ev.rows_after[2] + ev.rows_after[3],
+                    ev.rows_before[2] + ev.rows_before[3]
+                );
+                assert!(ev.rows_after[2] > ev.rows_before[2]);
+            }
+            assert!(rp.values_sent_total > 0 && rp.seconds > 0.0);
+            assert_eq!(st.fine_rows, rp.events.last().unwrap().rows_after);
+            if let Some(after) = ev.imbalance_after {
+                assert!(after < ev.imbalance_before, "{ev:?}");
+            }
+        }
+    }
+}
+
+/// `balance none`: rows by equal nonzeros, no re-partitioning even when a rank
+/// slows down, and two runs give bit-identical eigenvalues and counters.
+#[test]
+fn unbalanced_runs_never_repartition_and_are_bit_identical() {
+    let a = generate(&"lap3d:12".parse::<GenSpec>().unwrap()).unwrap();
+    let first = run(&a, Balance::None, 3, 60, true, true);
+    let second = run(&a, Balance::None, 3, 60, true, true);
+    for ((s1, m1), (s2, m2)) in first.iter().zip(&second) {
+        assert!(!m1.repartition.active && m1.repartition.count == 0);
+        assert_eq!(m1.repartition, m2.repartition);
+        assert_eq!(s1.eigenvalues, s2.eigenvalues);
+        assert_eq!(s1.eigenvectors, s2.eigenvectors);
+        assert_eq!(s1.stats.matvecs, s2.stats.matvecs);
+        assert_eq!(s1.stats.global_sums, s2.stats.global_sums);
+        assert_eq!(m1.fine_rows, m2.fine_rows);
+        common::assert_pairs(&a, s1, 1e-6);
+    }
+}
