@@ -9,24 +9,24 @@
 //! computed in a given phase to load-balance the work for the next phase", with a
 //! redistribution of the data between phases.
 //!
-//! Here a phase is a stretch of outer iterations. [`ProjectionClock`] wraps the
+//! Here a phase is a stretch of outer iterations. `ProjectionClock` wraps the
 //! fine-grain communicator and measures each rank's *busy* time in the projection
 //! phase (wall time minus the time inside fine-grain collectives and minus the
 //! correction phases); an lblib [`Lbs`] on that clock turns it into rates (rows'
 //! nonzeros per busy second, `RateKind::Average` over the stretch or LBLIB's
-//! instantaneous rate over the last window). [`Monitor`], polled at the top of
+//! instantaneous rate over the last window). `Monitor`, polled at the top of
 //! every outer iteration as a [`CheckpointSink`], compares the ranks every
 //! [`RepartitionParams::check_every`] iterations; when the measured imbalance stays
 //! above [`RepartitionParams::threshold`] for [`RepartitionParams::consecutive`]
 //! checks it stops the solve with a snapshot of its state. The caller
 //! ([`crate::solve_multigrain`]) computes a rate-weighted row partition, moves
-//! every row-distributed array of the snapshot ([`move_rows`], one all-to-all-v),
+//! every row-distributed array of the snapshot (`move_rows`, one all-to-all-v),
 //! rebuilds the local rows and halo plans and resumes: the solver loop is the one
 //! of [`crate::jd`], entered again from the moved state.
 
 use std::cell::Cell;
 
-use lblib::{Comm, Lbs, LbsConfig, Method, RateKind, ReduceOp};
+use lblib::{Comm, Lbs, LbsConfig, Method, RateKind};
 use matrices::partition::{GroupPartition, Redistribution, RowPartition};
 use serde::{Deserialize, Serialize};
 
@@ -227,39 +227,7 @@ impl<W: Comm> Comm for ProjectionClock<'_, W> {
         let paused = self.paused_at.get().map_or(0.0, |t| (now - t).max(0.0));
         now - self.excluded.get() - paused
     }
-    fn barrier(&self) {
-        self.timed(|c| c.barrier())
-    }
-    fn all_reduce(&self, buf: &mut [f64], op: ReduceOp) {
-        self.timed(|c| c.all_reduce(buf, op))
-    }
-    fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp) {
-        self.timed(|c| c.all_reduce_u64(buf, op))
-    }
-    fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
-        self.timed(|c| c.all_gather(send, recv))
-    }
-    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
-        self.timed(|c| c.all_gather_u64(send, recv))
-    }
-    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
-        self.timed(|c| c.all_gather_v(send, counts, recv))
-    }
-    fn broadcast(&self, buf: &mut [f64], root: usize) {
-        self.timed(|c| c.broadcast(buf, root))
-    }
-    fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
-        self.timed(|c| c.broadcast_u64(buf, root))
-    }
-    fn all_to_all_v(
-        &self,
-        send: &[f64],
-        send_counts: &[usize],
-        recv: &mut [f64],
-        recv_counts: &[usize],
-    ) {
-        self.timed(|c| c.all_to_all_v(send, send_counts, recv, recv_counts))
-    }
+    lblib::forward_collectives!(timed);
     fn set_slowdown(&self, factor: f64) -> bool {
         self.comm().set_slowdown(factor)
     }
@@ -600,6 +568,7 @@ pub(crate) fn move_rows<C: Comm + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lblib::ReduceOp;
 
     #[test]
     fn imbalance_is_the_mean_wait_share() {

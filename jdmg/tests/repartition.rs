@@ -13,7 +13,7 @@ use jdmg::{
     fine_rank_keys, solve_distributed, solve_multigrain, Balance, InnerStop, JdParams,
     MultigrainParams, MultigrainStats, Solution,
 };
-use lblib::{ClockMode, Comm, ReduceOp, ThreadComm, ThreadConfig, Traced};
+use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig, Traced};
 use matrices::generate::{generate, GenSpec};
 use matrices::CsrMatrix;
 
@@ -35,6 +35,11 @@ impl<C: Comm> SlowAfter<C> {
             assert!(self.inner.set_slowdown(self.factor));
         }
     }
+
+    fn through<T>(&self, f: impl FnOnce(&C) -> T) -> T {
+        self.tick();
+        f(&self.inner)
+    }
 }
 
 impl<C: Comm> Comm for SlowAfter<C> {
@@ -47,42 +52,7 @@ impl<C: Comm> Comm for SlowAfter<C> {
     fn wtime(&self) -> f64 {
         self.inner.wtime()
     }
-    fn barrier(&self) {
-        self.tick();
-        self.inner.barrier()
-    }
-    fn all_reduce(&self, buf: &mut [f64], op: ReduceOp) {
-        self.tick();
-        self.inner.all_reduce(buf, op)
-    }
-    fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp) {
-        self.tick();
-        self.inner.all_reduce_u64(buf, op)
-    }
-    fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
-        self.tick();
-        self.inner.all_gather(send, recv)
-    }
-    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
-        self.tick();
-        self.inner.all_gather_u64(send, recv)
-    }
-    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
-        self.tick();
-        self.inner.all_gather_v(send, counts, recv)
-    }
-    fn broadcast(&self, buf: &mut [f64], root: usize) {
-        self.tick();
-        self.inner.broadcast(buf, root)
-    }
-    fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
-        self.tick();
-        self.inner.broadcast_u64(buf, root)
-    }
-    fn all_to_all_v(&self, send: &[f64], sc: &[usize], recv: &mut [f64], rc: &[usize]) {
-        self.tick();
-        self.inner.all_to_all_v(send, sc, recv, rc)
-    }
+    lblib::forward_collectives!(through);
     fn set_slowdown(&self, factor: f64) -> bool {
         self.inner.set_slowdown(factor)
     }

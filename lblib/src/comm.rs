@@ -85,6 +85,51 @@ pub trait Comm {
         Self: Sized;
 }
 
+/// Implements the nine data collectives of [`Comm`] (barrier, all-reduces,
+/// all-gathers, broadcasts, all-to-all) for a wrapper by running each one as
+/// `self.$via(|c| …)`, where `$via(&self, f: impl FnOnce(&Inner) -> T) -> T`
+/// does the wrapper's work around the wrapped communicator's call (sleep,
+/// delay, timing). Used inside `impl Comm for Wrapper`; `rank`, `size`,
+/// `wtime`, `set_slowdown` and `split` stay hand-written.
+#[macro_export]
+macro_rules! forward_collectives {
+    ($via:ident) => {
+        fn barrier(&self) {
+            self.$via(|c| $crate::Comm::barrier(c))
+        }
+        fn all_reduce(&self, buf: &mut [f64], op: $crate::ReduceOp) {
+            self.$via(|c| $crate::Comm::all_reduce(c, buf, op))
+        }
+        fn all_reduce_u64(&self, buf: &mut [u64], op: $crate::ReduceOp) {
+            self.$via(|c| $crate::Comm::all_reduce_u64(c, buf, op))
+        }
+        fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
+            self.$via(|c| $crate::Comm::all_gather(c, send, recv))
+        }
+        fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
+            self.$via(|c| $crate::Comm::all_gather_u64(c, send, recv))
+        }
+        fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
+            self.$via(|c| $crate::Comm::all_gather_v(c, send, counts, recv))
+        }
+        fn broadcast(&self, buf: &mut [f64], root: usize) {
+            self.$via(|c| $crate::Comm::broadcast(c, buf, root))
+        }
+        fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
+            self.$via(|c| $crate::Comm::broadcast_u64(c, buf, root))
+        }
+        fn all_to_all_v(
+            &self,
+            send: &[f64],
+            send_counts: &[usize],
+            recv: &mut [f64],
+            recv_counts: &[usize],
+        ) {
+            self.$via(|c| $crate::Comm::all_to_all_v(c, send, send_counts, recv, recv_counts))
+        }
+    };
+}
+
 /// The one-process communicator: every collective is a copy.
 #[derive(Debug, Clone)]
 pub struct SelfComm {

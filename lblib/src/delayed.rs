@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use crate::comm::{Comm, ReduceOp};
+use crate::comm::Comm;
 
 /// `inner` behind a link of `latency` seconds per collective.
 #[derive(Debug, Clone)]
@@ -57,6 +57,12 @@ impl<C: Comm> Delayed<C> {
             std::thread::sleep(self.latency);
         }
     }
+
+    /// A collective of the wrapped communicator after the link's latency.
+    fn through<T>(&self, f: impl FnOnce(&C) -> T) -> T {
+        self.wait();
+        f(&self.inner)
+    }
 }
 
 impl<C: Comm> Comm for Delayed<C> {
@@ -69,49 +75,7 @@ impl<C: Comm> Comm for Delayed<C> {
     fn wtime(&self) -> f64 {
         self.inner.wtime()
     }
-    fn barrier(&self) {
-        self.wait();
-        self.inner.barrier();
-    }
-    fn all_reduce(&self, buf: &mut [f64], op: ReduceOp) {
-        self.wait();
-        self.inner.all_reduce(buf, op);
-    }
-    fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp) {
-        self.wait();
-        self.inner.all_reduce_u64(buf, op);
-    }
-    fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
-        self.wait();
-        self.inner.all_gather(send, recv);
-    }
-    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
-        self.wait();
-        self.inner.all_gather_u64(send, recv);
-    }
-    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
-        self.wait();
-        self.inner.all_gather_v(send, counts, recv);
-    }
-    fn broadcast(&self, buf: &mut [f64], root: usize) {
-        self.wait();
-        self.inner.broadcast(buf, root);
-    }
-    fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
-        self.wait();
-        self.inner.broadcast_u64(buf, root);
-    }
-    fn all_to_all_v(
-        &self,
-        send: &[f64],
-        send_counts: &[usize],
-        recv: &mut [f64],
-        recv_counts: &[usize],
-    ) {
-        self.wait();
-        self.inner
-            .all_to_all_v(send, send_counts, recv, recv_counts);
-    }
+    crate::forward_collectives!(through);
     fn set_slowdown(&self, factor: f64) -> bool {
         self.inner.set_slowdown(factor)
     }
@@ -129,7 +93,7 @@ impl<C: Comm> Comm for Delayed<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SelfComm, ThreadComm};
+    use crate::{ReduceOp, SelfComm, ThreadComm};
 
     #[test]
     fn results_unchanged_and_every_collective_waits() {

@@ -13,7 +13,7 @@
 //! better when processes share cores, e.g. `mpirun --oversubscribe`, because the
 //! time a process waits for a core is then stretched too).
 
-use crate::comm::{Comm, ReduceOp};
+use crate::comm::Comm;
 use crate::cputime::ThreadCpuClock;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -140,39 +140,7 @@ impl<C: Comm> Comm for Slowed<C> {
         self.settle(false);
         self.inner.wtime()
     }
-    fn barrier(&self) {
-        self.collective(|c| c.barrier())
-    }
-    fn all_reduce(&self, buf: &mut [f64], op: ReduceOp) {
-        self.collective(|c| c.all_reduce(buf, op))
-    }
-    fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp) {
-        self.collective(|c| c.all_reduce_u64(buf, op))
-    }
-    fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
-        self.collective(|c| c.all_gather(send, recv))
-    }
-    fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
-        self.collective(|c| c.all_gather_u64(send, recv))
-    }
-    fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
-        self.collective(|c| c.all_gather_v(send, counts, recv))
-    }
-    fn broadcast(&self, buf: &mut [f64], root: usize) {
-        self.collective(|c| c.broadcast(buf, root))
-    }
-    fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
-        self.collective(|c| c.broadcast_u64(buf, root))
-    }
-    fn all_to_all_v(
-        &self,
-        send: &[f64],
-        send_counts: &[usize],
-        recv: &mut [f64],
-        recv_counts: &[usize],
-    ) {
-        self.collective(|c| c.all_to_all_v(send, send_counts, recv, recv_counts))
-    }
+    crate::forward_collectives!(collective);
     /// The sub-communicator shares this process's slowdown and pending CPU time.
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self.collective(|c| c.split(color, key));
