@@ -694,12 +694,18 @@ fn a_load_change_mid_run_is_seen_by_the_replanning() {
     assert_eq!(stat.replans, 0);
     assert_eq!(semi.replans, 5); // after panels 4, 8, 12, 16, 20
     assert!(semi.bytes_moved > 0);
+    // Virtual clocks count thread CPU time, and the CPU-time rate of these small
+    // GEMM blocks swings with other work on the machine (a busy sibling hyperthread
+    // made one rank measure 1.55x the other before the change, in a CI run): the
+    // bounds are loose, and the change must show against the rates before it.
     let last = semi.replan_rates.last().unwrap();
     let ratio = last[0] / last[1];
-    assert!((3.0..5.0).contains(&ratio), "measured rate ratio {ratio}");
-    // Rates before the change were equal.
+    assert!((2.0..8.0).contains(&ratio), "measured rate ratio {ratio}");
+    // Rates before the change were equal (up to that noise).
     let first = &semi.replan_rates[0];
-    assert!((0.7..1.4).contains(&(first[0] / first[1])), "{first:?}");
+    let before = first[0] / first[1];
+    assert!((0.5..2.0).contains(&before), "{first:?}");
+    assert!(ratio > 1.5 * before, "after {ratio}, before {before}");
     assert!(semi.columns_per_rank[0] > stat.columns_per_rank[0]);
     for r in [&stat, &semi] {
         assert!(r.backward_error.unwrap() <= 192.0 * EPS);
