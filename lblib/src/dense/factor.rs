@@ -17,6 +17,16 @@
 //! of step `k - 1`, the fastest performs that update and the factorization, and
 //! the broadcast carries the rows the home skipped.
 //!
+//! Optional look-ahead of depth 1 (as in HPL's right-looking LU), with blocking
+//! broadcasts: the home of block `k + 1` updates that block first, factors and
+//! broadcasts it, and only then updates the rest of its columns with panel `k`;
+//! meanwhile the other processes update their first trailing blocks for as long
+//! as that home took the last time (sent in its panel's last slot), then join the
+//! broadcast. The factorization then overlaps with updates instead of sitting on
+//! the critical path (the `000` model counts only the updates). Every column sees
+//! the same operations in the same order, so the factors do not change. Not
+//! across a borrowed block or a re-planning.
+//!
 //! Semi-static re-planning (`000` §2.1 and §4.5): every `S` panels the rates are
 //! measured again ([`RateMeter`]) and the remaining column blocks are laid out
 //! again ([`reallocate_remaining`]); the blocks that change owner are moved with
@@ -148,6 +158,189 @@ struct Pending {
     data: Vec<f64>,
 }
 
+/// Where panel `k` sits and what its broadcast carries.
+struct PanelGeometry {
+    k: usize,
+    c0: usize,
+    c1: usize,
+    w: usize,
+    /// First row carried by the broadcast: `c0`, or where the borrowed copy
+    /// starts (the home skipped the update of the previous step).
+    rb: usize,
+    /// `n - rb`.
+    prows: usize,
+    /// Pivots (LU, `w`) or the `T` factor (QR, `w²`) after the panel.
+    extra: usize,
+}
+
+impl PanelGeometry {
+    fn of(kind: Factorization, layout: &ColumnLayout, k: usize) -> Self {
+        let (c0, c1) = layout.block_cols(k);
+        let w = c1 - c0;
+        let rb = if layout.factor[k] == layout.home[k] {
+            c0
+        } else if k == 0 {
+            0
+        } else {
+            layout.block_cols(k - 1).0
+        };
+        let extra = match kind {
+            Factorization::Lu => w,
+            Factorization::Qr => w * w,
+        };
+        Self {
+            k,
+            c0,
+            c1,
+            w,
+            rb,
+            prows: layout.n - rb,
+            extra,
+        }
+    }
+}
+
+/// The columns the factor process factors: its own block, or the borrowed one.
+enum PanelSource<'a> {
+    Home {
+        data: &'a [f64],
+        cols: std::ops::Range<usize>,
+    },
+    Borrowed(Pending),
+}
+
+impl<'a> PanelSource<'a> {
+    fn new(loc: &'a Local, k: usize, home: bool, pending: &mut Option<Pending>) -> Self {
+        if home {
+            let b = loc.index_of(k).expect("home stores its block");
+            Self::Home {
+                data: &loc.data,
+                cols: loc.cols(b),
+            }
+        } else {
+            Self::Borrowed(
+                pending
+                    .take()
+                    .expect("factor process holds the borrowed block"),
+            )
+        }
+    }
+}
+
+/// Factors panel `geo` with faer into `panel`: rows `rb..n` of its columns, then
+/// the pivots (global row indices, LU) or `T` (QR), then a status (LU: 1 + the
+/// first column with an exactly zero pivot, else 0), then a slot for the
+/// look-ahead's lead time.
+#[allow(clippy::too_many_arguments)]
+fn factor_panel(
+    kind: Factorization,
+    geo: &PanelGeometry,
+    src: PanelSource<'_>,
+    panel: &mut Vec<f64>,
+    mem: &mut MemBuffer,
+    perm: &mut [usize],
+    perm_inv: &mut [usize],
+    par: Par,
+) {
+    let PanelGeometry {
+        k,
+        c0,
+        w,
+        rb,
+        prows,
+        extra,
+        ..
+    } = *geo;
+    let n = rb + prows;
+    panel.clear();
+    panel.resize(prows * w + extra + 2, 0.0);
+    match src {
+        PanelSource::Home { data, cols } => {
+            for (pc, lc) in cols.enumerate() {
+                panel[pc * prows..(pc + 1) * prows]
+                    .copy_from_slice(&data[lc * n + rb..(lc + 1) * n]);
+            }
+        }
+        PanelSource::Borrowed(pd) => {
+            debug_assert_eq!((pd.block, pd.row0, pd.width), (k, rb, w));
+            panel[..prows * w].copy_from_slice(&pd.data);
+        }
+    }
+    let (pm, tail) = panel.split_at_mut(prows * w);
+    let mut pmat = MatMut::from_column_major_slice_mut(pm, prows, w);
+    let fac = pmat.rb_mut().subrows_mut(c0 - rb, n - c0);
+    let stack = MemStack::new(mem);
+    let mut status = 0.0;
+    match kind {
+        Factorization::Lu => {
+            let m = n - c0;
+            lu_in_place(
+                fac,
+                &mut perm[..m],
+                &mut perm_inv[..m],
+                par,
+                stack,
+                Default::default(),
+            );
+            let tr = perm_to_transpositions(&perm[..m], w);
+            for (i, t) in tr.iter().enumerate() {
+                tail[i] = (c0 + t) as f64;
+            }
+            let fac = pmat.rb().subrows(c0 - rb, n - c0);
+            if let Some(i) = (0..w).find(|&i| fac[(i, i)] == 0.0) {
+                status = (c0 + i + 1) as f64;
+            }
+        }
+        Factorization::Qr => {
+            let tm = MatMut::from_column_major_slice_mut(&mut tail[..w * w], w, w);
+            qr_in_place(fac, tm, par, stack, Default::default());
+        }
+    }
+    tail[extra] = status;
+}
+
+/// The update of step `k` with its factored panel.
+struct Step<'a> {
+    kind: Factorization,
+    n: usize,
+    c0: usize,
+    w: usize,
+    piv: &'a [usize],
+    panel: MatRef<'a, f64>,
+    t: MatRef<'a, f64>,
+    par: Par,
+}
+
+impl Step<'_> {
+    /// Swaps (LU) and updates rows `c0..n` of local block `b` alone.
+    fn update_block(&self, loc: &mut Local, b: usize, mem: &mut MemBuffer) {
+        let n = self.n;
+        let r = loc.cols(b);
+        if self.kind == Factorization::Lu {
+            apply_swaps(
+                &mut loc.data[r.start * n..r.end * n],
+                n,
+                r.len(),
+                0,
+                self.c0,
+                self.piv,
+            );
+        }
+        let ncols = loc.ncols();
+        let all = MatMut::from_column_major_slice_mut(&mut loc.data, n, ncols);
+        let block = all.submatrix_mut(self.c0, r.start, n - self.c0, r.len());
+        update_columns(
+            self.kind,
+            block,
+            self.panel,
+            self.t,
+            self.w,
+            self.par,
+            MemStack::new(mem),
+        );
+    }
+}
+
 /// Applies the transpositions `ipiv[c0 + i] = c0 + ...` of one panel (rows
 /// `c0..`, `w` of them) to the columns of `data` (leading dimension `ld`, first
 /// row of `data` is global row `row0`).
@@ -248,12 +441,14 @@ pub fn factor_distributed<C: Comm + ?Sized>(
         replan_every,
         meter,
         par,
+        false,
         &mut |_| {},
     )
 }
 
-/// [`factor_distributed`] calling `on_panel(k)` on every process at the start of
-/// step `k` (before panel `k` is factored): the hook of the experiments whose
+/// [`factor_distributed`] with the look-ahead switchable (`lookahead`; off in
+/// [`factor_distributed`]) and calling `on_panel(k)` once on every process before
+/// panel `k` is factored: the hook of the experiments whose
 /// load changes during the run (`000` §2.1, §4.5), e.g. a
 /// [`Comm::set_slowdown`] after a given panel.
 ///
@@ -268,6 +463,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
     replan_every: usize,
     mut meter: Option<&mut RateMeter<'_, C>>,
     par: Par,
+    lookahead: bool,
     on_panel: &mut dyn FnMut(usize),
 ) -> Result<DistFactors, DenseError> {
     let p = comm.size();
@@ -314,78 +510,43 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
 
     // The optimized distribution borrows block 0 before step 0.
     borrow_block(comm, &layout, &loc, 0, 0, &mut pending, &mut stats);
+    // Look-ahead: the panel factored and broadcast early, during the previous step.
+    let mut next: Vec<f64> = Vec::new();
+    let mut ahead: Option<usize> = None;
+    // Seconds each home took, the last time, from the broadcast of the previous
+    // panel to its early broadcast (carried in the last slot of its panel).
+    let mut lead = vec![0.0; p];
 
     for k in 0..nb {
-        on_panel(k);
-        let (c0, c1) = layout.block_cols(k);
-        let w = c1 - c0;
-        let f = layout.factor[k];
-        let h = layout.home[k];
-        // Rows carried by the broadcast: from c0, or from where the borrowed copy
-        // starts (the home skipped the update of the previous step).
-        let rb = if f == h {
-            c0
-        } else if k == 0 {
-            0
+        let geo = PanelGeometry::of(kind, &layout, k);
+        let (c0, c1, w, prows, extra) = (geo.c0, geo.c1, geo.w, geo.prows, geo.extra);
+        let (f, h) = (layout.factor[k], layout.home[k]);
+        if ahead == Some(k) {
+            // Factored and broadcast by this process during step k - 1.
+            std::mem::swap(&mut panel, &mut next);
+            ahead = None;
         } else {
-            layout.block_cols(k - 1).0
-        };
-        let prows = n - rb;
-        let extra = match kind {
-            Factorization::Lu => w,
-            Factorization::Qr => w * w,
-        };
-        panel.clear();
-        panel.resize(prows * w + extra + 1, 0.0);
-        if me == f {
-            // 1. Factor.
-            if f == h {
-                let b = loc.index_of(k).expect("home stores its block");
-                for (pc, lc) in loc.cols(b).enumerate() {
-                    panel[pc * prows..(pc + 1) * prows]
-                        .copy_from_slice(&loc.data[lc * n + rb..(lc + 1) * n]);
-                }
+            on_panel(k);
+            if me == f {
+                // 1. Factor.
+                factor_panel(
+                    kind,
+                    &geo,
+                    PanelSource::new(&loc, k, h == f, &mut pending),
+                    &mut panel,
+                    &mut mem,
+                    &mut perm,
+                    &mut perm_inv,
+                    par,
+                );
             } else {
-                let pd = pending
-                    .take()
-                    .expect("factor process holds the borrowed block");
-                debug_assert_eq!((pd.block, pd.row0, pd.width), (k, rb, w));
-                panel[..prows * w].copy_from_slice(&pd.data);
+                panel.clear();
+                panel.resize(prows * w + extra + 2, 0.0);
             }
-            let (pm, tail) = panel.split_at_mut(prows * w);
-            let mut pmat = MatMut::from_column_major_slice_mut(pm, prows, w);
-            let fac = pmat.rb_mut().subrows_mut(c0 - rb, n - c0);
-            let stack = MemStack::new(&mut mem);
-            let mut status = 0.0;
-            match kind {
-                Factorization::Lu => {
-                    let m = n - c0;
-                    lu_in_place(
-                        fac,
-                        &mut perm[..m],
-                        &mut perm_inv[..m],
-                        par,
-                        stack,
-                        Default::default(),
-                    );
-                    let tr = perm_to_transpositions(&perm[..m], w);
-                    for (i, t) in tr.iter().enumerate() {
-                        tail[i] = (c0 + t) as f64;
-                    }
-                    let fac = pmat.rb().subrows(c0 - rb, n - c0);
-                    if let Some(i) = (0..w).find(|&i| fac[(i, i)] == 0.0) {
-                        status = (c0 + i + 1) as f64;
-                    }
-                }
-                Factorization::Qr => {
-                    let tm = MatMut::from_column_major_slice_mut(&mut tail[..w * w], w, w);
-                    qr_in_place(fac, tm, par, stack, Default::default());
-                }
-            }
-            tail[extra] = status;
+            // 2. Broadcast panel + pivots or T + status.
+            comm.broadcast(&mut panel, f);
         }
-        // 2. Broadcast panel + pivots or T + status.
-        comm.broadcast(&mut panel, f);
+        let rb = geo.rb;
         let status = panel[prows * w + extra];
         if status > 0.0 {
             return Err(DenseError::Singular {
@@ -431,16 +592,64 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         } else {
             Vec::new()
         };
+        let step = Step {
+            kind,
+            n,
+            c0,
+            w,
+            piv: &piv,
+            panel: pref,
+            t: tref,
+            par,
+        };
+        let replan_now = replan_every > 0 && (k + 1) % replan_every == 0 && k + 1 < nb;
         let lent = k + 1 < nb && layout.factor[k + 1] != layout.home[k + 1];
+        let next_home = if k + 1 < nb { layout.home[k + 1] } else { p };
         let mut t0 = loc.first_after(k);
-        if lent && me == layout.home[k + 1] {
+        if lent && me == next_home {
             t0 = loc.first_after(k + 1);
         }
+        // Local blocks [t0, ta) are updated, with their swaps, before the rest.
+        let mut ta = t0;
+        // Look-ahead (the same decision on every process).
+        if lookahead && k + 1 < nb && !lent && !replan_now {
+            let start = comm.wtime();
+            let g1 = PanelGeometry::of(kind, &layout, k + 1);
+            on_panel(k + 1);
+            if me == next_home {
+                // Block k+1 is the first local block after k.
+                step.update_block(&mut loc, t0, &mut mem);
+                ta = t0 + 1;
+                factor_panel(
+                    kind,
+                    &g1,
+                    PanelSource::new(&loc, k + 1, true, &mut pending),
+                    &mut next,
+                    &mut mem,
+                    &mut perm,
+                    &mut perm_inv,
+                    par,
+                );
+                let last = next.len() - 1;
+                next[last] = comm.wtime() - start;
+            } else {
+                next.clear();
+                next.resize(g1.prows * g1.w + g1.extra + 2, 0.0);
+                while ta < loc.blocks.len() && comm.wtime() - start < lead[next_home] {
+                    step.update_block(&mut loc, ta, &mut mem);
+                    ta += 1;
+                }
+            }
+            comm.broadcast(&mut next, next_home);
+            lead[next_home] = next[next.len() - 1];
+            ahead = Some(k + 1);
+        }
         if kind == Factorization::Lu {
-            // Swaps on every local column but the panel and the lent block.
+            // Swaps on every local column but the panel, the lent block and the
+            // blocks updated above.
             for b in 0..loc.blocks.len() {
                 let j = loc.blocks[b];
-                if j == k || (lent && j == k + 1 && me == layout.home[k + 1]) {
+                if j == k || (t0..ta).contains(&b) || (lent && j == k + 1 && me == next_home) {
                     continue;
                 }
                 let r = loc.cols(b);
@@ -454,9 +663,9 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                 );
             }
         }
-        let tcols = loc.ncols() - loc.offs[t0];
+        let tcols = loc.ncols() - loc.offs[ta];
         if tcols > 0 {
-            let (ncols, off) = (loc.ncols(), loc.offs[t0]);
+            let (ncols, off) = (loc.ncols(), loc.offs[ta]);
             let all = MatMut::from_column_major_slice_mut(&mut loc.data, n, ncols);
             let trailing = all.submatrix_mut(c0, off, n - c0, tcols);
             let stack = MemStack::new(&mut mem);
@@ -473,7 +682,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             update_columns(kind, cols, pref, tref, w, par, stack);
         }
         // Semi-static re-planning every S panels.
-        if replan_every > 0 && (k + 1) % replan_every == 0 && k + 1 < nb {
+        if replan_now {
             if let Some(m) = meter.as_deref_mut() {
                 let t_start = comm.wtime();
                 let sample = m.measure()?;

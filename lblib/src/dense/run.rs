@@ -89,6 +89,10 @@ pub struct DenseParams {
     pub load_change: Option<LoadChange>,
     /// Rate measurement. Default: [`RateParams::default`].
     pub rates: RateParams,
+    /// Look-ahead of depth 1 in the 1-D LU and QR ([`super::factor`]). Default:
+    /// false (with blocking broadcasts it did not pay under real contention,
+    /// `bench/README.md`).
+    pub lookahead: bool,
 }
 
 /// A change of the per-rank slowdowns after a given panel (the deterministic
@@ -119,6 +123,7 @@ impl Default for DenseParams {
             clusters: None,
             load_change: None,
             rates: RateParams::default(),
+            lookahead: false,
         }
     }
 }
@@ -252,6 +257,8 @@ pub struct DenseReport {
     pub grid_bytes: u64,
     /// `003` §4 %imbalance of the collectives of the operation.
     pub imbalance_percent: f64,
+    /// Whether the 1-D LU/QR ran with the look-ahead.
+    pub lookahead: bool,
     /// Semi-static re-plannings performed.
     pub replans: usize,
     /// Bytes moved by re-plannings.
@@ -309,6 +316,7 @@ pub fn run_dense<C: Comm>(
         grid_alloc: params.grid.map(|_| params.grid_alloc.name().to_string()),
         grid_bytes: 0,
         imbalance_percent: 0.0,
+        lookahead: false,
         replans: 0,
         bytes_moved: 0,
         replan_seconds: 0.0,
@@ -476,6 +484,7 @@ pub fn run_dense<C: Comm>(
             params.replan,
             Some(&mut meter),
             par,
+            params.lookahead,
             &mut on_panel,
         )?;
         if unsupported {
@@ -489,6 +498,7 @@ pub fn run_dense<C: Comm>(
         report.wall_seconds = traced.wtime() - t0;
         report.imbalance_percent = traced.report()?.imbalance_percent;
         report.columns_per_rank = f.layout.columns_per_rank();
+        report.lookahead = params.lookahead;
         report.replans = f.stats.replans;
         report.bytes_moved = f.stats.bytes_moved;
         report.replan_seconds = f.stats.replan_seconds;

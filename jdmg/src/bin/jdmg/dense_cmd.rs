@@ -91,6 +91,11 @@ pub struct DenseArgs {
     /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
     #[arg(long, default_value_t = 0)]
     replan: usize,
+    /// Look-ahead of depth 1 in the 1-D LU and QR: the owner of the next panel
+    /// factors and broadcasts it before the rest of its update, while the others
+    /// update their first columns.
+    #[arg(long, value_enum, default_value = "off")]
+    lookahead: crate::solve::OnOff,
     /// Also solve Ax = b with the factors (random b).
     #[arg(long)]
     rhs: bool,
@@ -221,6 +226,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
         },
         slice: a.slice,
         replan: a.replan,
+        lookahead: matches!(a.lookahead, crate::solve::OnOff::On),
         threads: a.threads,
         seed: a.seed,
         rhs: a.rhs,
