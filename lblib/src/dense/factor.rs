@@ -198,6 +198,12 @@ impl PanelGeometry {
             extra,
         }
     }
+
+    /// Length of the broadcast buffer: the panel's rows `rb..n`, the pivots or
+    /// `T`, the status and the look-ahead's lead time.
+    fn buffer_len(&self) -> usize {
+        self.prows * self.w + self.extra + 2
+    }
 }
 
 /// The columns the factor process factors: its own block, or the borrowed one.
@@ -253,7 +259,7 @@ fn factor_panel(
     } = *geo;
     let n = rb + prows;
     panel.clear();
-    panel.resize(prows * w + extra + 2, 0.0);
+    panel.resize(geo.buffer_len(), 0.0);
     match src {
         PanelSource::Home { data, cols } => {
             for (pc, lc) in cols.enumerate() {
@@ -541,7 +547,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                 );
             } else {
                 panel.clear();
-                panel.resize(prows * w + extra + 2, 0.0);
+                panel.resize(geo.buffer_len(), 0.0);
             }
             // 2. Broadcast panel + pivots or T + status.
             comm.broadcast(&mut panel, f);
@@ -634,7 +640,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                 next[last] = comm.wtime() - start;
             } else {
                 next.clear();
-                next.resize(g1.prows * g1.w + g1.extra + 2, 0.0);
+                next.resize(g1.buffer_len(), 0.0);
                 while ta < loc.blocks.len() && comm.wtime() - start < lead[next_home] {
                     step.update_block(&mut loc, ta, &mut mem);
                     ta += 1;
