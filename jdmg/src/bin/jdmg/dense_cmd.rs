@@ -386,37 +386,29 @@ fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
 
 #[cfg(feature = "mpi")]
 fn dense_mpi(a: &DenseArgs) -> Result<(), Fail> {
-    use lblib::Comm;
     let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
+    crate::output::said_before_finalize(dense_on(a, &world))
+}
+
+/// [`dense_mpi`] on the initialized world.
+#[cfg(feature = "mpi")]
+fn dense_on(a: &DenseArgs, world: &lblib::mpi::MpiComm) -> Result<(), Fail> {
+    use lblib::Comm;
     let loaded = load(a).and_then(|(n, d)| {
         if a.slowdown_after.is_some() {
             return Err(bad("--slowdown-after needs --ranks N (thread backend)"));
         }
         let p = params_from(a, n)?;
         p.validate().map_err(to_fail)?;
-        Ok((n, d, p))
+        let factor = match a.slowdown.len() {
+            0 => 1.0,
+            k if k == world.size() => a.slowdown[world.rank()],
+            _ => return Err(bad(format!("--slowdown needs {} factors", world.size()))),
+        };
+        Ok((d, p, factor))
     });
     // Every rank must agree before entering collectives.
-    let mut ok = [if loaded.is_ok() { 1.0 } else { 0.0 }];
-    world.all_reduce(&mut ok, lblib::ReduceOp::Min);
-    let (_n, data, params) = match loaded {
-        Ok(v) if ok[0] > 0.0 => v,
-        Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
-        Err(e) => {
-            return Err(if world.rank() == 0 {
-                e
-            } else {
-                Fail(e.0, String::new())
-            })
-        }
-    };
-    let factor = if a.slowdown.is_empty() {
-        1.0
-    } else if a.slowdown.len() == world.size() {
-        a.slowdown[world.rank()]
-    } else {
-        return Err(bad(format!("--slowdown needs {} factors", world.size())));
-    };
+    let (data, params, factor) = crate::output::agree(world, loaded)?;
     let src = match &data {
         Some(d) => Source::ColMajor(d),
         None => Source::Random { seed: a.seed },

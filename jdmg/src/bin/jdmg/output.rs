@@ -31,6 +31,49 @@ impl<E: std::fmt::Display> From<(u8, E)> for Fail {
     }
 }
 
+/// Makes every MPI rank agree on a check made rank by rank, before any
+/// collective work: `Ok` on every rank when all passed. Otherwise the lowest
+/// failing rank prints its message *now*, while every rank is still alive
+/// (a message printed after `MPI_Finalize` could be lost when mpirun tears
+/// the job down on the first non-zero exit), all ranks meet in a barrier so
+/// none exits before it is written, and each returns its failure (its own
+/// code, or exit 2 on ranks that passed) with nothing left to print.
+#[cfg(feature = "mpi")]
+pub fn agree<T>(world: &impl lblib::Comm, checked: Result<T, Fail>) -> Result<T, Fail> {
+    let (rank, size) = (world.rank(), world.size());
+    let mut first_bad = [if checked.is_ok() { size } else { rank } as f64];
+    world.all_reduce(&mut first_bad, lblib::ReduceOp::Min);
+    if first_bad[0] as usize == size {
+        return checked;
+    }
+    let code = match &checked {
+        Err(Fail(code, msg)) => {
+            if rank == first_bad[0] as usize && !msg.is_empty() {
+                note(&format!("jdmg: {msg}"));
+            }
+            *code
+        }
+        Ok(_) => EXIT_BAD_INPUT,
+    };
+    world.barrier();
+    Err(Fail(code, String::new()))
+}
+
+/// Prints a failure's message now, while the MPI world still exists, and
+/// returns it with nothing left to print: a message printed after
+/// `MPI_Finalize` can be lost when mpirun tears the job down on another
+/// rank's non-zero exit (finalizing waits for every rank, so a message
+/// written before it is out of the process before any rank exits).
+#[cfg(feature = "mpi")]
+pub fn said_before_finalize(r: Result<(), Fail>) -> Result<(), Fail> {
+    r.map_err(|Fail(code, msg)| {
+        if !msg.is_empty() {
+            note(&format!("jdmg: {msg}"));
+        }
+        Fail(code, String::new())
+    })
+}
+
 /// Prints `jdmg: msg` on standard error, ignoring failures (a closed
 /// standard error must not turn into a panic).
 pub fn note(msg: &str) {

@@ -1282,6 +1282,12 @@ fn text_report(
 #[cfg(feature = "mpi")]
 fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
     let (_universe, world, _t) = lblib::mpi::init().map_err(|e| (EXIT_BAD_INPUT, e))?;
+    crate::output::said_before_finalize(solve_on(a, params, &world))
+}
+
+/// [`solve_mpi`] on the initialized world.
+#[cfg(feature = "mpi")]
+fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Result<(), Fail> {
     let (rank, size) = (world.rank(), world.size());
     let prepared = (|| {
         if rank == 0 {
@@ -1310,23 +1316,9 @@ fn solve_mpi(a: &SolveArgs, params: &JdParams) -> Result<(), Fail> {
         };
         Ok((m, source, factor, resume))
     })();
-    // Every rank must agree before entering collectives.
-    // The lowest failing rank says why (a checkpoint file can be missing on one
-    // rank only); `size` when none failed.
-    let mut first_bad = [if prepared.is_ok() { size } else { rank } as f64];
-    world.all_reduce(&mut first_bad, lblib::ReduceOp::Min);
-    let first_bad = first_bad[0] as usize;
-    let (m, source, factor, resume) = match prepared {
-        Ok(v) if first_bad == size => v,
-        Ok(_) => return Err(Fail(EXIT_BAD_INPUT, String::new())),
-        Err(e) => {
-            return Err(if rank == first_bad {
-                e
-            } else {
-                Fail(e.0, String::new())
-            });
-        }
-    };
+    // Every rank must agree before entering collectives; the lowest failing
+    // rank says why (a checkpoint file can be missing on one rank only).
+    let (m, source, factor, resume) = crate::output::agree(world, prepared)?;
     // --resume: the newest outer iteration every rank has a checkpoint of.
     let resume = if a.resume.is_some() {
         let mut mine = [u64::MAX; 2];
