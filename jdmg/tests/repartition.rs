@@ -185,7 +185,9 @@ fn a_rank_slowed_mid_run_loses_rows_and_the_answer_holds() {
             );
             assert!(rp.count <= jdmg::RepartitionParams::default().max_repartitions);
             let ev = &rp.events[0];
-            // the slow rank measured slowest, and it lost rows
+            // the slow rank measured slowest, and it lost rows: at the first
+            // re-partition (its window may straddle the slowdown, so less than
+            // the 4x) and, by the end, more than half of them
             let slowest = (0..4)
                 .min_by(|&i, &j| ev.rates[i].total_cmp(&ev.rates[j]))
                 .unwrap();
@@ -193,10 +195,11 @@ fn a_rank_slowed_mid_run_loses_rows_and_the_answer_holds() {
             assert!(ev.imbalance_before > 0.1, "{ev:?}");
             assert!(ev.imbalance_predicted < ev.imbalance_before, "{ev:?}");
             assert!(
-                ev.rows_after[3] * 2 < ev.rows_before[3],
-                "rows {:?} -> {:?}",
+                ev.rows_after[3] < ev.rows_before[3] && st.fine_rows[3] * 2 < ev.rows_before[3],
+                "rows {:?} -> {:?}, at the end {:?}",
                 ev.rows_before,
-                ev.rows_after
+                ev.rows_after,
+                st.fine_rows
             );
             assert_eq!(ev.rows_after.iter().sum::<usize>(), a.nrows());
             if hierarchical {
