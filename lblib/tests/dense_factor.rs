@@ -4,7 +4,7 @@
 use lblib::dense::alloc::{optimal_chunks, simulate_lu};
 use lblib::dense::check::{self, serial_lu, serial_qr};
 use lblib::dense::factor::{
-    factor_distributed, factor_distributed_with, gather_factors, Factorization,
+    factor_distributed, factor_distributed_with, gather_factors, Factorization, Replan, ReplanRates,
 };
 use lblib::dense::gemm::GemmLayout;
 use lblib::dense::rates::{RateMeter, RateParams};
@@ -19,6 +19,15 @@ const LAYOUTS: [LayoutKind; 3] = [
 ];
 /// Synthetic cycle-times for the layouts (the first `p` are used).
 const TIMES: [f64; 4] = [1.0, 2.0, 3.0, 1.5];
+
+/// Every test of this file holds this lock: several assert on rates measured
+/// with virtual clocks (thread CPU time), which swing by up to 1.5x when other
+/// multi-rank tests share the two cores, so the file runs one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
@@ -43,7 +52,7 @@ fn distributed(
             kind,
             &Source::Random { seed },
             &lay,
-            0,
+            &Replan::default(),
             None::<&mut RateMeter<'_, ThreadComm>>,
             faer::Par::Seq,
         )
@@ -57,6 +66,7 @@ fn distributed(
 
 #[test]
 fn lu_equals_serial_faer_on_1_to_4_ranks_every_layout() {
+    let _serial = one_at_a_time();
     let (n, block) = (90, 8); // 12 blocks, the last one narrower
     let a = Source::Random { seed: 7 }.to_col_major(n);
     let (lu_ref, ipiv_ref) = serial_lu(&a, n, faer::Par::Seq);
@@ -85,6 +95,7 @@ fn lu_equals_serial_faer_on_1_to_4_ranks_every_layout() {
 
 #[test]
 fn qr_equals_serial_faer_on_1_to_4_ranks_every_layout() {
+    let _serial = one_at_a_time();
     let (n, block) = (90, 8);
     let a = Source::Random { seed: 11 }.to_col_major(n);
     let (qr_ref, t_ref) = serial_qr(&a, n, block, faer::Par::Seq);
@@ -120,6 +131,7 @@ fn qr_equals_serial_faer_on_1_to_4_ranks_every_layout() {
 /// rounding, for LU and QR, every layout, 1 to 4 ranks of different speeds.
 #[test]
 fn lookahead_gives_the_factors_of_the_plain_order() {
+    let _serial = one_at_a_time();
     let (n, block) = (150, 8); // 19 blocks, the last one narrower
     for kind in [Factorization::Lu, Factorization::Qr] {
         for p in 1..=4 {
@@ -136,7 +148,7 @@ fn lookahead_gives_the_factors_of_the_plain_order() {
                         kind,
                         &Source::Random { seed: 11 },
                         &lay,
-                        0,
+                        &Replan::default(),
                         None::<&mut RateMeter<'_, ThreadComm>>,
                         faer::Par::Seq,
                         true,
@@ -160,6 +172,7 @@ fn lookahead_gives_the_factors_of_the_plain_order() {
 
 #[test]
 fn run_dense_backward_errors_and_solves_at_rounding_level() {
+    let _serial = one_at_a_time();
     for op in [DenseOp::Lu, DenseOp::Qr] {
         for layout in LAYOUTS {
             let params = DenseParams {
@@ -195,47 +208,157 @@ fn run_dense_backward_errors_and_solves_at_rounding_level() {
 
 #[test]
 fn semi_static_replanning_moves_blocks_and_keeps_the_result() {
+    let _serial = one_at_a_time();
     // Layout planned for equal speeds, machine with one rank 4x slower: the first
-    // re-planning (every 2 panels) must move blocks away from the slow rank.
-    let (n, block) = (96, 8);
+    // re-planning (every 4 panels) must move blocks away from the slow rank, with
+    // the rates of the factorization's own updates and with rate sections.
+    let (n, block) = (384, 16);
     let a = Source::Random { seed: 5 }.to_col_major(n);
     let (lu_ref, ipiv_ref) = serial_lu(&a, n, faer::Par::Seq);
     let lay = ColumnLayout::build(LayoutKind::Hetero, &[1.0, 1.0], n, block, Some(4)).unwrap();
-    let cfg = ThreadConfig::with_slowdowns(&[1.0, 4.0], ClockMode::Virtual);
+    for rates in [ReplanRates::Updates, ReplanRates::Section] {
+        let cfg = ThreadConfig::with_slowdowns(&[1.0, 4.0], ClockMode::Virtual);
+        let out = ThreadComm::run_with(cfg, |comm| {
+            let mut meter =
+                RateMeter::new(&comm, &RateParams::default(), block, faer::Par::Seq).unwrap();
+            meter.measure().unwrap();
+            let replan = Replan {
+                every: 4,
+                rates,
+                min_seconds: 0.0005,
+                ..Replan::default()
+            };
+            let f = factor_distributed(
+                &comm,
+                Factorization::Lu,
+                &Source::Random { seed: 5 },
+                &lay,
+                &replan,
+                Some(&mut meter),
+                faer::Par::Seq,
+            )
+            .unwrap();
+            (gather_factors(&comm, &f), f)
+        });
+        let (lu, f) = &out[0];
+        // after panels 4, 8, ..., 20 of 24 (from updates: windows of 0.5 ms at least)
+        assert!((1..=5).contains(&f.stats.replans), "{rates:?}");
+        if rates == ReplanRates::Section {
+            assert_eq!(f.stats.replans, 5);
+        }
+        assert!(
+            f.stats.relayouts >= 1 && f.stats.blocks_moved > 0,
+            "{rates:?}"
+        );
+        assert_eq!(
+            f.stats.bytes_moved,
+            (f.stats.blocks_moved * n * block * 8) as u64
+        );
+        // the first re-planning saw rank 1 clearly slower: about 4x, or more
+        // from the updates (a narrower update runs at a lower rate, and rank 1
+        // holds fewer columns once it has lost some)
+        let t = &f.stats.replan_rates[0].times;
+        assert!((2.5..20.0).contains(&(t[1] / t[0])), "{rates:?}: {t:?}");
+        let cols = f.layout.columns_per_rank();
+        assert!(
+            cols[0] > cols[1],
+            "{rates:?}: fast rank should end with more columns: {cols:?}"
+        );
+        assert_eq!(f.ipiv, ipiv_ref);
+        assert!(max_abs_diff(lu, &lu_ref) <= 1e-11);
+    }
+}
+
+#[test]
+fn replanning_keeps_a_layout_that_fits_the_measured_rates() {
+    let _serial = one_at_a_time();
+    // Layout planned for the speeds the machine has (equal): the re-plannings
+    // measure them from the updates and the model predicts no gain worth the
+    // moves, so nothing moves. (Equal column counts: the rate of a process's
+    // updates also depends on their width. The CPU-time rates of these small
+    // blocks swing up to 1.5x between equal ranks when other tests share the
+    // cores, a predicted gain of 20 %: hence `min_gain` 0.3 here.)
+    let (n, block) = (768, 16);
+    let lay = ColumnLayout::build(LayoutKind::Hetero, &[1.0, 1.0], n, block, None).unwrap();
+    assert_eq!(
+        lay.predicted_time_weighted(&[1.0, 3.0]).unwrap(),
+        lay.predicted_time_weighted_from(&[1.0, 3.0], 0).unwrap()
+    );
+    assert_eq!(
+        lay.predicted_time_weighted_from(&[1.0, 3.0], lay.n_blocks())
+            .unwrap(),
+        0.0
+    );
+    let a = Source::Random { seed: 9 }.to_col_major(n);
+    let (lu_ref, ipiv_ref) = serial_lu(&a, n, faer::Par::Seq);
+    let cfg = ThreadConfig::with_slowdowns(&[2.0, 2.0], ClockMode::Virtual);
     let out = ThreadComm::run_with(cfg, |comm| {
-        let mut meter =
-            RateMeter::new(&comm, &RateParams::default(), block, faer::Par::Seq).unwrap();
-        meter.measure().unwrap();
         let f = factor_distributed(
             &comm,
             Factorization::Lu,
-            &Source::Random { seed: 5 },
+            &Source::Random { seed: 9 },
             &lay,
-            2,
-            Some(&mut meter),
+            &Replan {
+                min_seconds: 0.002,
+                min_gain: 0.3,
+                ..Replan::every(8)
+            },
+            None,
             faer::Par::Seq,
         )
         .unwrap();
         (gather_factors(&comm, &f), f)
     });
     let (lu, f) = &out[0];
-    assert_eq!(f.stats.replans, 5); // after panels 2, 4, 6, 8, 10 of 12
-    assert!(f.stats.blocks_moved > 0);
-    assert_eq!(
-        f.stats.bytes_moved,
-        (f.stats.blocks_moved * n * block * 8) as u64
-    );
-    let cols = f.layout.columns_per_rank();
-    assert!(
-        cols[0] > cols[1],
-        "fast rank should end with more columns: {cols:?}"
-    );
+    // after panels 8, 16, ..., 40 of 48, but for windows of less than 2 ms
+    assert!((1..=5).contains(&f.stats.replans), "{:?}", f.stats);
+    assert_eq!((f.stats.relayouts, f.stats.blocks_moved), (0, 0));
+    assert_eq!(f.layout.home, lay.home);
+    for s in &f.stats.replan_rates {
+        let ratio = s.times[1] / s.times[0];
+        assert!((0.5..2.0).contains(&ratio), "{:?}", s.times);
+    }
     assert_eq!(f.ipiv, ipiv_ref);
     assert!(max_abs_diff(lu, &lu_ref) <= 1e-11);
+    // Sections need a meter; the gain is a fraction.
+    ThreadComm::run(1, |comm| {
+        let one = ColumnLayout::build(LayoutKind::Hetero, &[1.0], 16, 4, None).unwrap();
+        let run = |r: Replan| {
+            factor_distributed(
+                &comm,
+                Factorization::Lu,
+                &Source::Random { seed: 1 },
+                &one,
+                &r,
+                None,
+                faer::Par::Seq,
+            )
+        };
+        let section = Replan {
+            rates: ReplanRates::Section,
+            ..Replan::every(1)
+        };
+        assert!(matches!(
+            run(section),
+            Err(DenseError::BadParam { what: "replan", .. })
+        ));
+        let gain = Replan {
+            min_gain: 1.0,
+            ..Replan::every(1)
+        };
+        assert!(matches!(
+            run(gain),
+            Err(DenseError::BadParam {
+                what: "replan min_gain",
+                ..
+            })
+        ));
+    });
 }
 
 #[test]
 fn gemm_layout_is_algorithm_21_and_product_is_exact_to_rounding() {
+    let _serial = one_at_a_time();
     let gl = GemmLayout::build(LayoutKind::Hetero, &[3.0, 5.0, 8.0], 78 * 4, 4).unwrap();
     assert_eq!(
         gl.blocks,
@@ -258,11 +381,15 @@ fn gemm_layout_is_algorithm_21_and_product_is_exact_to_rounding() {
 
 #[test]
 fn virtual_clock_times_follow_the_000_model() {
-    // 000 §2.2 model: with one processor 3x slower, the heterogeneous layout's
+    let _serial = one_at_a_time();
+    // 000 §2.2 model: with one of two processors 3x slower, the heterogeneous layout's
     // predicted LU time over the cyclic layout's equals the measured ratio
     // (virtual clocks: CPU time x slowdown), up to the model's simplifications
     // (unit tasks, shrinking updates).
-    let times = [1.0, 1.0, 3.0];
+    // Two ranks, one per core: with three threads on the two cores the CPU
+    // times swing with the time-slicing (measured 0.64-0.84 against 0.50 on a
+    // noisy day, three ranks 1, 1, 3).
+    let times = [1.0, 3.0];
     let (n, block) = (1024, 64);
     let mut predicted = Vec::new();
     let mut lays = Vec::new();
@@ -285,7 +412,7 @@ fn virtual_clock_times_follow_the_000_model() {
                 Factorization::Lu,
                 &Source::Random { seed: 2 },
                 lay,
-                0,
+                &Replan::default(),
                 None::<&mut RateMeter<'_, ThreadComm>>,
                 faer::Par::Seq,
             )
@@ -313,15 +440,16 @@ fn virtual_clock_times_follow_the_000_model() {
     // The model omits per-step costs that do not scale with the update flops
     // (panel copies of the broadcast, row swaps, the slower panel factorization),
     // which can only raise the measured ratio: measured within [0.8, 1.5] x the
-    // prediction, and well below the cyclic time.
+    // prediction (so below the cyclic time).
     assert!(
-        m < 0.8 && m >= 0.8 * p && m <= 1.5 * p,
+        m >= 0.8 * p && m <= 1.5 * p,
         "measured {m:.3} vs predicted {p:.3}"
     );
 }
 
 #[test]
 fn bad_parameters_are_typed_errors() {
+    let _serial = one_at_a_time();
     let comm = lblib::SelfComm::new();
     let bad = |params: DenseParams| run_dense(&comm, &Source::Random { seed: 0 }, &params);
     assert!(matches!(
@@ -383,6 +511,7 @@ fn bad_parameters_are_typed_errors() {
 
 #[test]
 fn grid_2d_panel_layout_and_outer_product() {
+    let _serial = one_at_a_time();
     use lblib::dense::grid::{gather_grid, grid_gemm, GridLayout};
     // 001 §4.4: t = [[1,2],[3,6]] -> r = (3,1), c = (2,1) on a 4 x 3 panel.
     let times = [1.0, 2.0, 3.0, 6.0];
@@ -427,6 +556,7 @@ fn grid_2d_panel_layout_and_outer_product() {
 
 #[test]
 fn clusters_of_clusters_layout_runs_lu() {
+    let _serial = one_at_a_time();
     // 001 §4.5 example: clusters A = (2,3,4), B = (3,5,8), panels of 5 blocks:
     // cluster times 6 and 9, panels BAABA (read left to right).
     let times = [2.0, 3.0, 4.0, 3.0, 5.0, 8.0];
@@ -446,7 +576,7 @@ fn clusters_of_clusters_layout_runs_lu() {
             Factorization::Lu,
             &Source::Random { seed: 8 },
             &lay,
-            0,
+            &Replan::default(),
             None::<&mut RateMeter<'_, ThreadComm>>,
             faer::Par::Seq,
         )
@@ -461,6 +591,7 @@ fn clusters_of_clusters_layout_runs_lu() {
 
 #[test]
 fn run_dense_uses_the_given_clusters() {
+    let _serial = one_at_a_time();
     let params = |clusters: Vec<Vec<usize>>| DenseParams {
         n: 64,
         block: 4,
@@ -489,6 +620,7 @@ const GRID_TIMES: [f64; 6] = [1.0, 2.0, 3.0, 1.5, 2.5, 1.2];
 
 #[test]
 fn grid_lu_equals_serial_faer_on_small_grids() {
+    let _serial = one_at_a_time();
     use lblib::dense::grid::{gather_grid, grid_lu, GridAlloc, GridLayout};
     let (n, block) = (90, 8); // 12 blocks, the last one narrower
     let src = Source::Random { seed: 7 };
@@ -540,6 +672,7 @@ fn grid_lu_equals_serial_faer_on_small_grids() {
 
 #[test]
 fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
+    let _serial = one_at_a_time();
     use lblib::dense::grid::GridAlloc;
     for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
         let params = DenseParams {
@@ -598,6 +731,7 @@ fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
 
 #[test]
 fn kalinov_lastovetsky_grid_follows_the_planner() {
+    let _serial = one_at_a_time();
     use lblib::dense::alloc::kalinov_lastovetsky;
     use lblib::dense::grid::{gather_grid, grid_gemm, GridAlloc, GridLayout};
     // 001 §4.3, Figure 9: t = [[1,2],[3,5]]: grid column 0 rows 3:1, column 1
@@ -654,6 +788,7 @@ fn kalinov_lastovetsky_grid_follows_the_planner() {
 
 #[test]
 fn clusters_run_follows_the_two_level_planner_and_equals_faer() {
+    let _serial = one_at_a_time();
     use lblib::dense::alloc::{two_level_allocation, TwoLevelParams};
     // Two host-like clusters of 2 ranks, the second 3x slower (virtual clocks).
     let groups = vec![vec![0, 1], vec![2, 3]];
@@ -705,7 +840,7 @@ fn clusters_run_follows_the_two_level_planner_and_equals_faer() {
             Factorization::Lu,
             &Source::Random { seed: 5 },
             &lay,
-            0,
+            &Replan::default(),
             None::<&mut RateMeter<'_, ThreadComm>>,
             faer::Par::Seq,
         )
@@ -718,15 +853,17 @@ fn clusters_run_follows_the_two_level_planner_and_equals_faer() {
 
 #[test]
 fn a_load_change_mid_run_is_seen_by_the_replanning() {
+    let _serial = one_at_a_time();
     use lblib::dense::LoadChange;
-    // Rank 1 becomes 4x slower at panel 8 of 24: the re-planning after it
+    // Rank 1 becomes 4x slower at panel 16 of 48: the re-planning after it
     // measures the change and moves blocks to rank 0; static keeps its layout.
     let base = DenseParams {
-        n: 192,
-        block: 8,
+        n: 768,
+        block: 16,
+        replan_min_seconds: 0.0005,
         layout: LayoutKind::Hetero,
         load_change: Some(LoadChange {
-            panel: 8,
+            panel: 16,
             slowdowns: vec![1.0, 4.0],
         }),
         ..DenseParams::default()
@@ -743,17 +880,26 @@ fn a_load_change_mid_run_is_seen_by_the_replanning() {
         .remove(0)
     };
     let stat = run(0);
-    let semi = run(4);
+    let semi = run(8);
     assert_eq!(stat.replans, 0);
-    assert_eq!(semi.replans, 5); // after panels 4, 8, 12, 16, 20
+    // after panels 8, 16, ..., 40, but for windows of less than 0.5 ms
+    assert!((2..=5).contains(&semi.replans), "{semi:?}");
     assert!(semi.bytes_moved > 0);
     // Virtual clocks count thread CPU time, and the CPU-time rate of these small
     // GEMM blocks swings with other work on the machine (a busy sibling hyperthread
     // made one rank measure 1.55x the other before the change, in a CI run): the
     // bounds are loose, and the change must show against the rates before it.
-    let last = semi.replan_rates.last().unwrap();
-    let ratio = last[0] / last[1];
-    assert!((2.0..8.0).contains(&ratio), "measured rate ratio {ratio}");
+    // The first re-planning after the change sees it (later ones may find rank
+    // 1 with no columns left, and keep its time).
+    let ratio = semi
+        .replan_rates
+        .iter()
+        .map(|r| r[0] / r[1])
+        .fold(0.0, f64::max);
+    assert!(
+        (2.0..30.0).contains(&ratio),
+        "measured rate ratio {ratio}: {semi:?}"
+    );
     // Rates before the change were equal (up to that noise).
     let first = &semi.replan_rates[0];
     let before = first[0] / first[1];
@@ -761,7 +907,7 @@ fn a_load_change_mid_run_is_seen_by_the_replanning() {
     assert!(ratio > 1.5 * before, "after {ratio}, before {before}");
     assert!(semi.columns_per_rank[0] > stat.columns_per_rank[0]);
     for r in [&stat, &semi] {
-        assert!(r.backward_error.unwrap() <= 192.0 * EPS);
+        assert!(r.backward_error.unwrap() <= 768.0 * EPS);
     }
     // A load change on a communicator without emulated slowdowns is a typed error.
     let e = run_dense(

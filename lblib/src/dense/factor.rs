@@ -28,9 +28,13 @@
 //! across a borrowed block or a re-planning.
 //!
 //! Semi-static re-planning (`000` §2.1 and §4.5): every `S` panels the rates are
-//! measured again ([`RateMeter`]) and the remaining column blocks are laid out
-//! again ([`reallocate_remaining`]); the blocks that change owner are moved with
-//! one all-to-all, and the bytes moved are counted.
+//! gathered again — by default each process's rate over its own trailing updates
+//! since the last re-planning (the paper's "cycle-times measured during the last
+//! phase", at the cost of one all-gather), or from a fresh [`RateMeter`] section —
+//! and the remaining column blocks are laid out again ([`reallocate_remaining`])
+//! when the weighted `000` model predicts the new layout to finish the remaining
+//! steps, moves included, at least [`Replan::min_gain`] sooner; the blocks that
+//! change owner are moved with one all-to-all, and the bytes moved are counted.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::householder::apply_block_householder_transpose_on_the_left_in_place_with_conj;
@@ -43,7 +47,7 @@ use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{Accum, Conj, MatMut, MatRef, Par};
 use serde::{Deserialize, Serialize};
 
-use super::alloc::reallocate_remaining;
+use super::alloc::{reallocate_remaining, Reallocation};
 use super::layout::{ColumnLayout, LayoutKind};
 use super::rates::{RateMeter, RateSample};
 use super::{DenseError, Source};
@@ -59,11 +63,76 @@ pub enum Factorization {
     Qr,
 }
 
+/// Where a semi-static re-planning takes its new cycle-times from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplanRates {
+    /// Each process's rate over its own trailing updates since the last
+    /// re-planning (flops per second of the time spent updating, waits
+    /// excluded): no extra work (`000` §2.1, "measured during the last phase").
+    #[default]
+    Updates,
+    /// A fresh [`RateMeter`] section of GEMM block updates on every process
+    /// (`003` §5): extra work, paced by the slowest process.
+    Section,
+}
+
+/// Semi-static re-planning of a 1-D LU/QR (`000` §2.1, §4.5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Replan {
+    /// Re-plan after every `every` panels; 0: static layout. Default: 0.
+    pub every: usize,
+    /// Source of the new cycle-times. Default: [`ReplanRates::Updates`].
+    pub rates: ReplanRates,
+    /// Lay out again only if the weighted `000` model
+    /// ([`ColumnLayout::predicted_time_weighted_from`]), on the new cycle-times,
+    /// predicts the new layout's remaining steps plus the moves (a moved block
+    /// costing one full-height block update at the fastest rate, on both ends)
+    /// to take at most
+    /// `1 - min_gain` of the current layout's: measured rates swing, and a
+    /// re-layout that gains less than their noise only moves data. In `0..1`.
+    /// Default: 0.1.
+    pub min_gain: f64,
+    /// With [`ReplanRates::Updates`], the shortest time in seconds (communicator
+    /// clock) over which a process's update rate is taken: while some process
+    /// has updated for less since the last re-planning, the re-planning is
+    /// postponed to the next one and the updates keep adding up (a rate over
+    /// less than a few scheduler slices measures the slice, not the share of
+    /// the core). Default: 0.02.
+    pub min_seconds: f64,
+}
+
+impl Default for Replan {
+    fn default() -> Self {
+        Self {
+            every: 0,
+            rates: ReplanRates::Updates,
+            min_gain: 0.1,
+            min_seconds: 0.02,
+        }
+    }
+}
+
+impl Replan {
+    /// Re-planning every `s` panels, other fields at their defaults.
+    pub fn every(s: usize) -> Self {
+        Self {
+            every: s,
+            ..Self::default()
+        }
+    }
+}
+
 /// Counters of one distributed factorization.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FactorStats {
-    /// Number of semi-static re-plannings performed.
+    /// Number of semi-static re-plannings performed (rates taken; postponed
+    /// ones, see [`Replan::min_seconds`], not counted).
     pub replans: usize,
+    /// Re-plannings that changed the layout (the model predicted a gain of at
+    /// least [`Replan::min_gain`]).
+    pub relayouts: usize,
     /// Bytes of matrix data moved by re-plannings.
     pub bytes_moved: u64,
     /// Column blocks moved by re-plannings.
@@ -72,7 +141,8 @@ pub struct FactorStats {
     pub bytes_to_factor: u64,
     /// Rates measured at each re-planning (the first measurement is not here).
     pub replan_rates: Vec<RateSample>,
-    /// Seconds (communicator clock) spent measuring rates during re-planning.
+    /// Seconds (communicator clock) spent gathering or measuring rates during
+    /// re-planning.
     pub replan_seconds: f64,
 }
 
@@ -421,21 +491,22 @@ fn update_columns(
 /// Factors the `n × n` matrix given by `src` with LU (partial pivoting) or
 /// Householder QR on the 1-D column-block `layout`, over `comm` (collective).
 ///
-/// `replan_every = S > 0` re-plans every `S` panels (semi-static strategy, `000`
-/// §4.5): only for [`LayoutKind::Hetero`] layouts, and needs `meter` (the rate
-/// meter whose first measurement gave the layout). `par` is faer's parallelism
-/// inside this process.
+/// `replan.every = S > 0` re-plans every `S` panels (semi-static strategy, `000`
+/// §4.5, [`Replan`]): only for [`LayoutKind::Hetero`] layouts; with
+/// [`ReplanRates::Section`] it needs `meter` (the rate meter whose first
+/// measurement gave the layout). `par` is faer's parallelism inside this process.
 ///
 /// # Errors
 /// [`DenseError::BadParam`] if the layout is not for `comm.size()` processes, or
-/// if re-planning is asked without a hetero layout or meter; [`DenseError::Singular`]
-/// for an exactly zero pivot (LU); errors of the re-planning.
+/// if re-planning is asked without a hetero layout, with `min_gain` outside
+/// `0..1`, or from sections without a meter; [`DenseError::Singular`] for an
+/// exactly zero pivot (LU); errors of the re-planning.
 pub fn factor_distributed<C: Comm + ?Sized>(
     comm: &C,
     kind: Factorization,
     src: &Source,
     layout: &ColumnLayout,
-    replan_every: usize,
+    replan: &Replan,
     meter: Option<&mut RateMeter<'_, C>>,
     par: Par,
 ) -> Result<DistFactors, DenseError> {
@@ -444,7 +515,7 @@ pub fn factor_distributed<C: Comm + ?Sized>(
         kind,
         src,
         layout,
-        replan_every,
+        replan,
         meter,
         par,
         false,
@@ -466,12 +537,13 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
     kind: Factorization,
     src: &Source,
     layout: &ColumnLayout,
-    replan_every: usize,
+    replan: &Replan,
     mut meter: Option<&mut RateMeter<'_, C>>,
     par: Par,
     lookahead: bool,
     on_panel: &mut dyn FnMut(usize),
 ) -> Result<DistFactors, DenseError> {
+    let replan_every = replan.every;
     let p = comm.size();
     let me = comm.rank();
     if layout.p != p {
@@ -481,11 +553,32 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             reason: "must equal the communicator size",
         });
     }
-    if replan_every > 0 && (layout.kind != LayoutKind::Hetero || meter.is_none()) {
+    if replan_every > 0 && layout.kind != LayoutKind::Hetero {
         return Err(DenseError::BadParam {
             what: "replan",
             value: replan_every.to_string(),
-            reason: "semi-static re-planning needs the hetero layout and a rate meter",
+            reason: "semi-static re-planning needs the hetero layout",
+        });
+    }
+    if replan_every > 0 && replan.rates == ReplanRates::Section && meter.is_none() {
+        return Err(DenseError::BadParam {
+            what: "replan",
+            value: replan_every.to_string(),
+            reason: "re-planning from rate sections needs a rate meter",
+        });
+    }
+    if !(replan.min_seconds.is_finite() && replan.min_seconds >= 0.0) {
+        return Err(DenseError::BadParam {
+            what: "replan min_seconds",
+            value: replan.min_seconds.to_string(),
+            reason: "must be finite and >= 0",
+        });
+    }
+    if !(0.0..1.0).contains(&replan.min_gain) {
+        return Err(DenseError::BadParam {
+            what: "replan min_gain",
+            value: replan.min_gain.to_string(),
+            reason: "must be in 0..1",
         });
     }
     src.validate(layout.n)?;
@@ -522,6 +615,12 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
     // Seconds each home took, the last time, from the broadcast of the previous
     // panel to its early broadcast (carried in the last slot of its panel).
     let mut lead = vec![0.0; p];
+    // This process's trailing updates since the last re-planning: flops, seconds.
+    let mut updates = (0.0, 0.0);
+    let timed = replan_every > 0 && replan.rates == ReplanRates::Updates;
+    let clock = |on: bool| if on { comm.wtime() } else { 0.0 };
+    // Cycle-times of the last re-planning (per process; NaN: none measured).
+    let mut last_times = vec![f64::NAN; p];
 
     for k in 0..nb {
         let geo = PanelGeometry::of(kind, &layout, k);
@@ -625,6 +724,9 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             if me == next_home {
                 // Block k+1 is the first local block after k.
                 step.update_block(&mut loc, t0, &mut mem);
+                if timed {
+                    updates.1 += comm.wtime() - start;
+                }
                 ta = t0 + 1;
                 factor_panel(
                     kind,
@@ -645,11 +747,15 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                     step.update_block(&mut loc, ta, &mut mem);
                     ta += 1;
                 }
+                if timed {
+                    updates.1 += comm.wtime() - start;
+                }
             }
             comm.broadcast(&mut next, next_home);
             lead[next_home] = next[next.len() - 1];
             ahead = Some(k + 1);
         }
+        let t_update = clock(timed);
         if kind == Factorization::Lu {
             // Swaps on every local column but the panel, the lent block and the
             // blocks updated above.
@@ -687,23 +793,50 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             let stack = MemStack::new(&mut mem);
             update_columns(kind, cols, pref, tref, w, par, stack);
         }
+        updates.1 += clock(timed) - t_update;
+        let updated_cols = loc.ncols() - loc.offs[t0] + pending.as_ref().map_or(0, |pd| pd.width);
+        updates.0 += kind.update_flops(n - c0, w, updated_cols);
         // Semi-static re-planning every S panels.
         if replan_now {
-            if let Some(m) = meter.as_deref_mut() {
-                let t_start = comm.wtime();
-                let sample = m.measure()?;
-                stats.replan_seconds += comm.wtime() - t_start;
-                let re = reallocate_remaining(&sample.times, layout.slice, &layout.home, k + 1)?;
-                stats.replans += 1;
-                stats.replan_rates.push(sample);
-                if !re.moves.is_empty() {
-                    let moved = move_blocks(comm, &layout, &re.owners, &mut loc);
-                    stats.blocks_moved += re.moves.len();
-                    stats.bytes_moved += moved;
+            let t_start = comm.wtime();
+            let sample = match replan.rates {
+                ReplanRates::Section => Some(
+                    meter
+                        .as_deref_mut()
+                        .ok_or(DenseError::BadParam {
+                            what: "replan",
+                            value: replan_every.to_string(),
+                            reason: "re-planning from rate sections needs a rate meter",
+                        })?
+                        .measure()?,
+                ),
+                ReplanRates::Updates => {
+                    let s =
+                        update_rates(comm, kind, n, bw, updates, replan.min_seconds, &last_times);
+                    if s.is_some() {
+                        updates = (0.0, 0.0);
+                    }
+                    s
                 }
-                layout.home = re.owners.clone();
-                layout.factor = re.owners;
+            };
+            stats.replan_seconds += comm.wtime() - t_start;
+            let Some(sample) = sample else { continue };
+            stats.replans += 1;
+            if sample.times.iter().all(|t| t.is_finite() && *t > 0.0) {
+                last_times.clone_from(&sample.times);
+                let re = reallocate_remaining(&sample.times, layout.slice, &layout.home, k + 1)?;
+                if pays(&layout, &re, &sample.times, k + 1, replan.min_gain)? {
+                    stats.relayouts += 1;
+                    if !re.moves.is_empty() {
+                        let moved = move_blocks(comm, &layout, &re.owners, &mut loc);
+                        stats.blocks_moved += re.moves.len();
+                        stats.bytes_moved += moved;
+                    }
+                    layout.home = re.owners.clone();
+                    layout.factor = re.owners;
+                }
             }
+            stats.replan_rates.push(sample);
         }
     }
     Ok(DistFactors {
@@ -715,6 +848,95 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         t_factors,
         stats,
     })
+}
+
+impl Factorization {
+    /// Flops of updating `cols` columns with a panel of `w` columns and `rows`
+    /// rows (LU: TRSM and GEMM, `2 rows w cols`; QR: the WY update,
+    /// `4 rows w cols`).
+    fn update_flops(self, rows: usize, w: usize, cols: usize) -> f64 {
+        let per = match self {
+            Factorization::Lu => 2.0,
+            Factorization::Qr => 4.0,
+        };
+        per * rows as f64 * w as f64 * cols as f64
+    }
+}
+
+/// The cycle-times of a re-planning from every process's trailing updates since
+/// the last one (collective: one all-gather). The unit is the update of one
+/// full-height block of `bw` columns by one panel; a process that updated
+/// nothing keeps its time of the last re-planning in `last_times` (NaN if it
+/// never had one: the caller then keeps the layout). `None` (on every process)
+/// when some process updated for less than `min_seconds`: postponed.
+fn update_rates<C: Comm + ?Sized>(
+    comm: &C,
+    kind: Factorization,
+    n: usize,
+    bw: usize,
+    (flops, seconds): (f64, f64),
+    min_seconds: f64,
+    last_times: &[f64],
+) -> Option<RateSample> {
+    let p = comm.size();
+    let mut all = vec![0.0; 2 * p];
+    comm.all_gather(&[flops, seconds], &mut all);
+    let short = all.chunks(2).any(|fs| fs[0] > 0.0 && fs[1] < min_seconds);
+    if short {
+        return None;
+    }
+    let unit = kind.update_flops(n, bw, bw);
+    let times: Vec<f64> = all
+        .chunks(2)
+        .zip(last_times)
+        .map(|(fs, &last)| {
+            if fs[0] > 0.0 && fs[1] > 0.0 {
+                unit * fs[1] / fs[0]
+            } else {
+                last
+            }
+        })
+        .collect();
+    Some(RateSample {
+        rates: times.iter().map(|t| 1.0 / t).collect(),
+        gflops: times.iter().map(|t| unit / t * 1e-9).collect(),
+        times,
+    })
+}
+
+/// Whether the re-allocation `re` of the blocks `first..` pays on the new
+/// cycle-times `times` ([`Replan::min_gain`]): the weighted `000` model of the
+/// remaining steps in the new layout, plus its moves, against the current
+/// layout's remaining steps. A moved block is charged one full-height block
+/// update at the fastest cycle-time on its sender and on its receiver (the
+/// busiest process's total): a move is a copy, not arithmetic, and a block of
+/// 64 columns takes about that long to copy through shared memory.
+///
+/// # Errors
+/// As [`ColumnLayout::predicted_time_weighted_from`].
+fn pays(
+    layout: &ColumnLayout,
+    re: &Reallocation,
+    times: &[f64],
+    first: usize,
+    min_gain: f64,
+) -> Result<bool, DenseError> {
+    if re.moves.is_empty() {
+        return Ok(false);
+    }
+    let now = layout.predicted_time_weighted_from(times, first)?;
+    let mut next = layout.clone();
+    next.home.clone_from(&re.owners);
+    next.factor.clone_from(&re.owners);
+    let mut moved = vec![0usize; layout.p];
+    for mv in &re.moves {
+        moved[mv.from] += 1;
+        moved[mv.to] += 1;
+    }
+    let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let moving = moved.iter().copied().max().unwrap_or(0) as f64 * fastest;
+    let after = next.predicted_time_weighted_from(times, first)? + moving;
+    Ok(after <= (1.0 - min_gain) * now)
 }
 
 /// If block `j`'s factor process is not its home, the home sends rows `row0..n`

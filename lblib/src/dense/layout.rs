@@ -249,6 +249,20 @@ impl ColumnLayout {
     /// # Errors
     /// [`AllocError::LengthMismatch`] if `times` has not `p` entries.
     pub fn predicted_time_weighted(&self, times: &[f64]) -> Result<f64, AllocError> {
+        self.predicted_time_weighted_from(times, 0)
+    }
+
+    /// [`ColumnLayout::predicted_time_weighted`] of the steps `first..` only (the
+    /// blocks before `first` factored): what a semi-static re-planning compares
+    /// (`000` §4.5).
+    ///
+    /// # Errors
+    /// As [`ColumnLayout::predicted_time_weighted`].
+    pub fn predicted_time_weighted_from(
+        &self,
+        times: &[f64],
+        first: usize,
+    ) -> Result<f64, AllocError> {
         if times.len() != self.p {
             return Err(AllocError::LengthMismatch {
                 what: "cycle-times",
@@ -258,11 +272,11 @@ impl ColumnLayout {
         }
         let nb = self.n_blocks();
         let mut counts = vec![0usize; self.p];
-        for &h in &self.home {
+        for &h in self.home.iter().skip(first) {
             counts[h] += 1;
         }
         let mut total = 0.0;
-        for k in 0..nb {
+        for k in first..nb {
             counts[self.home[k]] -= 1;
             let m = (self.n - self.block_cols(k).0) as f64 / self.n as f64;
             let update = counts

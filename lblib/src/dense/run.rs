@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::check;
-use super::factor::{factor_distributed_with, gather_factors, Factorization};
+use super::factor::{factor_distributed_with, gather_factors, Factorization, Replan, ReplanRates};
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
 use super::grid::{gather_grid, grid_gemm, grid_lu, GridAlloc, GridLayout};
 use super::layout::{ColumnLayout, LayoutKind};
@@ -65,6 +65,15 @@ pub struct DenseParams {
     pub slice: Option<usize>,
     /// Re-plan every `S` panels (`000` §4.5); 0 = static. Default: 0.
     pub replan: usize,
+    /// Where re-planning takes its rates from. Default: [`ReplanRates::Updates`]
+    /// (the factorization's own updates).
+    pub replan_rates: ReplanRates,
+    /// Smallest predicted gain for a re-planning to lay out again
+    /// ([`Replan::min_gain`]). Default: 0.1.
+    pub replan_min_gain: f64,
+    /// Shortest update time a re-planning takes a rate over
+    /// ([`Replan::min_seconds`]). Default: 0.02.
+    pub replan_min_seconds: f64,
     /// faer threads inside each process. Default: 1.
     pub threads: usize,
     /// Seed of the random matrix (when no matrix is given). Default: 0.
@@ -114,6 +123,9 @@ impl Default for DenseParams {
             layout: LayoutKind::Cyclic,
             slice: None,
             replan: 0,
+            replan_rates: ReplanRates::Updates,
+            replan_min_gain: 0.1,
+            replan_min_seconds: 0.02,
             threads: 1,
             seed: 0,
             rhs: false,
@@ -159,6 +171,20 @@ impl DenseParams {
                 self.replan,
                 "semi-static re-planning needs --layout hetero",
             );
+        }
+        if !(0.0..1.0).contains(&self.replan_min_gain) {
+            return Err(DenseError::BadParam {
+                what: "replan-gain",
+                value: self.replan_min_gain.to_string(),
+                reason: "must be in 0..1",
+            });
+        }
+        if !(self.replan_min_seconds.is_finite() && self.replan_min_seconds >= 0.0) {
+            return Err(DenseError::BadParam {
+                what: "replan-seconds",
+                value: self.replan_min_seconds.to_string(),
+                reason: "must be finite and >= 0",
+            });
         }
         if self.replan > 0 && self.op == DenseOp::Gemm {
             return bad("replan", self.replan, "re-planning applies to lu and qr");
@@ -259,12 +285,15 @@ pub struct DenseReport {
     pub imbalance_percent: f64,
     /// Whether the 1-D LU/QR ran with the look-ahead.
     pub lookahead: bool,
-    /// Semi-static re-plannings performed.
+    /// Semi-static re-plannings performed (rates gathered).
     pub replans: usize,
+    /// Re-plannings that laid the remaining blocks out again (predicted gain
+    /// of at least `replan_min_gain`).
+    pub relayouts: usize,
     /// Bytes moved by re-plannings.
     pub bytes_moved: u64,
-    /// Seconds (communicator clock, this rank) spent re-measuring rates in
-    /// re-plannings.
+    /// Seconds (communicator clock, this rank) spent gathering or re-measuring
+    /// rates in re-plannings.
     pub replan_seconds: f64,
     /// Rates (GFLOP/s per rank) measured at each re-planning.
     pub replan_rates: Vec<Vec<f64>>,
@@ -318,6 +347,7 @@ pub fn run_dense<C: Comm>(
         imbalance_percent: 0.0,
         lookahead: false,
         replans: 0,
+        relayouts: 0,
         bytes_moved: 0,
         replan_seconds: 0.0,
         replan_rates: Vec::new(),
@@ -481,7 +511,12 @@ pub fn run_dense<C: Comm>(
             kind,
             src,
             &layout,
-            params.replan,
+            &Replan {
+                every: params.replan,
+                rates: params.replan_rates,
+                min_gain: params.replan_min_gain,
+                min_seconds: params.replan_min_seconds,
+            },
             Some(&mut meter),
             par,
             params.lookahead,
@@ -500,6 +535,7 @@ pub fn run_dense<C: Comm>(
         report.columns_per_rank = f.layout.columns_per_rank();
         report.lookahead = params.lookahead;
         report.replans = f.stats.replans;
+        report.relayouts = f.stats.relayouts;
         report.bytes_moved = f.stats.bytes_moved;
         report.replan_seconds = f.stats.replan_seconds;
         report.replan_rates = f

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use lblib::dense::grid::GridAlloc;
 use lblib::dense::{
-    run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, LoadChange, Source,
+    run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, LoadChange, ReplanRates,
+    Source,
 };
 
 use std::fmt::Write as _;
@@ -40,6 +41,14 @@ pub enum LayoutArg {
     Optimized,
     /// Two-level clusters-of-clusters allocation of seeds/001 §4.5 (see --clusters).
     Clusters,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ReplanRatesArg {
+    /// Every rank's rate over its own trailing updates since the last re-planning.
+    Updates,
+    /// A fresh lblib flexible section of GEMM updates on every rank.
+    Section,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -91,6 +100,18 @@ pub struct DenseArgs {
     /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
     #[arg(long, default_value_t = 0)]
     replan: usize,
+    /// Where --replan takes its rates from: every rank's own trailing updates
+    /// since the last re-planning (no extra work), or a fresh rate section.
+    #[arg(long, value_enum, default_value = "updates")]
+    replan_rates: ReplanRatesArg,
+    /// Lay out again only when the seeds/000 model predicts the remaining steps,
+    /// moves included, at least this fraction sooner (0 <= G < 1).
+    #[arg(long, default_value_t = 0.1)]
+    replan_gain: f64,
+    /// Shortest update time (seconds) a rank's rate is taken over: shorter
+    /// windows postpone the re-planning and keep adding up.
+    #[arg(long, default_value_t = 0.02)]
+    replan_seconds: f64,
     /// Look-ahead of depth 1 in the 1-D LU and QR: the owner of the next panel
     /// factors and broadcasts it before the rest of its update, while the others
     /// update their first columns.
@@ -226,6 +247,12 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
         },
         slice: a.slice,
         replan: a.replan,
+        replan_rates: match a.replan_rates {
+            ReplanRatesArg::Updates => ReplanRates::Updates,
+            ReplanRatesArg::Section => ReplanRates::Section,
+        },
+        replan_min_gain: a.replan_gain,
+        replan_min_seconds: a.replan_seconds,
         lookahead: matches!(a.lookahead, crate::solve::OnOff::On),
         threads: a.threads,
         seed: a.seed,
@@ -377,8 +404,8 @@ fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
     if r.replans > 0 {
         let _ = writeln!(
             out,
-            "re-plannings {}  bytes moved {}",
-            r.replans, r.bytes_moved
+            "re-plannings {} (laid out again {})  bytes moved {}",
+            r.replans, r.relayouts, r.bytes_moved
         );
     }
     emit(&out)
