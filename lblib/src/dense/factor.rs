@@ -618,7 +618,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
     // This process's trailing updates since the last re-planning: flops, seconds.
     let mut updates = (0.0, 0.0);
     let timed = replan_every > 0 && replan.rates == ReplanRates::Updates;
-    let clock = |on: bool| if on { comm.wtime() } else { 0.0 };
+    let clock = || if timed { comm.wtime() } else { 0.0 };
     // Cycle-times of the last re-planning (per process; NaN: none measured).
     let mut last_times = vec![f64::NAN; p];
 
@@ -755,7 +755,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             lead[next_home] = next[next.len() - 1];
             ahead = Some(k + 1);
         }
-        let t_update = clock(timed);
+        let t_update = clock();
         if kind == Factorization::Lu {
             // Swaps on every local column but the panel, the lent block and the
             // blocks updated above.
@@ -793,24 +793,16 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             let stack = MemStack::new(&mut mem);
             update_columns(kind, cols, pref, tref, w, par, stack);
         }
-        updates.1 += clock(timed) - t_update;
+        updates.1 += clock() - t_update;
         let updated_cols = loc.ncols() - loc.offs[t0] + pending.as_ref().map_or(0, |pd| pd.width);
         updates.0 += kind.update_flops(n - c0, w, updated_cols);
         // Semi-static re-planning every S panels.
         if replan_now {
             let t_start = comm.wtime();
-            let sample = match replan.rates {
-                ReplanRates::Section => Some(
-                    meter
-                        .as_deref_mut()
-                        .ok_or(DenseError::BadParam {
-                            what: "replan",
-                            value: replan_every.to_string(),
-                            reason: "re-planning from rate sections needs a rate meter",
-                        })?
-                        .measure()?,
-                ),
-                ReplanRates::Updates => {
+            // (sections without a meter were refused on entry)
+            let sample = match meter.as_deref_mut() {
+                Some(m) if replan.rates == ReplanRates::Section => Some(m.measure()?),
+                _ => {
                     let s =
                         update_rates(comm, kind, n, bw, updates, replan.min_seconds, &last_times);
                     if s.is_some() {
@@ -827,11 +819,8 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                 let re = reallocate_remaining(&sample.times, layout.slice, &layout.home, k + 1)?;
                 if pays(&layout, &re, &sample.times, k + 1, replan.min_gain)? {
                     stats.relayouts += 1;
-                    if !re.moves.is_empty() {
-                        let moved = move_blocks(comm, &layout, &re.owners, &mut loc);
-                        stats.blocks_moved += re.moves.len();
-                        stats.bytes_moved += moved;
-                    }
+                    stats.blocks_moved += re.moves.len();
+                    stats.bytes_moved += move_blocks(comm, &layout, &re.owners, &mut loc);
                     layout.home = re.owners.clone();
                     layout.factor = re.owners;
                 }
