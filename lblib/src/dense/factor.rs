@@ -498,8 +498,8 @@ fn update_columns(
 ///
 /// # Errors
 /// [`DenseError::BadParam`] if the layout is not for `comm.size()` processes, or
-/// if re-planning is asked without a hetero layout, with `min_gain` outside
-/// `0..1`, or from sections without a meter; [`DenseError::Singular`] for an
+/// if re-planning is asked without a hetero layout or from sections without a
+/// meter, or for [`Replan::min_gain`] or [`Replan::min_seconds`] out of range; [`DenseError::Singular`] for an
 /// exactly zero pivot (LU); errors of the re-planning.
 pub fn factor_distributed<C: Comm + ?Sized>(
     comm: &C,
@@ -521,6 +521,34 @@ pub fn factor_distributed<C: Comm + ?Sized>(
         false,
         &mut |_| {},
     )
+}
+
+/// Checks [`Replan::min_gain`] (in `0..1`) and [`Replan::min_seconds`] (finite,
+/// `>= 0`), naming them `names` in the error (the CLI and the struct name them
+/// differently).
+///
+/// # Errors
+/// [`DenseError::BadParam`] for the first one out of range.
+pub(crate) fn check_replan_thresholds(
+    min_gain: f64,
+    min_seconds: f64,
+    names: [&'static str; 2],
+) -> Result<(), DenseError> {
+    if !(0.0..1.0).contains(&min_gain) {
+        return Err(DenseError::BadParam {
+            what: names[0],
+            value: min_gain.to_string(),
+            reason: "must be in 0..1",
+        });
+    }
+    if !(min_seconds.is_finite() && min_seconds >= 0.0) {
+        return Err(DenseError::BadParam {
+            what: names[1],
+            value: min_seconds.to_string(),
+            reason: "must be finite and >= 0",
+        });
+    }
+    Ok(())
 }
 
 /// [`factor_distributed`] with the look-ahead switchable (`lookahead`; off in
@@ -567,20 +595,11 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             reason: "re-planning from rate sections needs a rate meter",
         });
     }
-    if !(replan.min_seconds.is_finite() && replan.min_seconds >= 0.0) {
-        return Err(DenseError::BadParam {
-            what: "replan min_seconds",
-            value: replan.min_seconds.to_string(),
-            reason: "must be finite and >= 0",
-        });
-    }
-    if !(0.0..1.0).contains(&replan.min_gain) {
-        return Err(DenseError::BadParam {
-            what: "replan min_gain",
-            value: replan.min_gain.to_string(),
-            reason: "must be in 0..1",
-        });
-    }
+    check_replan_thresholds(
+        replan.min_gain,
+        replan.min_seconds,
+        ["replan min_gain", "replan min_seconds"],
+    )?;
     src.validate(layout.n)?;
     let n = layout.n;
     let nb = layout.n_blocks();

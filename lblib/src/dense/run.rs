@@ -5,7 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::check;
-use super::factor::{factor_distributed_with, gather_factors, Factorization, Replan, ReplanRates};
+use super::factor::{
+    check_replan_thresholds, factor_distributed_with, gather_factors, Factorization, Replan,
+    ReplanRates,
+};
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
 use super::grid::{gather_grid, grid_gemm, grid_lu, GridAlloc, GridLayout};
 use super::layout::{ColumnLayout, LayoutKind};
@@ -172,20 +175,11 @@ impl DenseParams {
                 "semi-static re-planning needs --layout hetero",
             );
         }
-        if !(0.0..1.0).contains(&self.replan_min_gain) {
-            return Err(DenseError::BadParam {
-                what: "replan-gain",
-                value: self.replan_min_gain.to_string(),
-                reason: "must be in 0..1",
-            });
-        }
-        if !(self.replan_min_seconds.is_finite() && self.replan_min_seconds >= 0.0) {
-            return Err(DenseError::BadParam {
-                what: "replan-seconds",
-                value: self.replan_min_seconds.to_string(),
-                reason: "must be finite and >= 0",
-            });
-        }
+        check_replan_thresholds(
+            self.replan_min_gain,
+            self.replan_min_seconds,
+            ["replan-gain", "replan-seconds"],
+        )?;
         if self.replan > 0 && self.op == DenseOp::Gemm {
             return bad("replan", self.replan, "re-planning applies to lu and qr");
         }
