@@ -499,8 +499,9 @@ fn update_columns(
 /// # Errors
 /// [`DenseError::BadParam`] if the layout is not for `comm.size()` processes, or
 /// if re-planning is asked without a hetero layout or from sections without a
-/// meter, or for [`Replan::min_gain`] or [`Replan::min_seconds`] out of range; [`DenseError::Singular`] for an
-/// exactly zero pivot (LU); errors of the re-planning.
+/// meter, or for [`Replan::min_gain`] or [`Replan::min_seconds`] out of range;
+/// [`DenseError::Singular`] for an exactly zero pivot (LU); errors of the
+/// re-planning.
 pub fn factor_distributed<C: Comm + ?Sized>(
     comm: &C,
     kind: Factorization,
