@@ -471,7 +471,7 @@ fn bad_parameters_are_typed_errors() {
         bad(DenseParams {
             n: 10,
             block: 2,
-            replan: 2,
+            replan: Replan::every(2),
             ..DenseParams::default()
         }),
         Err(DenseError::BadParam { what: "replan", .. })
@@ -718,7 +718,7 @@ fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
             block: 4,
             grid: Some((1, 1)),
             layout: LayoutKind::Hetero,
-            replan: 1,
+            replan: Replan::every(1),
             ..DenseParams::default()
         },
     ] {
@@ -860,7 +860,10 @@ fn a_load_change_mid_run_is_seen_by_the_replanning() {
     let base = DenseParams {
         n: 768,
         block: 16,
-        replan_min_seconds: 0.0005,
+        replan: Replan {
+            min_seconds: 0.0005,
+            ..Replan::default()
+        },
         layout: LayoutKind::Hetero,
         load_change: Some(LoadChange {
             panel: 16,
@@ -870,7 +873,10 @@ fn a_load_change_mid_run_is_seen_by_the_replanning() {
     };
     let run = |replan: usize| {
         let params = DenseParams {
-            replan,
+            replan: Replan {
+                every: replan,
+                ..base.replan.clone()
+            },
             ..base.clone()
         };
         let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0], ClockMode::Virtual);

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::check;
 use super::factor::{
     check_replan_thresholds, factor_distributed_with, gather_factors, Factorization, Replan,
-    ReplanRates,
 };
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
 use super::grid::{gather_grid, grid_gemm, grid_lu, GridAlloc, GridLayout};
@@ -66,17 +65,9 @@ pub struct DenseParams {
     /// Slice size `B` of the heterogeneous layout (`000` §2.2). Default: `None`
     /// (the `B <= 4p` with the best `t_theoretical`).
     pub slice: Option<usize>,
-    /// Re-plan every `S` panels (`000` §4.5); 0 = static. Default: 0.
-    pub replan: usize,
-    /// Where re-planning takes its rates from. Default: [`ReplanRates::Updates`]
-    /// (the factorization's own updates).
-    pub replan_rates: ReplanRates,
-    /// Smallest predicted gain for a re-planning to lay out again
-    /// ([`Replan::min_gain`]). Default: 0.1.
-    pub replan_min_gain: f64,
-    /// Shortest update time a re-planning takes a rate over
-    /// ([`Replan::min_seconds`]). Default: 0.02.
-    pub replan_min_seconds: f64,
+    /// Semi-static re-planning of the 1-D LU/QR (`000` §4.5, [`Replan`]).
+    /// Default: [`Replan::default`] (static: `every` 0).
+    pub replan: Replan,
     /// faer threads inside each process. Default: 1.
     pub threads: usize,
     /// Seed of the random matrix (when no matrix is given). Default: 0.
@@ -125,10 +116,7 @@ impl Default for DenseParams {
             block: 64,
             layout: LayoutKind::Cyclic,
             slice: None,
-            replan: 0,
-            replan_rates: ReplanRates::Updates,
-            replan_min_gain: 0.1,
-            replan_min_seconds: 0.02,
+            replan: Replan::default(),
             threads: 1,
             seed: 0,
             rhs: false,
@@ -168,20 +156,21 @@ impl DenseParams {
         if self.slice == Some(0) {
             return bad("slice", 0, "must be at least 1");
         }
-        if self.replan > 0 && self.layout != LayoutKind::Hetero {
+        let replan = self.replan.every;
+        if replan > 0 && self.layout != LayoutKind::Hetero {
             return bad(
                 "replan",
-                self.replan,
+                replan,
                 "semi-static re-planning needs --layout hetero",
             );
         }
         check_replan_thresholds(
-            self.replan_min_gain,
-            self.replan_min_seconds,
+            self.replan.min_gain,
+            self.replan.min_seconds,
             ["replan-gain", "replan-seconds"],
         )?;
-        if self.replan > 0 && self.op == DenseOp::Gemm {
-            return bad("replan", self.replan, "re-planning applies to lu and qr");
+        if replan > 0 && self.op == DenseOp::Gemm {
+            return bad("replan", replan, "re-planning applies to lu and qr");
         }
         if self.clusters.is_some() && self.layout != LayoutKind::Clusters {
             return bad("clusters", 0, "cluster lists need --layout clusters");
@@ -190,8 +179,8 @@ impl DenseParams {
             if self.op == DenseOp::Qr {
                 return bad("grid", r * q, "the 2-D grid runs lu and gemm, not qr");
             }
-            if self.replan > 0 {
-                return bad("replan", self.replan, "re-planning applies to 1-D layouts");
+            if replan > 0 {
+                return bad("replan", replan, "re-planning applies to 1-D layouts");
             }
             if self.layout == LayoutKind::Optimized || self.layout == LayoutKind::Clusters {
                 return bad(
@@ -282,7 +271,7 @@ pub struct DenseReport {
     /// Semi-static re-plannings performed (rates gathered).
     pub replans: usize,
     /// Re-plannings that laid the remaining blocks out again (predicted gain
-    /// of at least `replan_min_gain`).
+    /// of at least [`Replan::min_gain`]).
     pub relayouts: usize,
     /// Bytes moved by re-plannings.
     pub bytes_moved: u64,
@@ -505,12 +494,7 @@ pub fn run_dense<C: Comm>(
             kind,
             src,
             &layout,
-            &Replan {
-                every: params.replan,
-                rates: params.replan_rates,
-                min_gain: params.replan_min_gain,
-                min_seconds: params.replan_min_seconds,
-            },
+            &params.replan,
             Some(&mut meter),
             par,
             params.lookahead,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use lblib::dense::grid::GridAlloc;
 use lblib::dense::{
-    run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, LoadChange, ReplanRates,
-    Source,
+    run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, LoadChange, Replan,
+    ReplanRates, Source,
 };
 
 use std::fmt::Write as _;
@@ -246,13 +246,15 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
             LayoutArg::Clusters => LayoutKind::Clusters,
         },
         slice: a.slice,
-        replan: a.replan,
-        replan_rates: match a.replan_rates {
-            ReplanRatesArg::Updates => ReplanRates::Updates,
-            ReplanRatesArg::Section => ReplanRates::Section,
+        replan: Replan {
+            every: a.replan,
+            rates: match a.replan_rates {
+                ReplanRatesArg::Updates => ReplanRates::Updates,
+                ReplanRatesArg::Section => ReplanRates::Section,
+            },
+            min_gain: a.replan_gain,
+            min_seconds: a.replan_seconds,
         },
-        replan_min_gain: a.replan_gain,
-        replan_min_seconds: a.replan_seconds,
         lookahead: matches!(a.lookahead, crate::solve::OnOff::On),
         threads: a.threads,
         seed: a.seed,
