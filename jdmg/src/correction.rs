@@ -26,13 +26,13 @@ pub(crate) fn project_out<C: Comm + ?Sized>(
         return;
     }
     let coef = &mut coef[..nq];
-    gemm_tn(coef, q, n, nq, v, 1, faer::Par::Seq);
+    gemm_tn(coef, q, n, nq, v, 1);
     comm.all_reduce(coef, ReduceOp::Sum);
     if nq == 1 {
         crate::dense::axpy(-coef[0], &q[..n], v);
     } else {
         // one pass over v and Q (not one per column)
-        crate::dense::gemm_sub(v, q, n, nq, coef, 1, faer::Par::Seq);
+        crate::dense::gemm_sub(v, q, n, nq, coef, 1);
     }
 }
 
@@ -87,6 +87,19 @@ pub(crate) enum Inner<'a> {
     Built(&'a (dyn Preconditioner + Send + Sync)),
 }
 
+/// `z = (D − σI)⁻¹ r` with the entries of D − σI kept at least 1e-12·|D| away
+/// from zero (Jacobi of the correction equation, refreshed per Ritz value).
+pub(crate) fn shifted_jacobi(diag: &[f64], shift: f64, r: &[f64], z: &mut [f64]) {
+    for ((zi, ri), di) in z.iter_mut().zip(r).zip(diag.iter()) {
+        let mut d = di - shift;
+        let floor = 1e-12 * di.abs().max(1e-300);
+        if d.abs() < floor {
+            d = if d < 0.0 { -floor } else { floor };
+        }
+        *zi = ri / d;
+    }
+}
+
 /// The projected preconditioner: oblique projection for x (last column of Q),
 /// orthogonal for the locked vectors (the other columns).
 pub(crate) struct ProjectedPreconditioner<'a, C: ?Sized> {
@@ -100,22 +113,22 @@ pub(crate) struct ProjectedPreconditioner<'a, C: ?Sized> {
     pub mu: f64,
     pub coef: RefCell<Vec<f64>>,
     pub global_sums: Cell<u64>,
+    /// Seconds in K⁻¹.
+    pub seconds: Cell<f64>,
 }
 
 impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
     fn apply_inner(&self, r: &[f64], z: &mut [f64]) {
+        let t0 = std::time::Instant::now();
+        self.apply_inner_untimed(r, z);
+        self.seconds
+            .set(self.seconds.get() + t0.elapsed().as_secs_f64());
+    }
+
+    fn apply_inner_untimed(&self, r: &[f64], z: &mut [f64]) {
         match &self.inner {
             Inner::Identity => z.copy_from_slice(r),
-            Inner::Diagonal { diag, shift } => {
-                for ((zi, ri), di) in z.iter_mut().zip(r).zip(diag.iter()) {
-                    let mut d = di - shift;
-                    let floor = 1e-12 * di.abs().max(1e-300);
-                    if d.abs() < floor {
-                        d = if d < 0.0 { -floor } else { floor };
-                    }
-                    *zi = ri / d;
-                }
-            }
+            Inner::Diagonal { diag, shift } => shifted_jacobi(diag, *shift, r, z),
             Inner::Built(m) => m.apply(r, z),
         }
     }
@@ -163,7 +176,7 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
             }
             // One global sum: Qᵀz.
             let c = &mut coef[..self.nq];
-            gemm_tn(c, self.q, n, self.nq, zj, 1, faer::Par::Seq);
+            gemm_tn(c, self.q, n, self.nq, zj, 1);
             self.comm.all_reduce(c, ReduceOp::Sum);
             let oblique = !self.kx.is_empty();
             let last = self.nq - 1;
@@ -207,6 +220,8 @@ pub(crate) struct Outcome {
     pub steps: usize,
     pub matvecs: u64,
     pub precond_applies: u64,
+    /// Seconds in the preconditioner.
+    pub precond_seconds: f64,
     pub global_sums: u64,
     /// JDQMR's reason to stop.
     pub qmr_stop: Option<crate::jdqmr::QmrStop>,
@@ -296,6 +311,7 @@ impl CorrectionSolver {
             mu: 0.0,
             coef: RefCell::new(vec![0.0; nq]),
             global_sums: Cell::new(0),
+            seconds: Cell::new(0.0),
         };
         pc.prepare();
         let mut o = Outcome {
@@ -369,6 +385,7 @@ impl CorrectionSolver {
             }
         }
         o.global_sums += op.global_sums.get() + pc.global_sums.get();
+        o.precond_seconds = pc.seconds.get();
         o
     }
 }

@@ -1,109 +1,12 @@
-//! Small dense kernels of the projection phase (faer underneath): tall-skinny
-//! products, the Rayleigh-Ritz eigenproblem, coefficient-space orthonormalization.
+//! Small dense kernels of the projection phase: the tall-skinny products (see
+//! [`crate::tall_skinny`]), the Rayleigh-Ritz eigenproblem (faer),
+//! coefficient-space orthonormalization.
 
-use faer::linalg::matmul::matmul;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::{MatRef, Par};
 
-/// `out (n×p) = a (n×m) · y (m×p)`, all column-major.
-pub(crate) fn gemm_nn(
-    out: &mut [f64],
-    a: &[f64],
-    n: usize,
-    m: usize,
-    y: &[f64],
-    p: usize,
-    par: Par,
-) {
-    if n == 0 || p == 0 {
-        return;
-    }
-    if m == 0 {
-        out[..n * p].fill(0.0);
-        return;
-    }
-    let dst = MatMut::from_column_major_slice_mut(&mut out[..n * p], n, p);
-    let lhs = MatRef::from_column_major_slice(&a[..n * m], n, m);
-    let rhs = MatRef::from_column_major_slice(&y[..m * p], m, p);
-    matmul(dst, Accum::Replace, lhs, rhs, 1.0, par);
-}
-
-/// Rows per block of [`gemm_nn_in_place`]: a block of a 30-column basis (240 KB)
-/// stays in the L2 cache between the product and the copy back.
-pub(crate) const IN_PLACE_ROWS: usize = 1024;
-
-/// `a[:, ..p] = a (n×m) · y (m×p)` in place (p ≤ m), one block of
-/// [`IN_PLACE_ROWS`] rows at a time through `buf` (at least `IN_PLACE_ROWS·p`
-/// long): the basis transformation of a restart without a second n×m array
-/// (each output row depends only on the same row of `a`).
-pub(crate) fn gemm_nn_in_place(
-    a: &mut [f64],
-    n: usize,
-    m: usize,
-    y: &[f64],
-    p: usize,
-    buf: &mut [f64],
-) {
-    debug_assert!(p <= m || n == 0);
-    if n == 0 || p == 0 {
-        return;
-    }
-    let mut r0 = 0;
-    while r0 < n {
-        let rows = IN_PLACE_ROWS.min(n - r0);
-        {
-            let dst = MatMut::from_column_major_slice_mut(&mut buf[..rows * p], rows, p);
-            let lhs = MatRef::from_column_major_slice_with_stride(&a[r0..], rows, m, n);
-            let rhs = MatRef::from_column_major_slice(&y[..m * p], m, p);
-            matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
-        }
-        for j in 0..p {
-            a[j * n + r0..j * n + r0 + rows].copy_from_slice(&buf[j * rows..(j + 1) * rows]);
-        }
-        r0 += rows;
-    }
-}
-
-/// `out (m×p) = a (n×m)ᵀ · b (n×p)` (local contribution of a global inner product).
-pub(crate) fn gemm_tn(
-    out: &mut [f64],
-    a: &[f64],
-    n: usize,
-    m: usize,
-    b: &[f64],
-    p: usize,
-    par: Par,
-) {
-    if m == 0 || p == 0 {
-        return;
-    }
-    if n == 0 {
-        out[..m * p].fill(0.0);
-        return;
-    }
-    let dst = MatMut::from_column_major_slice_mut(&mut out[..m * p], m, p);
-    let lhs = MatRef::from_column_major_slice(&a[..n * m], n, m);
-    let rhs = MatRef::from_column_major_slice(&b[..n * p], n, p);
-    matmul(dst, Accum::Replace, lhs.transpose(), rhs, 1.0, par);
-}
-
-/// `c (n×p) -= a (n×m) · y (m×p)`.
-pub(crate) fn gemm_sub(
-    c: &mut [f64],
-    a: &[f64],
-    n: usize,
-    m: usize,
-    y: &[f64],
-    p: usize,
-    par: Par,
-) {
-    if n == 0 || m == 0 || p == 0 {
-        return;
-    }
-    let dst = MatMut::from_column_major_slice_mut(&mut c[..n * p], n, p);
-    let lhs = MatRef::from_column_major_slice(&a[..n * m], n, m);
-    let rhs = MatRef::from_column_major_slice(&y[..m * p], m, p);
-    matmul(dst, Accum::Add, lhs, rhs, -1.0, par);
-}
+pub(crate) use crate::tall_skinny::{
+    gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, ROWS_IN_PLACE as IN_PLACE_ROWS,
+};
 
 /// Eigen-decomposition of the symmetric `m×m` matrix `h` (column-major, lower
 /// triangle used): eigenvalues ascending and eigenvectors (column-major).
@@ -215,13 +118,13 @@ mod tests {
         // a = [[1,2],[3,4],[5,6]] (3×2), y = [[1],[1]] -> [3,7,11]
         let a = [1.0, 3.0, 5.0, 2.0, 4.0, 6.0];
         let mut out = [0.0; 3];
-        gemm_nn(&mut out, &a, 3, 2, &[1.0, 1.0], 1, Par::Seq);
+        gemm_nn(&mut out, &a, 3, 2, &[1.0, 1.0], 1);
         assert_eq!(out, [3.0, 7.0, 11.0]);
         let mut g = [0.0; 4];
-        gemm_tn(&mut g, &a, 3, 2, &a, 2, Par::Seq);
+        gemm_tn(&mut g, &a, 3, 2, &a, 2);
         assert_eq!(g, [35.0, 44.0, 44.0, 56.0]);
         let mut c = [3.0, 7.0, 11.0];
-        gemm_sub(&mut c, &a, 3, 2, &[1.0, 1.0], 1, Par::Seq);
+        gemm_sub(&mut c, &a, 3, 2, &[1.0, 1.0], 1);
         assert_eq!(c, [0.0; 3]);
     }
 
@@ -234,7 +137,7 @@ mod tests {
             .collect();
         let y: Vec<f64> = (0..m * p).map(|i| (i as f64 * 0.37).cos()).collect();
         let mut want = vec![0.0; n * p];
-        gemm_nn(&mut want, &a, n, m, &y, p, Par::Seq);
+        gemm_nn(&mut want, &a, n, m, &y, p);
         let mut got = a.clone();
         let mut buf = vec![0.0; IN_PLACE_ROWS * p];
         gemm_nn_in_place(&mut got, n, m, &y, p, &mut buf);

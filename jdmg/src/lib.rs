@@ -16,6 +16,7 @@ mod random;
 pub mod repartition;
 mod scaling;
 pub mod solution;
+pub mod tall_skinny;
 
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,

@@ -17,6 +17,8 @@ pub(crate) const SCALE_ABOVE: f64 = 1e100;
 pub(crate) struct ScaledOperator<'a, A: ?Sized> {
     pub a: &'a A,
     s: Cell<f64>,
+    /// Seconds spent in `apply_block` so far.
+    seconds: Cell<f64>,
 }
 
 impl<'a, A: Operator + ?Sized> ScaledOperator<'a, A> {
@@ -24,7 +26,12 @@ impl<'a, A: Operator + ?Sized> ScaledOperator<'a, A> {
         Self {
             a,
             s: Cell::new(1.0),
+            seconds: Cell::new(0.0),
         }
+    }
+    /// Seconds spent in products since the last call (then reset).
+    pub fn take_seconds(&self) -> f64 {
+        self.seconds.replace(0.0)
     }
     pub fn scale(&self) -> f64 {
         self.s.get()
@@ -39,11 +46,14 @@ impl<A: Operator + ?Sized> Operator for ScaledOperator<'_, A> {
         self.a.nrows()
     }
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let t0 = std::time::Instant::now();
         self.a.apply_block(x, y, k);
         let s = self.s.get();
         if s != 1.0 {
             y.iter_mut().for_each(|v| *v *= s);
         }
+        self.seconds
+            .set(self.seconds.get() + t0.elapsed().as_secs_f64());
     }
 }
 

@@ -33,6 +33,18 @@ pub struct Stats {
     pub correction_seconds: f64,
     /// Seconds building the preconditioner.
     pub setup_seconds: f64,
+    /// Seconds in products with A (the inner solves' included).
+    pub spmv_seconds: f64,
+    /// Seconds applying the preconditioner (the inner solves' included).
+    pub precond_seconds: f64,
+    /// Seconds of the projection and correction phases outside products with A and
+    /// the preconditioner: orthogonalization, Rayleigh-Ritz, Ritz vectors and
+    /// residuals, restarts, inner-solver vector work.
+    pub dense_seconds: f64,
+    /// Passes over the basis: reads of the n×m arrays V or W = AV (a block
+    /// product, a restart's transformation). Per outer iteration:
+    /// `basis_passes / outer_iterations`.
+    pub basis_passes: u64,
     /// Total seconds.
     pub wall_seconds: f64,
     /// Final estimate of ‖A‖ used by the `norm` convergence test.

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
+impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     /// Shift of the correction equation: θ, or σ of `Closest(σ)` while the residual
     /// is still large (JD's usual safeguard for interior targets).
     pub(super) fn shift_for(&self, s: &Sel) -> f64 {
@@ -11,6 +11,58 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
             _ => s.theta,
         }
+    }
+
+    /// The preconditioner of the correction equation of a pair whose shift is
+    /// `shift` (scaled units): a built K, Jacobi on the diagonal, or none.
+    fn inner_for(&self, shift: f64) -> Inner<'a> {
+        match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
+            (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Built(m),
+            (PrecondChoice::Jacobi, Some(d), _) => Inner::Diagonal {
+                // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
+                // the scaled operator, which the Krylov solvers do not mind.
+                diag: d,
+                shift: shift / self.op.scale(),
+            },
+            _ => Inner::Identity,
+        }
+    }
+
+    /// Davidson steps for all `sel` pairs at once (GD+k, `maxits = 0`; PRIMME's
+    /// GD+k): t_j = −K⁻¹ r_j into the first columns of t, one blocked
+    /// preconditioner application for the block and no projections
+    /// (`orthogonalize_block` removes the locked vectors and the basis, the Ritz
+    /// vectors included).
+    pub(super) fn davidson_block(&mut self, r: &[f64], sel: &[Sel]) {
+        let (n, s) = (self.n, sel.len());
+        let shifts: Vec<f64> = sel.iter().map(|p| self.shift_for(p)).collect();
+        let inner = self.inner_for(shifts.first().copied().unwrap_or(0.0));
+        let (r, t) = (&r[..n * s], &mut self.t[..n * s]);
+        match inner {
+            Inner::Identity => {
+                t.iter_mut().zip(r).for_each(|(t, v)| *t = -v);
+                return;
+            }
+            Inner::Built(m) => {
+                let t0 = Instant::now();
+                m.apply_block(r, t, s);
+                self.stats.precond_seconds += t0.elapsed().as_secs_f64();
+            }
+            Inner::Diagonal { diag, .. } => {
+                let scale = self.op.scale();
+                for (j, shift) in shifts.iter().enumerate() {
+                    let cols = j * n..(j + 1) * n;
+                    crate::correction::shifted_jacobi(
+                        diag,
+                        shift / scale,
+                        &r[cols.clone()],
+                        &mut t[cols],
+                    );
+                }
+            }
+        }
+        t.iter_mut().for_each(|v| *v = -*v);
+        self.stats.precond_applications += s as u64;
     }
 
     /// Solves the correction equation for one targeted pair into column `slot` of t
@@ -26,25 +78,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let n = self.n;
         let nl = self.nl();
         let shift = self.shift_for(s);
-        let inner = match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
-            (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Built(m),
-            (PrecondChoice::Jacobi, Some(d), _) => Inner::Diagonal {
-                // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
-                // the scaled operator, which the Krylov solvers do not mind.
-                diag: d,
-                shift: shift / self.op.scale(),
-            },
-            _ => Inner::Identity,
-        };
+        let inner = self.inner_for(shift);
         let maxits = self.prm.maxits();
-        if maxits == 0 && matches!(inner, Inner::Identity) {
-            // Davidson step without a preconditioner: t = −r. The residual is already
-            // orthogonal to x, X and V up to rounding, which `orthogonalize_block`
-            // removes (PRIMME's GD+k step).
-            let tcol = &mut self.t[slot * n..(slot + 1) * n];
-            tcol.iter_mut().zip(r).for_each(|(t, v)| *t = -v);
-            return 0;
-        }
         let floor = 0.1 * self.tol_for(s.theta);
         let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| QmrSetup {
             theta: s.theta,
@@ -86,6 +121,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     pub(super) fn count(&mut self, o: &Outcome) {
         self.stats.matvecs += o.matvecs;
         self.stats.precond_applications += o.precond_applies;
+        self.stats.precond_seconds += o.precond_seconds;
         self.stats.global_sums += o.global_sums;
         self.stats.inner_steps += o.steps as u64;
         if let Some(stop) = o.qmr_stop {

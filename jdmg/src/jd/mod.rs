@@ -27,7 +27,6 @@ mod snapshot;
 
 use std::time::Instant;
 
-use faer::Par;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
@@ -197,7 +196,6 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     prm: &'p JdParams,
     sz: Sizes,
     n: usize,
-    par: Par,
     // locked eigenpairs
     xl: Vec<f64>,
     lam: Vec<f64>,
@@ -324,6 +322,10 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     };
     let result = st.run(&mut observer, resumed);
     st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
+    st.stats.spmv_seconds += st.op.take_seconds();
+    let s = &mut st.stats;
+    s.dense_seconds =
+        (s.projection_seconds + s.correction_seconds - s.spmv_seconds - s.precond_seconds).max(0.0);
     st.stats.anorm_estimate = st.anorm / st.op.scale();
     result
         .map(|mut s| {
@@ -352,10 +354,6 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
 impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C> {
     fn new(pb: &'p Problem<'a, A, C>, prm: &'p JdParams, sz: Sizes, n: usize) -> Self {
         let mb = sz.max_basis;
-        // Dense tall-skinny kernels run on the calling thread: they are bound by
-        // memory bandwidth, and a second rayon pool beside the SpMV pool made 2-thread
-        // runs on a loaded 2-core machine up to 8x slower (bench/eigbench).
-        let par = Par::Seq;
         Self {
             backend: None,
             sink: None,
@@ -368,7 +366,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             prm,
             sz,
             n,
-            par,
             xl: Vec::with_capacity(n * prm.nev),
             lam: Vec::new(),
             res: Vec::new(),
@@ -493,14 +490,19 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 {
                     let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
                     let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
-                    gemm_nn(xb, &self.v, n, m, ycols, cnt, self.par);
-                    gemm_nn(rb, &self.w, n, m, ycols, cnt, self.par);
-                    for (j, nj) in nrm.iter_mut().enumerate() {
-                        let th = theta[pos + j];
-                        let (xj, rj) = (&xb[j * n..(j + 1) * n], &mut rb[j * n..(j + 1) * n]);
-                        rj.iter_mut().zip(xj).for_each(|(r, x)| *r -= th * x);
-                        *nj = crate::dense::dot(rj, rj);
-                    }
+                    // X = V Y, R = W Y − X Θ and ‖R‖ in one pass over V and W.
+                    crate::tall_skinny::ritz_residuals(
+                        xb,
+                        rb,
+                        &mut nrm,
+                        &self.v,
+                        &self.w,
+                        n,
+                        m,
+                        ycols,
+                        &theta[pos..pos + cnt],
+                    );
+                    self.stats.basis_passes += 2;
                 }
                 self.allreduce(&mut nrm);
                 for (j, nj) in nrm.iter().enumerate() {
@@ -642,7 +644,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             } else if !self.prm.locking && wanted_converged >= nev {
                 // Soft mode: all wanted pairs converged at once.
                 let mut xs = vec![0.0; n * nev];
-                gemm_nn(&mut xs, &self.v, n, m, &y_cur[..m * nev], nev, self.par);
+                gemm_nn(&mut xs, &self.v, n, m, &y_cur[..m * nev], nev);
                 self.xl = xs;
                 self.lam = theta[..nev].to_vec();
                 self.res = ritz_seen.iter().take(nev).map(|r| r.1).collect();
@@ -694,6 +696,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 };
                 steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);
                 self.backend = Some(be);
+            } else if self.prm.maxits() == 0 {
+                self.davidson_block(&rsel, &sel);
+                steps = vec![0; sel.len()];
             } else {
                 for (i, s) in sel.iter().enumerate() {
                     let st = self.correct(

@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// A column that keeps less than this fraction of its norm when orthogonalized
+/// against the earlier columns of its block is orthogonalized again against X and
+/// V: the rounding left along them by the block pass (ε relative to the column
+/// before it) grows by the inverse of this fraction. At 10⁻², at most two digits
+/// of the basis' orthogonality are at stake, and the corrections of a multiple
+/// eigenvalue (nearly parallel within a block) no longer cost two more passes
+/// over the basis each (at 1/2, one column of the block did, in almost every outer
+/// iteration of lap3d:40's triple eigenvalue).
+const WITHIN_BLOCK_CANCELLATION: f64 = 1e-2;
+
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Orthonormalizes the first `b` columns of `t` against the locked vectors,
     /// the basis and each other. Returns how many columns survive.
@@ -26,8 +36,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for pass in 0..2 {
             let (cx, rest) = buf.split_at_mut(nl * b);
             let (cv, nr) = rest.split_at_mut(m * b);
-            gemm_tn(cx, &self.xl, n, nl, &self.t, b, self.par);
-            gemm_tn(cv, &self.v, n, m, &self.t, b, self.par);
+            gemm_tn(cx, &self.xl, n, nl, &self.t, b);
+            gemm_tn(cv, &self.v, n, m, &self.t, b);
+            self.stats.basis_passes += 1;
             let len = if pass == 0 {
                 for (j, v) in nr.iter_mut().enumerate() {
                     let col = &self.t[j * n..(j + 1) * n];
@@ -45,8 +56,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let (cx, rest) = buf.split_at(nl * b);
             let cv = &rest[..m * b];
-            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, self.par);
-            gemm_sub(&mut self.t, &self.v, n, m, cv, b, self.par);
+            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b);
+            gemm_sub(&mut self.t, &self.v, n, m, cv, b);
+            self.stats.basis_passes += 1;
             if pass == 0 {
                 // DGKS test: a second pass is needed only when some column lost
                 // most of its norm (cancellation); one global sum decides.
@@ -101,8 +113,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Orthogonalizes column `j` of `t` against t[0..j] (and, when `full`, also
     /// against X and V) with two passes, and normalizes it. `Dependent` when what
     /// is left is below 1e-8 of `norm_before` or the second pass still cancelled half
-    /// of it (DGKS: rounding dominates); `Cancelled` when a block-only pass cancelled
-    /// half the norm (the caller redoes it with `full`).
+    /// of it (DGKS: rounding dominates); `Cancelled` when the block-only passes left
+    /// less than [`WITHIN_BLOCK_CANCELLATION`] of the norm (the caller redoes it with
+    /// `full`).
     pub(super) fn orthogonalize_column(
         &mut self,
         j: usize,
@@ -120,11 +133,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 let col = &cur[..n];
                 let mut off = 0;
                 if full {
-                    gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1, self.par);
-                    gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1, self.par);
+                    gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1);
+                    gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1);
+                    self.stats.basis_passes += 1;
                     off = nl + m;
                 }
-                gemm_tn(&mut c[off..off + j], prev, n, j, col, 1, self.par);
+                gemm_tn(&mut c[off..off + j], prev, n, j, col, 1);
                 c[ld] = crate::dense::dot(col, col);
             }
             self.allreduce(&mut c);
@@ -136,11 +150,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let col = &mut cur[..n];
             let mut off = 0;
             if full {
-                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.par);
-                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.par);
+                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1);
+                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1);
+                self.stats.basis_passes += 1;
                 off = nl + m;
             }
-            gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.par);
+            gemm_sub(col, prev, n, j, &c[off..off + j], 1);
         }
         let mut nn = [crate::dense::dot(
             &self.t[j * n..(j + 1) * n],
@@ -154,7 +169,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         if nrm < 0.5 * pass_norms[1] && full {
             return Column::Dependent;
         }
-        if nrm < 0.5 * pass_norms[0] && !full {
+        if nrm < WITHIN_BLOCK_CANCELLATION * pass_norms[0] && !full {
             return Column::Cancelled;
         }
         self.t[j * n..(j + 1) * n]

@@ -55,8 +55,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut gv = vec![0.0; m * b + b * b];
         {
             let (a, c) = gv.split_at_mut(m * b);
-            gemm_tn(a, &self.v, n, m, &self.wt, b, self.par);
-            gemm_tn(c, &self.t, n, b, &self.wt, b, self.par);
+            gemm_tn(a, &self.v, n, m, &self.wt, b);
+            self.stats.basis_passes += 1;
+            gemm_tn(c, &self.t, n, b, &self.wt, b);
         }
         self.allreduce(&mut gv);
         let mut g = vec![0.0; ld * b];
@@ -97,11 +98,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         gemm_nn_in_place(&mut self.v, n, m, c, p, &mut self.row_block);
         gemm_nn_in_place(&mut self.w, n, m, c, p, &mut self.row_block);
+        self.stats.basis_passes += 2;
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
-        gemm_nn(&mut hcc, &hc, m, m, c, p, Par::Seq);
+        gemm_nn(&mut hcc, &hc, m, m, c, p);
         let mut newh = vec![0.0; p * p];
-        gemm_tn(&mut newh, c, m, p, &hcc, p, Par::Seq);
+        gemm_tn(&mut newh, c, m, p, &hcc, p);
         for j in 0..p {
             for i in 0..p {
                 self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
@@ -123,13 +125,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _pass in 0..2 {
                 let (prev, cur) = self.v.split_at_mut(kept * n);
                 let col = &mut cur[..n];
-                gemm_tn(&mut c[..kept], prev, n, kept, col, 1, self.par);
+                gemm_tn(&mut c[..kept], prev, n, kept, col, 1);
                 c[kept] = 0.0;
                 self.pb
                     .comm
                     .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
                 self.stats.global_sums += 1;
-                gemm_sub(col, prev, n, kept, &c[..kept], 1, self.par);
+                gemm_sub(col, prev, n, kept, &c[..kept], 1);
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],
@@ -148,7 +150,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.refresh_w();
         let m = self.m;
         let mut g = vec![0.0; m * m];
-        gemm_tn(&mut g, &self.v, n, m, &self.w, m, self.par);
+        gemm_tn(&mut g, &self.v, n, m, &self.w, m);
+        self.stats.basis_passes += 2;
         self.allreduce(&mut g);
         for j in 0..m {
             for i in 0..m {
@@ -167,6 +170,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut w = std::mem::take(&mut self.w);
         self.op.apply_block(&self.v[..n * m], &mut w[..n * m], m);
         self.w = w;
+        self.stats.basis_passes += 1;
         self.stats.matvecs += m as u64;
     }
 

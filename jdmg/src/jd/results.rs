@@ -89,7 +89,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
                 }
-                gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.par);
+                gemm_nn(&mut xs, &self.v, n, m, &ys, need);
                 self.xl.extend_from_slice(&xs);
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     let rn = ritz.get(q).map(|r| r.1).unwrap_or(f64::NAN);
