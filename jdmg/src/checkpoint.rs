@@ -432,6 +432,9 @@ impl Checkpoint {
                 crate::params::InnerStop::Time { seconds } => seconds,
                 _ => f64::NAN,
             },
+            s.spmv_seconds,
+            s.precond_seconds,
+            s.dense_seconds,
         ]
     }
 
@@ -440,12 +443,29 @@ impl Checkpoint {
     /// # Errors
     /// `Malformed` when `v` has the wrong length.
     fn set_scalars(&mut self, v: &[f64]) -> Result<(), CheckpointError> {
-        let &[proj, corr, setup, wall, anorm_est, scale, tol, drop, shift, secs] = v else {
+        // Files written before the time split have 10 scalars.
+        let (&[proj, corr, setup, wall, anorm_est, scale, tol, drop, shift, secs], split) =
+            (v.get(..10).unwrap_or(v), v.get(10..))
+        else {
             return Err(CheckpointError::Malformed(format!(
-                "{} scalars, expected 10",
+                "{} scalars, expected 13",
                 v.len()
             )));
         };
+        match split {
+            Some(&[spmv, prec, dense]) => {
+                self.stats.spmv_seconds = spmv;
+                self.stats.precond_seconds = prec;
+                self.stats.dense_seconds = dense;
+            }
+            Some([]) => {}
+            _ => {
+                return Err(CheckpointError::Malformed(format!(
+                    "{} scalars, expected 13",
+                    v.len()
+                )))
+            }
+        }
         let s = &mut self.stats;
         s.projection_seconds = proj;
         s.correction_seconds = corr;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use lblib::{Comm, SelfComm};
 use matrices::CsrMatrix;
-use precond::preconditioners::{BoxedPreconditioner, IlutParams, PivotParams, SpaiParams};
+use precond::preconditioners::{BoxedPreconditioner, Ilu0, IlutParams, PivotParams, SpaiParams};
 use precond::spmv::CsrOperator;
 use precond::PrecondKind;
 
@@ -36,11 +36,14 @@ pub fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
 }
 
 /// The preconditioner kind of a parameter set (`None` for none and Jacobi, which
-/// the solver applies itself with the current Ritz value as shift).
+/// the solver applies itself with the current Ritz value as shift; ILU(0) for
+/// `Auto`, which [`build_preconditioner`] keeps only when it is stable).
 pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
     match params.precond {
         PrecondChoice::None | PrecondChoice::Jacobi => None,
-        PrecondChoice::Ilu0 => Some(PrecondKind::Ilu0(PivotParams::default())),
+        PrecondChoice::Ilu0 | PrecondChoice::Auto => {
+            Some(PrecondKind::Ilu0(PivotParams::default()))
+        }
         PrecondChoice::Ilut => Some(PrecondKind::Ilut(IlutParams {
             fill: params.ilut_fill,
             drop_tol: params.ilut_drop,
@@ -61,20 +64,62 @@ pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
 }
 
 /// Builds the preconditioner of `a_local` (a square diagonal block) for `params`.
+/// With [`PrecondChoice::Auto`], ILU(0) when [`ilu0_is_stable`] accepts it, else
+/// `None` (the solver then applies Jacobi); a failed factorization also gives
+/// `None` there.
 ///
 /// # Errors
-/// [`JdError::Preconditioner`] with the factorization's message.
+/// [`JdError::Preconditioner`] with the factorization's message (not for `Auto`).
 pub fn build_preconditioner(
     params: &JdParams,
     a_local: &CsrMatrix,
     shift: f64,
 ) -> Result<Option<BoxedPreconditioner>, JdError> {
+    if params.precond == PrecondChoice::Auto {
+        let ilu = Ilu0::new(a_local, shift, &PivotParams::default()).ok();
+        return Ok(ilu
+            .filter(|f| ilu0_is_stable(f, a_local, shift))
+            .map(|f| Box::new(f) as BoxedPreconditioner));
+    }
     match precond_kind(params) {
         None => Ok(None),
         Some(kind) => precond::build(&kind, a_local, shift)
             .map(Some)
             .map_err(|e| JdError::Preconditioner(e.to_string())),
     }
+}
+
+/// Bound of [`ilu0_is_stable`]'s growth test.
+pub const ILU_GROWTH_LIMIT: f64 = 1e6;
+
+/// Whether the ILU(0) factors `f` of `a − shift·I` are safe to precondition with
+/// (the test behind [`PrecondChoice::Auto`]; Chow and Saad, "Experimental study
+/// of ILU preconditioners for indefinite matrices", 1997, measure the same
+/// things): no pivot was perturbed, every pivot u_ii has the sign of the diagonal
+/// entry a_ii − σ (an incomplete factorization of a definite matrix that meets a
+/// pivot of the other sign has broken down: bcsstk13 meets 79), and the growth
+/// estimate ‖(LU)⁻¹·1‖∞ is at most [`ILU_GROWTH_LIMIT`] times max_i 1/|a_ii − σ|
+/// (unstable triangular factors blow up where A⁻¹ does not).
+pub fn ilu0_is_stable(f: &Ilu0, a: &CsrMatrix, shift: f64) -> bool {
+    let n = a.nrows();
+    if f.perturbed_pivots() > 0 {
+        return false;
+    }
+    let lu = f.factors();
+    let mut inv_diag = 0.0f64;
+    for i in 0..n {
+        let d = a.get(i, i) - shift;
+        let u = lu.pivot(i);
+        if d == 0.0 || u.signum() != d.signum() || !u.is_finite() {
+            return false;
+        }
+        inv_diag = inv_diag.max(1.0 / d.abs());
+    }
+    let ones = vec![1.0; n];
+    let mut z = vec![0.0; n];
+    lu.solve(&ones, &mut z);
+    let growth = z.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    growth.is_finite() && growth <= ILU_GROWTH_LIMIT * inv_diag.max(f64::MIN_POSITIVE)
 }
 
 /// Solves on one process: `params.threads` threads for SpMV and dense kernels.

@@ -1043,6 +1043,11 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
     // §4: solve groups iterate up to the paper's m = 150 unless told otherwise
     let mut group_params = params.clone();
     group_params.maxits.get_or_insert(DEFAULT_MAXITS_GROUPS);
+    // ... and, unless told otherwise, without a preconditioner (the paper's setting,
+    // which the balancing experiments measure).
+    if group_params.precond == PrecondChoice::Auto {
+        group_params.precond = PrecondChoice::None;
+    }
     let params = &group_params;
     let np = world.size();
     let me = world.rank();

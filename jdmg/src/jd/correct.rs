@@ -18,7 +18,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     fn inner_for(&self, shift: f64) -> Inner<'a> {
         match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
             (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Built(m),
-            (PrecondChoice::Jacobi, Some(d), _) => Inner::Diagonal {
+            (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(d), _) => Inner::Diagonal {
                 // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
                 // the scaled operator, which the Krylov solvers do not mind.
                 diag: d,

@@ -248,6 +248,17 @@ struct Sel {
     rnorm: f64,
 }
 
+/// Whether the correction equations of `pb` are preconditioned under `choice`
+/// (the choice of [`State::inner_for`]): a given preconditioner, or Jacobi on a
+/// given diagonal.
+fn preconditioned<A: ?Sized, C: ?Sized>(pb: &Problem<'_, A, C>, choice: PrecondChoice) -> bool {
+    match (choice, pb.diagonal, pb.precond) {
+        (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(_), _) => true,
+        (PrecondChoice::Jacobi, None, _) => false,
+        (_, _, p) => p.is_some(),
+    }
+}
+
 /// Solves for `params.nev` eigenpairs of the symmetric operator of `pb`.
 ///
 /// Collective over `pb.comm`: every process calls it with its own rows.
@@ -301,7 +312,11 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     ck: Checkpointing<'b>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
-    let resolved = params.resolved();
+    let resolved = if backend.is_some() {
+        params.resolved()
+    } else {
+        params.resolved_for(preconditioned(pb, params.precond))
+    };
     let params = &resolved;
     if backend.is_some() && params.inner_solver == InnerSolver::Qmrs {
         return Err(JdError::invalid(

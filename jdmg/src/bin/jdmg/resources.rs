@@ -86,7 +86,7 @@ pub fn solve_bytes(n: usize, nnz: usize, p: &JdParams, ranks: usize) -> u64 {
     let precond = match p.precond {
         PrecondChoice::None => 0,
         PrecondChoice::Jacobi => n64.saturating_mul(8),
-        PrecondChoice::Ilu0 | PrecondChoice::Ilut => {
+        PrecondChoice::Ilu0 | PrecondChoice::Ilut | PrecondChoice::Auto => {
             let fill = if p.precond == PrecondChoice::Ilut {
                 (p.ilut_fill as u64).saturating_mul(n64).max(nnz)
             } else {

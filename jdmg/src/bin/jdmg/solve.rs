@@ -45,6 +45,7 @@ pub enum Conv {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Prec {
+    Auto,
     None,
     Jacobi,
     Ilu0,
@@ -343,6 +344,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     }
     if let Some(v) = a.precond {
         p.precond = match v {
+            Prec::Auto => PrecondChoice::Auto,
             Prec::None => PrecondChoice::None,
             Prec::Jacobi => PrecondChoice::Jacobi,
             Prec::Ilu0 => PrecondChoice::Ilu0,
