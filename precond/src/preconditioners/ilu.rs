@@ -6,6 +6,7 @@ use std::collections::BinaryHeap;
 
 use matrices::CsrMatrix;
 
+use super::blocked::{columns, for_column_groups, ColumnGroup, Scratch, MAX_GROUP};
 use super::{
     check_nonneg, check_pivot_tol, guard_pivot, scale_diagonal, shifted_with_diagonal, IlutParams,
     PivotParams, PrecondError,
@@ -30,6 +31,8 @@ pub struct LuFactors {
     data: Vec<f64>,
     diag: Vec<usize>,
     tri: TriSolve,
+    /// Row-interleaved copy of a group of vectors for [`LuFactors::apply_block`].
+    scratch: Scratch,
 }
 
 /// The split copy of [`LuFactors`] used by the substitutions.
@@ -105,12 +108,12 @@ impl LuFactors {
         let t = &self.tri;
         for i in 0..self.n {
             let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
-            z[i] = r[i] - sparse_dot(&t.l_idx[lo..hi], &t.l_val[lo..hi], z);
+            z[i] = r[i] - sparse_dot::<1>(&t.l_idx[lo..hi], &t.l_val[lo..hi], z)[0];
         }
         for q in 0..self.n {
             let i = self.n - 1 - q;
             let (lo, hi) = (t.u_ptr[q], t.u_ptr[q + 1]);
-            let s = z[i] - sparse_dot(&t.u_idx[lo..hi], &t.u_val[lo..hi], z);
+            let s = z[i] - sparse_dot::<1>(&t.u_idx[lo..hi], &t.u_val[lo..hi], z)[0];
             z[i] = s * t.dinv[i];
         }
     }
@@ -130,6 +133,7 @@ impl LuFactors {
             data,
             diag,
             tri: TriSolve::default(),
+            scratch: Scratch::default(),
         };
         lu.split();
         lu
@@ -141,36 +145,116 @@ impl LuFactors {
             TriSolve::from_combined(self.n, &self.indptr, &self.indices, &self.data, &self.diag);
     }
 
+    /// `z = (LU)^{-1} r` for `k` column-major vectors.
+    ///
+    /// Groups of up to 8 vectors are solved together: the group is substituted in a
+    /// row-interleaved scratch copy (`xi[i K + j]`, `n × K` row-major), each row doing its
+    /// sparse dot for all `K` vectors at once, so the `K` independent dependency chains of
+    /// the sweeps (row `i` waits on row `i − 1`) overlap instead of running one after the
+    /// other. The forward sweep reads `r` and the backward sweep writes `z` directly.
+    /// Every vector sees the same operations in the same order as [`LuFactors::solve`],
+    /// so the result is bitwise the per-vector one. The scratch (`8 n` doubles at most)
+    /// is allocated on the first block apply and reused.
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.n;
         assert_eq!(r.len(), n * k, "ILU: r has wrong length");
         assert_eq!(z.len(), n * k, "ILU: z has wrong length");
-        if n == 0 {
+        if n == 0 || k == 0 {
             return;
         }
-        for (rc, zc) in r.chunks_exact(n).zip(z.chunks_exact_mut(n)) {
-            self.solve(rc, zc);
+        if k == 1 {
+            return self.solve(r, z);
+        }
+        self.scratch.with(n * k.min(MAX_GROUP), |xi| {
+            for_column_groups(k, &mut LuGroup { lu: self, r, z, xi });
+        });
+    }
+}
+
+/// One group of vectors of [`LuFactors::apply_block`].
+struct LuGroup<'a> {
+    lu: &'a LuFactors,
+    r: &'a [f64],
+    z: &'a mut [f64],
+    xi: &'a mut [f64],
+}
+
+impl ColumnGroup for LuGroup<'_> {
+    fn run<const K: usize>(&mut self, j0: usize) {
+        let n = self.lu.n;
+        let (r, z) = (
+            &self.r[j0 * n..(j0 + K) * n],
+            &mut self.z[j0 * n..(j0 + K) * n],
+        );
+        if K == 1 {
+            self.lu.solve(r, z);
+        } else {
+            substitute_il::<K>(&self.lu.tri, n, r, z, &mut self.xi[..n * K]);
         }
     }
 }
 
-/// `Σ v[p]·z[c[p]]` with four partial sums: the triangular solves are bound by the
-/// latency of this reduction (27-point stencils: 13 entries a row), not by memory.
+/// Forward and backward substitution for `K` column-major vectors `r` → `z` through the
+/// row-interleaved scratch `xi` (`n × K`, row-major); per vector the operations of
+/// [`LuFactors::solve`] in the same order.
 #[inline(always)]
-fn sparse_dot(c: &[u32], v: &[f64], z: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
+fn substitute_il<const K: usize>(t: &TriSolve, n: usize, r: &[f64], z: &mut [f64], xi: &mut [f64]) {
+    assert_eq!(xi.len(), n * K, "ILU: scratch length");
+    let rc: [&[f64]; K] = columns::<K>(r, n, 0);
+    for i in 0..n {
+        let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+        let d = sparse_dot::<K>(&t.l_idx[lo..hi], &t.l_val[lo..hi], xi);
+        let row = &mut xi[i * K..(i + 1) * K];
+        for j in 0..K {
+            row[j] = rc[j][i] - d[j];
+        }
+    }
+    for q in 0..n {
+        let i = n - 1 - q;
+        let (lo, hi) = (t.u_ptr[q], t.u_ptr[q + 1]);
+        let d = sparse_dot::<K>(&t.u_idx[lo..hi], &t.u_val[lo..hi], xi);
+        let di = t.dinv[i];
+        let row = &mut xi[i * K..(i + 1) * K];
+        for j in 0..K {
+            let v = (row[j] - d[j]) * di;
+            row[j] = v;
+            z[j * n + i] = v;
+        }
+    }
+}
+
+/// `[Σ v[p]·x_j[c[p]] for j in 0..K]` on the row-interleaved `xi` (`x_j[c] = xi[c K + j]`;
+/// `K = 1` is a plain vector), each with four partial sums: the triangular solves are
+/// bound by the latency of this reduction (27-point stencils: 13 entries a row), not by
+/// memory. The summation order per vector does not depend on `K`.
+#[inline(always)]
+fn sparse_dot<const K: usize>(c: &[u32], v: &[f64], xi: &[f64]) -> [f64; K] {
+    let mut acc = [[0.0f64; K]; 4];
     let mut cc = c.chunks_exact(4);
     let mut vc = v.chunks_exact(4);
     for (ci, vi) in (&mut cc).zip(&mut vc) {
-        for j in 0..4 {
-            acc[j] += vi[j] * z[ci[j] as usize];
+        for u in 0..4 {
+            let x = load_k::<K>(xi, ci[u]);
+            for j in 0..K {
+                acc[u][j] += vi[u] * x[j];
+            }
         }
     }
-    let mut tail = 0.0;
+    let mut tail = [0.0f64; K];
     for (&ci, &vi) in cc.remainder().iter().zip(vc.remainder()) {
-        tail += vi * z[ci as usize];
+        let x = load_k::<K>(xi, ci);
+        for j in 0..K {
+            tail[j] += vi * x[j];
+        }
     }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+    std::array::from_fn(|j| (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]) + tail[j])
+}
+
+/// The `K` interleaved entries of row `c` of `xi`.
+#[inline(always)]
+fn load_k<const K: usize>(xi: &[f64], c: u32) -> &[f64; K] {
+    let lo = c as usize * K;
+    xi[lo..lo + K].try_into().expect("K entries")
 }
 
 /// ∞-norms of the rows of `s`.

@@ -1,0 +1,92 @@
+//! Blocked preconditioner applies against SpMV, per vector.
+//!
+//! For each matrix and each `k` in 1, 2, 4, 8 it times, round-robin on one thread:
+//!
+//! * `spmv`: one `CsrOperator::apply_block` of `k` vectors;
+//! * `ilu0 block`: one ILU(0) `apply_block` of `k` vectors (the blocked substitution);
+//! * `ilu0 k×1`: `k` separate single ILU(0) `apply` calls;
+//!
+//! and prints the median milliseconds **per vector** of each, and the ratios of the two
+//! ILU(0) figures to the SpMV one.
+//!
+//! Usage: `cargo run --release -p bench --bin precbench -- [--reps 21]
+//! [--matrix lap3d:40 --matrix stencil27:48]`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use clap::Parser;
+use matrices::generate::{generate, GenSpec};
+use precond::preconditioners::{Ilu0, PivotParams};
+use precond::{CsrOperator, Operator, Preconditioner};
+
+#[derive(Parser)]
+struct Args {
+    /// Timed rounds per case (after one warm-up round).
+    #[arg(long, default_value_t = 21)]
+    reps: usize,
+    /// Generated matrices (`matrices::generate` syntax).
+    #[arg(long = "matrix", default_values_t = ["lap3d:40".to_string(), "stencil27:48".to_string()])]
+    matrices: Vec<String>,
+    /// Block sizes.
+    #[arg(long = "k", default_values_t = [1usize, 2, 4, 8])]
+    ks: Vec<usize>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let k = v.len();
+    if k % 2 == 1 {
+        v[k / 2]
+    } else {
+        0.5 * (v[k / 2 - 1] + v[k / 2])
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    println!("| matrix | rows | k | spmv ms/vec | ilu0 block ms/vec | ilu0 k×1 ms/vec | block/spmv | k×1/spmv |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for name in &args.matrices {
+        let spec: GenSpec = name.parse().expect("matrix spec");
+        let a = generate(&spec).expect("generate");
+        let n = a.nrows();
+        let op = CsrOperator::new(&a, 1).expect("operator");
+        let m = Ilu0::new(&a, 0.0, &PivotParams::default()).expect("ILU(0)");
+        for &k in &args.ks {
+            let x: Vec<f64> = (0..n * k)
+                .map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5)
+                .collect();
+            let mut y = vec![0.0; n * k];
+            let mut times = [Vec::new(), Vec::new(), Vec::new()];
+            for rep in 0..=args.reps {
+                let mut t = [0.0; 3];
+                let s = Instant::now();
+                op.apply_block(&x, &mut y, k);
+                black_box(&y);
+                t[0] = s.elapsed().as_secs_f64();
+                let s = Instant::now();
+                m.apply_block(&x, &mut y, k);
+                black_box(&y);
+                t[1] = s.elapsed().as_secs_f64();
+                let s = Instant::now();
+                for j in 0..k {
+                    m.apply(&x[j * n..(j + 1) * n], &mut y[j * n..(j + 1) * n]);
+                }
+                black_box(&y);
+                t[2] = s.elapsed().as_secs_f64();
+                if rep > 0 {
+                    for (v, ti) in times.iter_mut().zip(t) {
+                        v.push(ti);
+                    }
+                }
+            }
+            let [sp, bl, single] = times.map(|v| median(v) * 1e3 / k as f64);
+            println!(
+                "| {name} | {n} | {k} | {sp:.3} | {bl:.3} | {single:.3} | {:.2} | {:.2} |",
+                bl / sp,
+                single / sp
+            );
+        }
+    }
+}
