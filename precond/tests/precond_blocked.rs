@@ -90,6 +90,15 @@ fn blocked_equals_single_on_laplacian() {
     );
 }
 
+/// Factors large enough (≥ 2^20 off-diagonal entries) for the prefetching variants of the
+/// substitutions.
+#[test]
+fn blocked_equals_single_on_large_ilu() {
+    let a = laplace3d(64);
+    let m = build(&"ilu0".parse().unwrap(), &a, 0.0).unwrap();
+    check_blocked("lap3d:64/ilu0", m.as_ref());
+}
+
 #[test]
 fn blocked_equals_single_on_shared_matrices() {
     let Some(dir) = shared_dir() else { return };

@@ -588,8 +588,8 @@ impl BlockBicgstab {
             self.sums[c] = dot(t, t);
         }
         global_sum(comm, &mut self.sums[..k], &mut self.stats);
-        for c in 0..k {
-            out[c] = self.sums[c].sqrt();
+        for (o, s) in out[..k].iter_mut().zip(&self.sums) {
+            *o = s.sqrt();
         }
     }
 

@@ -84,12 +84,6 @@ impl Scratch {
             Err(std::sync::TryLockError::WouldBlock) => f(&mut vec![0.0; len]),
         }
     }
-
-    /// Entries currently held (for tests of the no-allocation contract).
-    #[cfg(test)]
-    pub(crate) fn capacity(&self) -> usize {
-        self.0.lock().map(|b| b.len()).unwrap_or(0)
-    }
 }
 
 impl Clone for Scratch {
