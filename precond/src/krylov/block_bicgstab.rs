@@ -47,7 +47,7 @@ use crate::operator::{Operator, Preconditioner};
 /// decision the solver takes depends only on globally reduced scalars.
 ///
 /// # Allocation
-/// [`BlockBicgstab::new`] allocates everything (`14 n kmax` doubles); `start`, `step`,
+/// [`BlockBicgstab::new`] allocates everything (`13 n kmax` doubles); `start`, `step`,
 /// `restart`, `set_done` and `true_residual_norms` do not allocate.
 #[derive(Debug, Clone)]
 pub struct BlockBicgstab {

@@ -18,8 +18,11 @@ use crate::spmv::prefetch_stream;
 ///
 /// Row `i` stores, in increasing column order, the strictly lower entries of `L`
 /// (unit diagonal implied), then `1 / u_ii` at position `diag[i]`, then the strictly
-/// upper entries of `U`. Applying `M^{-1} = U^{-1} L^{-1}` is a forward then a backward
-/// substitution done in place in the output vector: no scratch, no allocation.
+/// upper entries of `U`. Applying `M^{-1} = U^{-1} L^{-1}` to one vector is a forward
+/// then a backward substitution done in place in the output vector: no scratch, no
+/// allocation. Blocks of vectors are substituted together, up to 8 at a time, through a
+/// row-interleaved scratch grown on the first block apply (see `apply_block` of
+/// [`Ilu0`] / [`Ilut`], which forward to [`LuFactors`]).
 ///
 /// For the substitutions the factors are also kept split (`TriSolve`): `L` rows in
 /// order, `U` rows in reverse order, so that each sweep streams only its own triangle
