@@ -105,7 +105,7 @@ fn krylov_steps_and_preconditioners_do_not_allocate() {
             let _ = gm.step(&op, m.as_ref(), &comm); // crosses two GMRES(7) restarts
             let _ = bb.step(&op, m.as_ref(), &comm);
         }
-        // A column marked done: the others are staged (compacted) from then on.
+        // A column marked done: the slots are permuted to keep the others first.
         bb.set_done(1);
         for _ in 0..5 {
             let _ = bb.step(&op, m.as_ref(), &comm);

@@ -13,7 +13,7 @@
 //!
 //! A second table times the inner solver with ILU(0), per column and step (10 steps from
 //! a zero start, `b` = pseudo-random, k = 4): `BlockBicgstab` with all columns active,
-//! with one column marked done (the other three are then staged into the first block
+//! with one column marked done (the other three are then moved into the first block
 //! slots), and 4 separate `Bicgstab` solvers stepped one after the other.
 //!
 //! Usage: `cargo run --release -p bench --bin precbench -- [--reps 21]
@@ -102,9 +102,9 @@ fn solver_steps(name: &str, a: &CsrMatrix, reps: usize) {
         ("median", times.clone().map(median)),
         ("min", [best(&times[0]), best(&times[1]), best(&times[2])]),
     ] {
-        let [all, staged, single] = t.map(|x| x * 1e3);
+        let [all, three, single] = t.map(|x| x * 1e3);
         println!(
-            "| {name} | {stat} | {all:.3} | {staged:.3} | {single:.3} | {:.2} |",
+            "| {name} | {stat} | {all:.3} | {three:.3} | {single:.3} | {:.2} |",
             single / all
         );
     }
@@ -166,7 +166,7 @@ fn main() {
     }
     println!();
     println!(
-        "| matrix | stat | block, 4 active ms/col-step | block, 3 of 4 active (staged) | 4 × Bicgstab | speed-up |"
+        "| matrix | stat | block, 4 active ms/col-step | block, 3 of 4 active | 4 × Bicgstab | speed-up |"
     );
     println!("|---|---|---|---|---|---|");
     for name in &args.matrices {
