@@ -43,10 +43,10 @@ use crate::operator::{Operator, Preconditioner};
 /// its block buffers (when the active set changes, the slots are permuted once, by
 /// swapping whole columns), so every `apply_block` of a step is handed the solver's own
 /// buffers without copies. Measured with lap3d:40 and ILU(0) (`precbench`), ms per column
-/// and step with 3 of 4 columns active relative to all 4 active: 1.23 with these permuted
-/// slots, 1.54 when the active columns were instead gathered into staging buffers at every
-/// application, and 4/3 by construction for applying to all columns and ignoring the
-/// finished one.
+/// and step with 3 of 4 columns active relative to all 4 active: 1.22 with these permuted
+/// slots, about 1.5 when the active columns were instead gathered into staging buffers at
+/// every application (an earlier version), and 4/3 by construction for applying to all
+/// columns and ignoring the finished one.
 ///
 /// Distributed use: all ranks must make the same `set_done` / `restart` calls; every
 /// decision the solver takes depends only on globally reduced scalars.
