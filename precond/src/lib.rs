@@ -12,8 +12,8 @@ pub mod spmv;
 
 pub use dist::{redistribute, DistCsrOperator, DistError, DistOptions, RedistScratch};
 pub use krylov::{
-    Bicgstab, Breakdown, BreakdownKind, Cg, Gmres, KrylovResult, KrylovStats, Stepwise,
-    StopCriteria,
+    Bicgstab, BlockBicgstab, Breakdown, BreakdownKind, Cg, Gmres, KrylovResult, KrylovStats,
+    Stepwise, StopCriteria,
 };
 pub use operator::{IdentityPreconditioner, Operator, Preconditioner};
 pub use preconditioners::{build, build_with_info, PrecondError, PrecondInfo, PrecondKind};

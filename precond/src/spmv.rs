@@ -115,11 +115,18 @@ const BLOCKS_PER_THREAD: usize = 8;
 /// 64³ 27-point stencil from 10.5 to 8.0 ms; neutral for k = 1).
 #[inline(always)]
 fn prefetch_matrix(a: Csr<'_>, p: usize) {
+    prefetch_stream(a.indices, a.data, p);
+}
+
+/// Prefetches entries `p..p + 32` of a stream of column indices and values with the
+/// non-temporal hint (see [`prefetch_matrix`]); also used by the ILU substitutions.
+#[inline(always)]
+pub(crate) fn prefetch_stream(indices: &[u32], data: &[f64], p: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_NTA};
-        let d = a.data.as_ptr();
-        let i = a.indices.as_ptr();
+        let d = data.as_ptr();
+        let i = indices.as_ptr();
         // SAFETY: `_mm_prefetch` is only a hint: it never faults and reads nothing
         // observable, even for addresses outside any allocation; `wrapping_add` keeps
         // the pointer arithmetic itself defined. SSE is part of the x86_64 baseline.
@@ -134,7 +141,7 @@ fn prefetch_matrix(a: Csr<'_>, p: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (a, p);
+        let _ = (indices, data, p);
     }
 }
 

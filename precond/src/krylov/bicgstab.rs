@@ -35,14 +35,10 @@ pub struct Bicgstab {
     shat: Vec<f64>,
     t: Vec<f64>,
     x: IterPair,
-    rho: f64,
-    rho_prev: f64,
-    alpha: f64,
-    omega: f64,
-    rhat_norm: f64,
+    rec: Recurrence,
+    /// `rec.res`, mirrored for [`common_stepwise`].
     res: f64,
     b_norm: f64,
-    fresh: bool,
     started: bool,
     broken: Option<Breakdown>,
     stats: KrylovStats,
@@ -63,14 +59,9 @@ impl Bicgstab {
             shat: z(),
             t: z(),
             x: IterPair::new(n),
-            rho: 0.0,
-            rho_prev: 1.0,
-            alpha: 1.0,
-            omega: 1.0,
-            rhat_norm: 0.0,
+            rec: Recurrence::new(),
             res: 0.0,
             b_norm: 0.0,
-            fresh: true,
             started: false,
             broken: None,
             stats: KrylovStats::default(),
@@ -100,12 +91,8 @@ impl Bicgstab {
             self.b_norm = bn;
         }
         self.rhat.copy_from_slice(&self.r);
-        self.rho = rr;
-        self.res = rr.sqrt();
-        self.rhat_norm = self.res;
-        self.alpha = 1.0;
-        self.omega = 1.0;
-        self.fresh = true;
+        self.rec.reset(rr);
+        self.res = self.rec.res;
         self.res
     }
 }
@@ -118,33 +105,28 @@ impl Bicgstab {
         m: &M,
         comm: &C,
     ) -> Result<f64, Breakdown> {
-        if self.res == 0.0 {
+        let r = self.step_column(a, m, comm);
+        self.res = self.rec.res;
+        r.map_err(|kind| Breakdown {
+            kind,
+            residual_norm: self.x.best_norm,
+        })
+    }
+
+    fn step_column<A: Operator + ?Sized, M: Preconditioner + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        m: &M,
+        comm: &C,
+    ) -> Result<f64, BreakdownKind> {
+        if self.rec.res == 0.0 {
             // Already exact: nothing to do (and ρ = 0 would look like a breakdown).
             return Ok(0.0);
         }
-        let breakdown = |s: &Self, kind| Breakdown {
-            kind,
-            residual_norm: s.x.best_norm,
-        };
         self.stats.steps += 1;
-        let rho = self.rho;
-        if !rho.is_finite() || !self.res.is_finite() {
-            return Err(breakdown(self, BreakdownKind::NonFinite));
-        }
-        if rho.abs() <= f64::EPSILON * self.rhat_norm * self.res {
-            return Err(breakdown(self, BreakdownKind::Rho));
-        }
-        if self.fresh {
-            self.p.copy_from_slice(&self.r);
-            self.fresh = false;
-        } else {
-            // p = r + β (p − ω v), β = (ρ / ρ_prev)(α / ω).
-            let beta = (rho / self.rho_prev) * (self.alpha / self.omega);
-            let om = self.omega;
-            for ((pi, &ri), &vi) in self.p.iter_mut().zip(&self.r).zip(&self.v) {
-                *pi = ri + beta * (*pi - om * vi);
-            }
-        }
+        self.rec.precheck()?;
+        let rho = self.rec.rho;
+        self.rec.update_p(&mut self.p, &self.r, &self.v);
         // M = I: p̂ = p and ŝ = s are used in place (no copies).
         let identity = m.is_identity();
         if identity {
@@ -157,14 +139,7 @@ impl Bicgstab {
         self.stats.matvecs += 1;
         let mut s1 = [dot(&self.rhat, &self.v)];
         global_sum(comm, &mut s1, &mut self.stats);
-        let rv = s1[0];
-        if !rv.is_finite() {
-            return Err(breakdown(self, BreakdownKind::NonFinite));
-        }
-        if rv == 0.0 {
-            return Err(breakdown(self, BreakdownKind::Rho));
-        }
-        let alpha = rho / rv;
+        let alpha = Recurrence::alpha(rho, s1[0])?;
         // s = r − α v, stored in r.
         axpy(-alpha, &self.v, &mut self.r);
         if identity {
@@ -177,36 +152,134 @@ impl Bicgstab {
         self.stats.matvecs += 1;
         let mut s2 = dot3(&self.t, &self.r);
         global_sum(comm, &mut s2, &mut self.stats);
-        let [ts, tt, ss] = s2;
+        let (phat, shat) = if identity {
+            (&self.p, &self.r)
+        } else {
+            (&self.phat, &self.shat)
+        };
+        let Some(omega) = self.rec.omega_update(&mut self.x, s2, alpha, phat, shat)? else {
+            return Ok(0.0);
+        };
+        let mut s3 = axpy_dot2(omega, &self.t, &mut self.r, &self.rhat);
+        global_sum(comm, &mut s3, &mut self.stats);
+        self.rec.finish(&mut self.x, rho, alpha, omega, s3)
+    }
+}
+
+/// The scalar recurrence of one right-preconditioned BiCGSTAB system and its breakdown
+/// rules, shared by [`Bicgstab`] and [`super::BlockBicgstab`] (which keeps one per
+/// column): the callers do the vector work and the reductions, in the order
+/// `precheck`, `update_p`, apply, `(r̂, v)`, `alpha`, `s = r − α v`, apply,
+/// [`dot3`], `omega_update`, [`axpy_dot2`], `finish`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Recurrence {
+    pub rho: f64,
+    pub rho_prev: f64,
+    pub alpha: f64,
+    pub omega: f64,
+    pub rhat_norm: f64,
+    /// Recurrence residual norm of the current iterate.
+    pub res: f64,
+    /// The next step is the first of a Krylov space (`p = r`).
+    pub fresh: bool,
+}
+
+impl Recurrence {
+    pub fn new() -> Self {
+        Self {
+            rho: 0.0,
+            rho_prev: 1.0,
+            alpha: 1.0,
+            omega: 1.0,
+            rhat_norm: 0.0,
+            res: 0.0,
+            fresh: true,
+        }
+    }
+
+    /// A fresh Krylov space after `r = b − A x`, `r̂ = r`, with `rr = (r, r)`.
+    pub fn reset(&mut self, rr: f64) {
+        self.rho = rr;
+        self.res = rr.sqrt();
+        self.rhat_norm = self.res;
+        self.alpha = 1.0;
+        self.omega = 1.0;
+        self.fresh = true;
+    }
+
+    /// The breakdowns detectable before any work of a step (`res > 0` assumed).
+    pub fn precheck(&self) -> Result<(), BreakdownKind> {
+        if !self.rho.is_finite() || !self.res.is_finite() {
+            return Err(BreakdownKind::NonFinite);
+        }
+        if self.rho.abs() <= f64::EPSILON * self.rhat_norm * self.res {
+            return Err(BreakdownKind::Rho);
+        }
+        Ok(())
+    }
+
+    /// `p = r` on the first step of a Krylov space, else `p = r + β (p − ω v)` with
+    /// `β = (ρ / ρ_prev)(α / ω)`.
+    pub fn update_p(&mut self, p: &mut [f64], r: &[f64], v: &[f64]) {
+        if self.fresh {
+            p.copy_from_slice(r);
+            self.fresh = false;
+        } else {
+            let beta = (self.rho / self.rho_prev) * (self.alpha / self.omega);
+            let om = self.omega;
+            for ((pi, &ri), &vi) in p.iter_mut().zip(r).zip(v) {
+                *pi = ri + beta * (*pi - om * vi);
+            }
+        }
+    }
+
+    /// `α = ρ / (r̂, v)`.
+    pub fn alpha(rho: f64, rv: f64) -> Result<f64, BreakdownKind> {
+        if !rv.is_finite() {
+            return Err(BreakdownKind::NonFinite);
+        }
+        if rv == 0.0 {
+            return Err(BreakdownKind::Rho);
+        }
+        Ok(rho / rv)
+    }
+
+    /// From `[(t, s), (t, t), (s, s)]`: `ω`, and the iterate update `x += α p̂ + ω ŝ`.
+    /// `Ok(Some(ω))`: continue with `r = s − ω t`; `Ok(None)`: `ω = 0` but the half step
+    /// `x += α p̂` solved the system exactly (`res = 0`); `Err(Omega)`: `ω = 0`, the half
+    /// step is kept and the recurrence needs a restart.
+    pub fn omega_update(
+        &mut self,
+        x: &mut IterPair,
+        sums: [f64; 3],
+        alpha: f64,
+        phat: &[f64],
+        shat: &[f64],
+    ) -> Result<Option<f64>, BreakdownKind> {
+        let [ts, tt, ss] = sums;
         if !(ts.is_finite() && tt.is_finite() && ss.is_finite()) {
-            return Err(breakdown(self, BreakdownKind::NonFinite));
+            return Err(BreakdownKind::NonFinite);
         }
         let omega = if tt > 0.0 { ts / tt } else { 0.0 };
         if omega == 0.0 {
             // Half step only: x += α p̂, residual s.
-            let phat = if identity { &self.p } else { &self.phat };
-            self.x.advance(|old, new| {
+            x.advance(|old, new| {
                 if let Some(o) = old {
                     new.copy_from_slice(o);
                 }
                 axpy(alpha, phat, new);
             });
             self.res = ss.sqrt();
-            self.x.record(self.res);
+            x.record(self.res);
             if ss == 0.0 {
                 // Exact solution after the half step.
-                return Ok(0.0);
+                return Ok(None);
             }
             // The Krylov recurrence cannot continue from here: a restart is needed.
             self.rho = 0.0;
-            return Err(breakdown(self, BreakdownKind::Omega));
+            return Err(BreakdownKind::Omega);
         }
-        let (phat, shat) = if identity {
-            (&self.p, &self.r)
-        } else {
-            (&self.phat, &self.shat)
-        };
-        self.x.advance(|old, new| match old {
+        x.advance(|old, new| match old {
             Some(o) => {
                 for (((ni, &oi), &pi), &si) in new.iter_mut().zip(o).zip(phat).zip(shat) {
                     *ni = oi + alpha * pi + omega * si;
@@ -218,17 +291,27 @@ impl Bicgstab {
                 }
             }
         });
-        let mut s3 = axpy_dot2(omega, &self.t, &mut self.r, &self.rhat);
-        global_sum(comm, &mut s3, &mut self.stats);
+        Ok(Some(omega))
+    }
+
+    /// From `[(r̂, r), (r, r)]` of the new residual: the next `ρ` and the residual norm.
+    pub fn finish(
+        &mut self,
+        x: &mut IterPair,
+        rho: f64,
+        alpha: f64,
+        omega: f64,
+        sums: [f64; 2],
+    ) -> Result<f64, BreakdownKind> {
         self.rho_prev = rho;
-        self.rho = s3[0];
+        self.rho = sums[0];
         self.alpha = alpha;
         self.omega = omega;
-        self.res = s3[1].sqrt();
+        self.res = sums[1].sqrt();
         if !self.res.is_finite() {
-            return Err(breakdown(self, BreakdownKind::NonFinite));
+            return Err(BreakdownKind::NonFinite);
         }
-        self.x.record(self.res);
+        x.record(self.res);
         Ok(self.res)
     }
 }

@@ -1,5 +1,5 @@
 //! Step-wise Krylov inner solvers: [`Bicgstab`], [`Cg`] and restarted (flexible)
-//! [`Gmres`].
+//! [`Gmres`], and [`BlockBicgstab`] (`k` BiCGSTAB solves in lockstep on blocks of vectors).
 //!
 //! All three share one interface ([`Stepwise`]): `start` sets up `A x = b`, each `step`
 //! does one iteration and returns the new residual norm, and the caller decides when to
@@ -18,6 +18,7 @@
 //! | solver | per step: operator / preconditioner / global sums |
 //! |---|---|
 //! | [`Bicgstab`] | 2 / 2 / 3 |
+//! | [`BlockBicgstab`] (`k` columns) | 2 / 2 block applications / 3 |
 //! | [`Cg`] | 1 / 1 / 2 (+1 on the first step after `start`/`restart`) |
 //! | [`Gmres`] | 1 / 1 / 2 (+1 matvec and sum when a cycle restarts) |
 //!
@@ -64,10 +65,12 @@
 //! ```
 
 mod bicgstab;
+mod block_bicgstab;
 mod cg;
 mod gmres;
 
 pub use bicgstab::Bicgstab;
+pub use block_bicgstab::BlockBicgstab;
 pub use cg::Cg;
 pub use gmres::Gmres;
 

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use matrices::CsrMatrix;
 
+use super::blocked::Scratch;
 use super::{build_with_info, BoxedPreconditioner, PrecondError, PrecondKind};
 use crate::operator::Preconditioner;
 
@@ -19,6 +20,8 @@ pub struct BlockJacobi {
     blocks: Vec<(Range<usize>, BoxedPreconditioner)>,
     perturbed: usize,
     nnz: usize,
+    /// Gathered rows of one block (input and output) for `apply_block`.
+    scratch: Scratch,
 }
 
 impl std::fmt::Debug for BlockJacobi {
@@ -129,6 +132,7 @@ impl BlockJacobi {
             blocks,
             perturbed,
             nnz,
+            scratch: Scratch::default(),
         })
     }
 
@@ -154,6 +158,7 @@ impl BlockJacobi {
             blocks: vec![(0..n, m)],
             perturbed: info.perturbed_pivots,
             nnz: info.nnz,
+            scratch: Scratch::default(),
         })
     }
 
@@ -178,18 +183,42 @@ impl Preconditioner for BlockJacobi {
         self.n
     }
 
+    /// `z = M^{-1} r` for `k` vectors: every block preconditioner gets one `apply_block`
+    /// call with all `k` vectors (so blocked kernels such as ILU's apply). With one block
+    /// the vectors are passed as they are; with several, the rows of each block are
+    /// gathered into a contiguous `len × k` scratch copy and the result scattered back
+    /// (scratch allocated on the first apply and reused).
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.n;
         assert_eq!(r.len(), n * k, "BlockJacobi: r has wrong length");
         assert_eq!(z.len(), n * k, "BlockJacobi: z has wrong length");
-        if n == 0 {
+        if n == 0 || k == 0 {
             return;
         }
-        for (rc, zc) in r.chunks_exact(n).zip(z.chunks_exact_mut(n)) {
-            for (range, m) in &self.blocks {
-                m.apply(&rc[range.clone()], &mut zc[range.clone()]);
-            }
+        if let [(range, m)] = self.blocks.as_slice() {
+            debug_assert_eq!(range.len(), n);
+            return m.apply_block(r, z, k);
         }
+        let maxlen = self.blocks.iter().map(|b| b.0.len()).max().unwrap_or(0);
+        self.scratch.with(2 * maxlen * k, |buf| {
+            for (range, m) in &self.blocks {
+                let len = range.len();
+                if len == 0 {
+                    continue;
+                }
+                let (rs, zs) = buf.split_at_mut(maxlen * k);
+                let (rs, zs) = (&mut rs[..len * k], &mut zs[..len * k]);
+                for j in 0..k {
+                    rs[j * len..(j + 1) * len]
+                        .copy_from_slice(&r[j * n + range.start..j * n + range.end]);
+                }
+                m.apply_block(rs, zs, k);
+                for j in 0..k {
+                    z[j * n + range.start..j * n + range.end]
+                        .copy_from_slice(&zs[j * len..(j + 1) * len]);
+                }
+            }
+        });
     }
 }
 

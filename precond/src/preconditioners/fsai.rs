@@ -4,6 +4,7 @@
 
 use matrices::CsrMatrix;
 
+use super::blocked::{columns, for_column_groups, row_dots, ColumnGroup};
 use super::{shifted_with_diagonal, PrecondError};
 use crate::operator::Preconditioner;
 
@@ -172,7 +173,9 @@ impl Preconditioner for Fsai {
     }
 
     /// `z = Gᵀ S G r`: `y = S G r` into `z`, then `z = Gᵀ y` in place (row `i` of `Gᵀ`
-    /// reads only `y_k`, `k ≥ i`, which are not yet overwritten). No scratch.
+    /// reads only `y_k`, `k ≥ i`, which are not yet overwritten). No scratch. Groups of
+    /// up to 8 vectors share one pass over `G` and one over `Gᵀ` (one sequential sum per
+    /// vector and row, the same for every group size).
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.g.nrows();
         assert_eq!(r.len(), n * k, "FSAI: r has wrong length");
@@ -180,25 +183,38 @@ impl Preconditioner for Fsai {
         if n == 0 {
             return;
         }
-        let (gp, gi, gd) = (self.g.indptr(), self.g.indices(), self.g.data());
-        let (tp, ti, td) = (self.gt.indptr(), self.gt.indices(), self.gt.data());
-        for (rc, zc) in r.chunks_exact(n).zip(z.chunks_exact_mut(n)) {
-            for (i, zi) in zc.iter_mut().enumerate() {
-                let (lo, hi) = (gp[i], gp[i + 1]);
-                let y: f64 = gi[lo..hi]
-                    .iter()
-                    .zip(&gd[lo..hi])
-                    .map(|(&c, &v)| v * rc[c as usize])
-                    .sum();
-                *zi = y * self.sign[i];
+        for_column_groups(k, &mut FsaiGroup { m: self, r, z });
+    }
+}
+
+/// One group of vectors of [`Fsai`]'s `apply_block`.
+struct FsaiGroup<'a> {
+    m: &'a Fsai,
+    r: &'a [f64],
+    z: &'a mut [f64],
+}
+
+impl ColumnGroup for FsaiGroup<'_> {
+    fn run<const K: usize>(&mut self, j0: usize) {
+        let m = self.m;
+        let n = m.g.nrows();
+        let (gp, gi, gd) = (m.g.indptr(), m.g.indices(), m.g.data());
+        let (tp, ti, td) = (m.gt.indptr(), m.gt.indices(), m.gt.data());
+        let rc = columns::<K>(self.r, n, j0);
+        let z = &mut self.z[j0 * n..(j0 + K) * n];
+        for i in 0..n {
+            let (lo, hi) = (gp[i], gp[i + 1]);
+            let y = row_dots::<K>(&gi[lo..hi], &gd[lo..hi], &rc);
+            for j in 0..K {
+                z[j * n + i] = y[j] * m.sign[i];
             }
-            for i in 0..n {
-                let (lo, hi) = (tp[i], tp[i + 1]);
-                zc[i] = ti[lo..hi]
-                    .iter()
-                    .zip(&td[lo..hi])
-                    .map(|(&c, &v)| v * zc[c as usize])
-                    .sum();
+        }
+        for i in 0..n {
+            let (lo, hi) = (tp[i], tp[i + 1]);
+            let zc = columns::<K>(z, n, 0);
+            let s = row_dots::<K>(&ti[lo..hi], &td[lo..hi], &zc);
+            for j in 0..K {
+                z[j * n + i] = s[j];
             }
         }
     }

@@ -124,13 +124,21 @@ impl Preconditioner for Jacobi {
         self.inv.len()
     }
 
+    /// `z_j = D^{-1} r_j` for the `k` vectors in one pass over `D^{-1}`: rows are taken
+    /// in chunks small enough to stay in L1, each chunk applied to all `k` vectors.
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.inv.len();
         assert_eq!(r.len(), n * k, "Jacobi: r has wrong length");
         assert_eq!(z.len(), n * k, "Jacobi: z has wrong length");
-        for (rc, zc) in r.chunks_exact(n.max(1)).zip(z.chunks_exact_mut(n.max(1))) {
-            for ((zi, &ri), &d) in zc.iter_mut().zip(rc).zip(&self.inv) {
-                *zi = ri * d;
+        const ROWS: usize = 512;
+        for lo in (0..n).step_by(ROWS) {
+            let hi = (lo + ROWS).min(n);
+            let d = &self.inv[lo..hi];
+            for j in 0..k {
+                let (rc, zc) = (&r[j * n + lo..j * n + hi], &mut z[j * n + lo..j * n + hi]);
+                for ((zi, &ri), &di) in zc.iter_mut().zip(rc).zip(d) {
+                    *zi = ri * di;
+                }
             }
         }
     }

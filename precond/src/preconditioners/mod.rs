@@ -27,6 +27,7 @@
 //! [`PrecondError::ZeroPivot`].
 
 mod block_jacobi;
+mod blocked;
 mod fsai;
 mod ilu;
 mod jacobi;

@@ -6,6 +6,7 @@ use std::ops::Range;
 use matrices::CsrMatrix;
 use rayon::prelude::*;
 
+use super::blocked::{columns, for_column_groups, row_dots, ColumnGroup};
 use super::{check_nonneg, shifted_with_diagonal, PrecondError, SpaiParams};
 use crate::operator::Preconditioner;
 
@@ -245,6 +246,8 @@ impl Preconditioner for Spai {
         self.m.nrows()
     }
 
+    /// `z = M r` for `k` vectors, reading `M` once per group of up to 8 vectors (one
+    /// sequential sum per vector and row, the same for every group size).
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.m.nrows();
         assert_eq!(r.len(), n * k, "SPAI: r has wrong length");
@@ -252,15 +255,28 @@ impl Preconditioner for Spai {
         if n == 0 {
             return;
         }
+        for_column_groups(k, &mut SpaiGroup { m: &self.m, r, z });
+    }
+}
+
+/// One group of vectors of [`Spai`]'s `apply_block`.
+struct SpaiGroup<'a> {
+    m: &'a CsrMatrix,
+    r: &'a [f64],
+    z: &'a mut [f64],
+}
+
+impl ColumnGroup for SpaiGroup<'_> {
+    fn run<const K: usize>(&mut self, j0: usize) {
+        let n = self.m.nrows();
         let (indptr, indices, data) = (self.m.indptr(), self.m.indices(), self.m.data());
-        for (rc, zc) in r.chunks_exact(n).zip(z.chunks_exact_mut(n)) {
-            for (i, zi) in zc.iter_mut().enumerate() {
-                let (lo, hi) = (indptr[i], indptr[i + 1]);
-                *zi = indices[lo..hi]
-                    .iter()
-                    .zip(&data[lo..hi])
-                    .map(|(&c, &v)| v * rc[c as usize])
-                    .sum();
+        let rc = columns::<K>(self.r, n, j0);
+        let z = &mut self.z[j0 * n..(j0 + K) * n];
+        for i in 0..n {
+            let (lo, hi) = (indptr[i], indptr[i + 1]);
+            let s = row_dots::<K>(&indices[lo..hi], &data[lo..hi], &rc);
+            for j in 0..K {
+                z[j * n + i] = s[j];
             }
         }
     }
