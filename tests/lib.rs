@@ -3,11 +3,8 @@
 
 use std::path::PathBuf;
 
-/// Directory of the shared real matrices: `$JDMG_MATRICES` or `../shared/matrices`
-/// relative to the workspace root.
-pub fn shared_matrices_dir() -> PathBuf {
-    if let Ok(p) = std::env::var("JDMG_MATRICES") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/matrices")
+/// Directory of the shared real matrices for a test, `None` (skip, with a line
+/// on stderr) when it is missing: see [`matrices::shared::test_dir`].
+pub fn shared_matrices_dir() -> Option<PathBuf> {
+    matrices::shared::test_dir()
 }
