@@ -1,4 +1,4 @@
-//! Distributed LU / QR / GEMM of `lblib::dense` (`seeds/000` §2–§4) against serial
+//! Distributed LU / QR / GEMM of `lblib::dense` (Boudet et al. §2–§4) against serial
 //! faer and against the backward-error bounds of dense linear algebra.
 
 use lblib::dense::alloc::{optimal_chunks, simulate_lu};
