@@ -1,5 +1,6 @@
-//! Cross-crate integration tests live in `tests/tests/`; MPI scenario binaries in
-//! `tests/src/bin/` (built with `--features mpi`, run by `.ci/run` under mpirun).
+//! Cross-crate integration tests live in `tests/tests/`, with the MPI scenarios
+//! (`tests/tests/mpi_scenarios.rs`: mpirun on the binaries of an MPI build,
+//! skipped without one).
 
 use std::path::PathBuf;
 
