@@ -1,13 +1,11 @@
-//! Cross-crate integration tests live in `tests/tests/`; MPI scenario binaries in
-//! `tests/src/bin/` (built with `--features mpi`, run by `.ci/run` under mpirun).
+//! Cross-crate integration tests live in `tests/tests/`, with the MPI scenarios
+//! (`tests/tests/mpi_scenarios.rs`: mpirun on the binaries of an MPI build,
+//! skipped without one).
 
 use std::path::PathBuf;
 
-/// Directory of the shared real matrices: `$JDMG_MATRICES` or `../shared/matrices`
-/// relative to the workspace root.
-pub fn shared_matrices_dir() -> PathBuf {
-    if let Ok(p) = std::env::var("JDMG_MATRICES") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/matrices")
+/// Directory of the shared real matrices for a test, `None` (skip, with a line
+/// on stderr) when it is missing: see [`matrices::shared::test_dir`].
+pub fn shared_matrices_dir() -> Option<PathBuf> {
+    matrices::shared::test_dir()
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The heterogeneous experiment of seeds/000 §3 on this machine (bench/README.md,
+# The heterogeneous experiment of Boudet et al. §3 on this machine (bench/README.md,
 # "Dense kernels"): 2 MPI ranks pinned one per core, BUSY busy loops pinned on
 # core 1 (2 loops: rank 1 gets a third of its core, 3x slower), LU of order N
 # with the homogeneous cyclic layout, the heterogeneous cyclic(B) layout for

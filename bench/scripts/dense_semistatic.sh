@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Semi-static versus static re-planning under a load that changes mid-run
-# (seeds/000 §2.1, §4.5; bench/README.md, "Dense kernels"). LU of order N,
+# (Boudet et al. §2.1, §4.5; bench/README.md, "Dense kernels"). LU of order N,
 # block BLOCK, heterogeneous cyclic(B) layout, --replan 0 (static) against
 # --replan S (semi-static), REPS runs of each, interleaved (A B A B ...).
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real memory contention for `jdmg solve --memory-balance` (issue 10, item 4;
-# seeds/003 §5 and its ref. [24]: anti-thrashing memory balancing).
+# McCombs et al. §5 and its ref. [24]: anti-thrashing memory balancing).
 #
 # A 2-rank JDcg solve (--groups equal: one rank per solve group) runs with rank 0
 # on CPU 0 and rank 1 on CPU 1. Rank 1 and a competitor that allocates HOG_MB and

@@ -1,4 +1,4 @@
-//! The JD correction equation (§3, eq. (1) of `seeds/003`):
+//! The JD correction equation (§3, eq. (1) of McCombs et al.):
 //! (I − QQᵀ)(A − θI)(I − QQᵀ) t = −r with Q = [locked vectors, x], solved
 //! approximately by right-preconditioned BiCGSTAB. The preconditioner uses the
 //! oblique projection of Sleijpen and van der Vorst for the current Ritz vector x,
@@ -228,7 +228,7 @@ pub(crate) struct Outcome {
 }
 
 /// The one correction-equation solver of the serial, fine-grain and multigrain
-/// paths (`seeds/003` §3, step (8)): (I − QQᵀ)(A − σI)(I − QQᵀ) t = −r with
+/// paths (McCombs et al. §3, step (8)): (I − QQᵀ)(A − σI)(I − QQᵀ) t = −r with
 /// Q = [locked vectors, x], by right-preconditioned BiCGSTAB (the paper's) or
 /// JDQMR's symmetric QMR, with the oblique projection of the preconditioner; a
 /// Davidson step t = (I − QQᵀ)K⁻¹(−r) when no inner step is usable. Its buffers are
@@ -390,7 +390,7 @@ impl CorrectionSolver {
     }
 }
 
-/// The paper's fixed-mode inner stopping rule (`seeds/003` §3): stop when the
+/// The paper's fixed-mode inner stopping rule (McCombs et al. §3): stop when the
 /// residual fell below `rel`·r₀ (adaptive, 2^−iter) or `floor`, or after `maxits`
 /// steps; `Fixed` runs `maxits` steps.
 pub(crate) fn steps_rule(

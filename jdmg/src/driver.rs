@@ -216,7 +216,7 @@ pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Sol
     }
 }
 
-/// Fine-grain distributed solve (`seeds/003` §3): rows of A and of every block
+/// Fine-grain distributed solve (McCombs et al. §3): rows of A and of every block
 /// vector are split over the processes of `comm` (balanced by nonzeros); each
 /// process passes the same global matrix `a` and keeps only its rows. The
 /// preconditioner is block-Jacobi: each process factors its own diagonal block.

@@ -5,7 +5,7 @@
 //! solve stops as soon as further steps cannot improve the outer eigenpair.
 //!
 //! One matvec, one preconditioner application and four global sums per step,
-//! against two matvecs for BiCGSTAB (`seeds/003` §3 uses BiCGSTAB, which stays the
+//! against two matvecs for BiCGSTAB (McCombs et al. §3 uses BiCGSTAB, which stays the
 //! default; `InnerSolver::Qmrs` selects this one). QMRs needs a symmetric
 //! operator and preconditioner: the projected (A − σI) is, and so are the Jacobi,
 //! ILU(0) (LDLᵀ of a symmetric matrix) and FSAI preconditioners with the oblique

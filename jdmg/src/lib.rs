@@ -1,5 +1,210 @@
-//! jdmg: block Jacobi-Davidson for large sparse symmetric eigenproblems
-//! (`seeds/003`, §3), in fine-grain, coarse-grain and multigrain modes.
+//! jdmg: block Jacobi-Davidson for a few extreme or interior eigenpairs of large
+//! sparse symmetric matrices (the block JD of McCombs et al. §3, see
+//! [References](#references)), in fine-grain, coarse-grain and multigrain modes.
+//!
+//! `use jdmg::prelude::*;` brings what the examples below use: the entry points
+//! ([`solve_matrix`], [`solve`], [`solve_distributed`]), [`JdParams`],
+//! [`Target`], [`Problem`], [`Solution`], [`JdError`], the [`Operator`](precond::Operator)
+//! and [`Preconditioner`](precond::Preconditioner) traits and the
+//! [`SelfComm`](lblib::SelfComm) and [`ThreadComm`](lblib::ThreadComm) communicators.
+//!
+//! # A sparse matrix
+//!
+//! [`solve_matrix`] takes a `sprs::CsMat<f64>` (CSR or CSC), a faer sparse
+//! matrix or a [`matrices::CsrMatrix`] ([`AsCsr`]). The 4 smallest eigenvalues of
+//! the 1-D Laplacian tridiag(−1, 2, −1), whose eigenvalues are
+//! 2 − 2 cos(jπ/(n+1)):
+//!
+//! ```
+//! use jdmg::prelude::*;
+//!
+//! let n = 200;
+//! let mut t = sprs::TriMat::new((n, n));
+//! for i in 0..n {
+//!     t.add_triplet(i, i, 2.0);
+//!     if i + 1 < n {
+//!         t.add_triplet(i, i + 1, -1.0);
+//!         t.add_triplet(i + 1, i, -1.0);
+//!     }
+//! }
+//! let a: sprs::CsMat<f64> = t.to_csr();
+//! let params = JdParams { nev: 4, tol: 1e-10, ..JdParams::default() };
+//! let sol = solve_matrix(&a, &params, None)?;
+//! for (j, lambda) in sol.eigenvalues.iter().enumerate() {
+//!     let exact = 2.0 - 2.0 * (std::f64::consts::PI * (j + 1) as f64 / (n + 1) as f64).cos();
+//!     assert!((lambda - exact).abs() < 1e-8);
+//! }
+//! assert_eq!(sol.eigenvector(0).len(), n); // the eigenvectors, column by column
+//! # Ok::<(), JdError>(())
+//! ```
+//!
+//! # Matrix-free, with a preconditioner
+//!
+//! An operator that is never stored implements [`Operator`](precond::Operator)
+//! (`apply_block` on `k` column-major vectors, into a buffer the solver owns); a
+//! preconditioner K ≈ A − σI implements [`Preconditioner`](precond::Preconditioner)
+//! and is handed to [`Problem::with_preconditioner`] (a user preconditioner is
+//! always used). Here the 2-D Laplacian on an m × m grid and the inverse of its
+//! diagonal:
+//!
+//! ```
+//! use jdmg::prelude::*;
+//!
+//! struct Laplacian2d { m: usize }
+//!
+//! impl Operator for Laplacian2d {
+//!     fn nrows(&self) -> usize { self.m * self.m }
+//!     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+//!         let (m, n) = (self.m, self.nrows());
+//!         for c in 0..k {
+//!             let (x, y) = (&x[c * n..(c + 1) * n], &mut y[c * n..(c + 1) * n]);
+//!             for r in 0..n {
+//!                 let (i, j) = (r % m, r / m);
+//!                 let mut v = 4.0 * x[r];
+//!                 if i > 0 { v -= x[r - 1]; }
+//!                 if i + 1 < m { v -= x[r + 1]; }
+//!                 if j > 0 { v -= x[r - m]; }
+//!                 if j + 1 < m { v -= x[r + m]; }
+//!                 y[r] = v;
+//!             }
+//!         }
+//!     }
+//! }
+//!
+//! /// z = r / 4: the inverse of the diagonal.
+//! struct Jacobi { n: usize }
+//!
+//! impl Preconditioner for Jacobi {
+//!     fn nrows(&self) -> usize { self.n }
+//!     fn apply_block(&self, r: &[f64], z: &mut [f64], _k: usize) {
+//!         z.iter_mut().zip(r).for_each(|(z, r)| *z = r / 4.0);
+//!     }
+//! }
+//!
+//! let a = Laplacian2d { m: 30 };
+//! let k = Jacobi { n: a.nrows() };
+//! let comm = SelfComm::new();
+//! let problem = Problem::new(&a, &comm)?.with_preconditioner(&k)?;
+//! let params = JdParams { nev: 3, tol: 1e-9, ..JdParams::default() };
+//! let sol = solve(&problem, &params, None)?;
+//! let e = |i: usize| 2.0 - 2.0 * (std::f64::consts::PI * i as f64 / 31.0).cos();
+//! assert!((sol.eigenvalues[0] - 2.0 * e(1)).abs() < 1e-7);
+//! assert!((sol.eigenvalues[1] - (e(1) + e(2))).abs() < 1e-7); // a double eigenvalue
+//! assert!((sol.eigenvalues[2] - (e(1) + e(2))).abs() < 1e-7);
+//! # Ok::<(), JdError>(())
+//! ```
+//!
+//! # Interior eigenvalues
+//!
+//! [`Target::Closest`]`(σ)` asks for the eigenvalues nearest σ, in order of
+//! distance. The matrix below has the eigenvalues 1, 2, …, 100 (a diagonal
+//! matrix: any symmetric matrix works the same way); a few more inner steps
+//! (`maxits`) help inside the spectrum:
+//!
+//! ```
+//! use jdmg::prelude::*;
+//!
+//! let n = 100;
+//! let diag: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, (i + 1) as f64)).collect();
+//! let a = CsrMatrix::from_triplets(n, n, &diag).expect("a 100 x 100 matrix");
+//! let params = JdParams {
+//!     nev: 3,
+//!     target: Target::Closest(50.2),
+//!     maxits: Some(20),
+//!     tol: 1e-10,
+//!     ..JdParams::default()
+//! };
+//! let sol = solve_matrix(&a, &params, None)?;
+//! let mut found = sol.eigenvalues.clone();
+//! found.sort_by(f64::total_cmp);
+//! for (x, want) in found.iter().zip([49.0, 50.0, 51.0]) {
+//!     assert!((x - want).abs() < 1e-8, "{found:?}");
+//! }
+//! # Ok::<(), JdError>(())
+//! ```
+//!
+//! # Watching the iterations, and stopping
+//!
+//! An observer ([`jd::Observer`]) sees an [`IterationEvent`] after every outer
+//! iteration. Returning `ControlFlow::Break(())` stops the solve, which ends with
+//! [`JdError::Stopped`] carrying what converged so far and the best estimates of
+//! the rest (a time limit, Ctrl-C, a custom test):
+//!
+//! ```
+//! use jdmg::prelude::*;
+//! use std::ops::ControlFlow;
+//!
+//! let a = matrices::generate::generate(&"lap3d:12".parse().unwrap()).unwrap();
+//! let params = JdParams { nev: 4, tol: 1e-12, ..JdParams::default() };
+//! let mut seen = 0;
+//! let mut observer = |ev: &IterationEvent| {
+//!     seen = ev.outer_iteration;
+//!     if ev.outer_iteration >= 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+//! };
+//! match solve_matrix(&a, &params, Some(&mut observer)) {
+//!     Err(JdError::Stopped { wanted, partial }) => {
+//!         assert_eq!(wanted, 4);
+//!         assert_eq!(partial.eigenvalues.len(), 4); // estimates of the unconverged ones
+//!         assert!(partial.nconverged() < 4);
+//!     }
+//!     other => panic!("expected a stop, got {other:?}"),
+//! }
+//! assert_eq!(seen, 3);
+//! ```
+//!
+//! # Threads
+//!
+//! [`JdParams::threads`] sets the threads of one process's sparse products and
+//! dense kernels. [`solve_distributed`] runs the fine-grain solver over the
+//! ranks of any [`Comm`](lblib::Comm): [`ThreadComm`](lblib::ThreadComm) runs
+//! them as threads of this process (`MpiComm`, with the feature `mpi`, as MPI
+//! processes); each rank keeps its block of rows and every rank gets the same
+//! eigenvalues:
+//!
+//! ```
+//! use jdmg::prelude::*;
+//!
+//! let a = matrices::generate::generate(&"lap3d:10".parse().unwrap()).unwrap();
+//! let params = JdParams { nev: 2, tol: 1e-10, threads: 2, ..JdParams::default() };
+//! let one = solve_matrix(&a, &params, None)?;
+//!
+//! let ranks = ThreadComm::run(2, |comm| {
+//!     let params = JdParams { threads: 1, ..params.clone() };
+//!     solve_distributed(&a, &comm, &params, None).map(|s| (s.rows(), s.eigenvalues))
+//! });
+//! for rank in ranks {
+//!     let (rows, values) = rank?;
+//!     assert!(rows.len() < a.nrows()); // this rank's rows only
+//!     for (x, y) in values.iter().zip(&one.eigenvalues) {
+//!         assert!((x - y).abs() < 1e-8);
+//!     }
+//! }
+//! # Ok::<(), JdError>(())
+//! ```
+//!
+//! Checkpoints ([`checkpoint`], [`solve_resumable`]), multigrain solve groups
+//! ([`solve_multigrain`]) and the `jdmg` command line are described in the
+//! repository's README.
+//!
+//! # References
+//!
+//! Papers are cited by their first authors (in places by number) and section
+//! numbers:
+//!
+//! * 003, McCombs et al.: J. R. McCombs, R. T. Mills, A. Stathopoulos, *Dynamic Load
+//!   Balancing of an Iterative Eigensolver on Grids of Heterogeneous Clusters*
+//!   (block Jacobi-Davidson, the flexible phase, LBLIB, multigrain).
+//! * 000, Boudet et al.: V. Boudet, F. Rastello, Y. Robert, *A Proposal for a
+//!   Heterogeneous Cluster ScaLAPACK (Dense Linear Solvers)* (heterogeneous
+//!   cyclic(B), semi-static re-partitioning).
+//! * 001, Mehaut and Robert: J.-F. Mehaut, Y. Robert, *Algorithms and Tools for
+//!   (Distributed) Heterogeneous Computing: A Prospective Report* (2-D grids,
+//!   clusters of clusters).
+//! * 002, Barbosa et al.: J. Barbosa, C. Morais, P. Tadeu, *Data Parallel Scheduling
+//!   of Operations in Linear Algebra on Heterogeneous Clusters*.
+//! * 004, Beaumont et al.: O. Beaumont, L. Eyraud-Dubois, M. Vérité, *2D Static
+//!   Resource Allocation for Compressed Linear Algebra and Communication
+//!   Constraints*.
 #![warn(missing_docs)]
 
 pub mod checkpoint;
@@ -34,3 +239,25 @@ pub use multigrain::{
 pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};
+
+/// What a user of the library needs, in one `use jdmg::prelude::*;`: the entry
+/// points, the parameters and results, the operator and preconditioner traits
+/// (from `precond`), the communicators (from `lblib`) and [`CsrMatrix`](matrices::CsrMatrix).
+pub mod prelude {
+    pub use crate::jd::Observer;
+    pub use crate::{
+        solve, solve_distributed, solve_distributed_resumable, solve_matrix,
+        solve_matrix_resumable, solve_multigrain, solve_resumable, AsCsr, Balance, Checkpoint,
+        CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
+        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, PrecondChoice, Problem,
+        Solution, Stats, Target, Verify,
+    };
+    pub use lblib::{Comm, SelfComm, ThreadComm};
+    pub use matrices::CsrMatrix;
+    pub use precond::{Operator, Preconditioner};
+}
+
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}

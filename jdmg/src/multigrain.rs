@@ -1,4 +1,4 @@
-//! Coarse-grain and multigrain correction phases (`seeds/003` §3 "JDcg", §6 "JDmg",
+//! Coarse-grain and multigrain correction phases (McCombs et al. §3 "JDcg", §6 "JDmg",
 //! §7 load balancing).
 //!
 //! The projection phase stays fine grain over all P processes. Before the correction
@@ -57,7 +57,7 @@ pub enum Balance {
     Slowest,
 }
 
-/// Which processes take part in the fine↔group all-to-alls (`seeds/003` §6).
+/// Which processes take part in the fine↔group all-to-alls (McCombs et al. §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum AlltoallScope {
@@ -108,7 +108,7 @@ pub struct MultigrainStats {
     pub alltoall_imbalance_seconds_total: f64,
     /// Correction phases run.
     pub phases: usize,
-    /// The optimal step count m of every correction phase (`seeds/003` §4), that
+    /// The optimal step count m of every correction phase (McCombs et al. §4), that
     /// of the extreme-most pair; balanced, T is the fastest group's time for m
     /// steps per equation it holds.
     pub optimal_steps: Vec<usize>,
@@ -133,7 +133,7 @@ pub struct MultigrainStats {
     /// Balancer calls that failed (`lblib::LbError` messages); the phase went on
     /// with the previous decision.
     pub balancer_errors: Vec<String>,
-    /// Semi-static re-partitions of the fine rows (`seeds/000` §4.5): count,
+    /// Semi-static re-partitions of the fine rows (Boudet et al. §4.5): count,
     /// seconds, values moved, imbalance before and after each.
     pub repartition: RepartitionStats,
 }
@@ -160,7 +160,7 @@ impl MultigrainStats {
 /// Transfers are in fine-grain (world) rank numbering; the exchange runs on a
 /// communicator whose rank `c` is world rank `offset + c`: the world itself
 /// (`offset` 0, global scheme) or this rank's all-to-all group (hierarchical
-/// scheme, `seeds/003` §6, where every transfer stays inside the group).
+/// scheme, McCombs et al. §6, where every transfer stays inside the group).
 struct Mover {
     /// fine -> group g, and group g -> fine.
     to_group: Vec<Redistribution>,
@@ -668,7 +668,7 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
     }
 }
 
-/// The inner step count of equation `i` of a phase (`seeds/003` §4): with the
+/// The inner step count of equation `i` of a phase (McCombs et al. §4): with the
 /// adaptive rule the optimal m of [`crate::optimal_m`] for the reduction 2^−iter
 /// or, when less is needed, down to the equation's floor (capped by `maxits`);
 /// otherwise `maxits`.
@@ -761,7 +761,7 @@ pub fn memory_params() -> lblib::MemoryParams {
 pub struct MultigrainParams {
     /// Global ranks of each solve group (must cover every rank exactly once).
     pub groups: Vec<Vec<usize>>,
-    /// Load balancing of the correction phase. Default `Fastest` (`seeds/003` §4:
+    /// Load balancing of the correction phase. Default `Fastest` (McCombs et al. §4:
     /// T is the fastest group's time; it pays whenever speeds differ).
     pub balance: Balance,
     /// Split the fine-grain rows in proportion to each rank's measured SpMV rate
@@ -771,13 +771,13 @@ pub struct MultigrainParams {
     /// false for a deterministic solve (`jdmg solve --balance none` does).
     pub rate_weighted_rows: bool,
     /// Hierarchical partitioning when all groups have the same size g ≥ 2
-    /// (`seeds/003` §6, "Multigrain algorithm for MPP's"): g coarse parts shared by
+    /// (McCombs et al. §6, "Multigrain algorithm for MPP's"): g coarse parts shared by
     /// all groups, each split into k fine parts, so that the fine↔group all-to-alls
     /// involve only the k owners of one coarse part instead of all P processes. The
     /// fine-grain communicator must then be ordered by [`fine_rank_keys`]. Ignored
     /// (global all-to-all) for groups of unequal sizes. Default true.
     pub hierarchical: bool,
-    /// The rates T and the ranking come from (`seeds/003` §5.1): the average over
+    /// The rates T and the ranking come from (McCombs et al. §5.1): the average over
     /// each group's last flexible section (default), or LBLIB's instantaneous rate
     /// over the last complete window of `rate_window` seconds, better when loads
     /// change within a phase.
@@ -789,12 +789,12 @@ pub struct MultigrainParams {
     /// until they reach it. Default 0.02 s, several scheduler time slices, so
     /// that a group on a core shared with other work shows its real share.
     pub min_rate_seconds: f64,
-    /// Memory (anti-thrashing) balancing of the correction phase (`seeds/003` §5,
+    /// Memory (anti-thrashing) balancing of the correction phase (McCombs et al. §5,
     /// ref. \[24\]): a group leader whose process takes major page faults while
     /// its CPU idles leaves the phase early. `None` (default): off.
     pub memory_balance: Option<lblib::MemoryParams>,
     /// Semi-static re-partitioning of the fine rows during the solve
-    /// (`seeds/000` §2.1, §4.5; [`crate::repartition`]): on by default, active
+    /// (Boudet et al. §2.1, §4.5; [`crate::repartition`]): on by default, active
     /// only with `rate_weighted_rows` (the rows then follow rates measured in the
     /// projection phase, of `rate_kind` over `rate_window`).
     pub repartition: RepartitionParams,
@@ -816,7 +816,7 @@ impl Default for MultigrainParams {
     }
 }
 
-/// `(k, g)` when the hierarchical layout of `seeds/003` §6 applies to `groups`: k ≥ 1
+/// `(k, g)` when the hierarchical layout of McCombs et al. §6 applies to `groups`: k ≥ 1
 /// groups, all of the same size g ≥ 2 (with g = 1, JDcg, it would equal the global
 /// scheme).
 pub fn hierarchical_shape(groups: &[Vec<usize>]) -> Option<(usize, usize)> {
@@ -828,7 +828,7 @@ pub fn hierarchical_shape(groups: &[Vec<usize>]) -> Option<(usize, usize)> {
 /// group lists refer to) for `base.split(0, key)` when creating the fine-grain
 /// communicator of [`solve_multigrain`].
 ///
-/// Hierarchical layout (`hierarchical` and [`hierarchical_shape`] applies, `seeds/003`
+/// Hierarchical layout (`hierarchical` and [`hierarchical_shape`] applies, McCombs et al.
 /// §6): fine part `m * k + j` (sub-part j of coarse part m) belongs to the member at
 /// position m of group j, so that process gets key `m * k + j`; the k processes with
 /// keys `m * k..(m + 1) * k` are all-to-all group m. Otherwise the identity (fine
@@ -879,7 +879,7 @@ struct Layout {
     from_group: Vec<Redistribution>,
 }
 
-/// Builds the fine and group layouts (`seeds/003` §6). `groups` in world numbering;
+/// Builds the fine and group layouts (McCombs et al. §6). `groups` in world numbering;
 /// `rates`: per world rank weights of the fine rows (`None`: equal nonzeros).
 ///
 /// * global: fine rows over all P ranks (weighted), each group its own
@@ -947,7 +947,7 @@ fn build_layout(
 }
 
 /// One solve group per distinct key (e.g. a hash of each rank's host name: one
-/// group per cluster node, `seeds/003` §6 "solve groups chosen ... to correspond to
+/// group per cluster node, McCombs et al. §6 "solve groups chosen ... to correspond to
 /// the physical boundaries"), groups ordered by their lowest rank.
 pub fn groups_by_key(keys: &[u64]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -1024,7 +1024,7 @@ pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<u
 /// intra-group calls are not traced, as in the paper §7.1). The group lists of
 /// `mg.groups` are `base` ranks. Create `world` as
 /// `base.split(0, fine_rank_keys(&mg.groups, mg.hierarchical)[base.rank()])`: with
-/// the hierarchical layout (`seeds/003` §6, equal groups) fine part `m * k + j`
+/// the hierarchical layout (McCombs et al. §6, equal groups) fine part `m * k + j`
 /// belongs to member m of group j, so `world` must be ordered by fine part; in the
 /// global scheme any order is accepted. Collective.
 ///
@@ -1101,7 +1101,7 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
             .all(|(j, g)| g.iter().enumerate().all(|(m, &w)| w == m * k + j));
         if !ordered {
             return Err(invalid(
-                &"the hierarchical multigrain layout (seeds/003 §6) needs the fine-grain \
+                &"the hierarchical multigrain layout (McCombs et al. §6) needs the fine-grain \
                   communicator ordered by fine part: create it with base.split(0, \
                   fine_rank_keys(&groups, true)[base.rank()]), or set hierarchical = false",
             ));
@@ -1127,7 +1127,7 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
     // the fine-grain communicator, with the busy clock of the projection phase
     let clock = ProjectionClock::new(world);
     let (mut fop, mut fdiag) = fine_operator(a, &fine, &clock, fopts)?;
-    // semi-static re-partitioning (seeds/000 §4.5): only where rows follow rates
+    // semi-static re-partitioning (Boudet et al. §4.5): only where rows follow rates
     let mut monitor = if mg.rate_weighted_rows && mg.repartition.enabled && np > 1 {
         let nnz = fine.nnz_per_part(a).map_err(|e| invalid(&e))?;
         let (gw, hier) = (&groups_w, shape.is_some());

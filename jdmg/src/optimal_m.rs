@@ -1,4 +1,4 @@
-//! The "optimal" number of inner steps m of `seeds/003` §4.
+//! The "optimal" number of inner steps m of McCombs et al. §4.
 //!
 //! The paper iterates BiCGSTAB to the guideline threshold 2^−iter (iter = outer
 //! iteration) and turns that threshold into a step count with the classical
@@ -22,7 +22,7 @@
 //! * m is clamped to `[1, maxits]`.
 
 /// Inner step cap of BiCGSTAB in solve groups (coarse grain / multigrain) when
-/// `maxits` is not given: the paper's m = 150 (`seeds/003` §4, Table 1 runs).
+/// `maxits` is not given: the paper's m = 150 (McCombs et al. §4, Table 1 runs).
 pub const DEFAULT_MAXITS_GROUPS: usize = 150;
 
 /// Relative distance (to the spectral spread) under which Ritz values count as one
@@ -64,7 +64,7 @@ pub fn kappa_estimate(theta: f64, ritz: &[f64], anorm: f64, rnorm: f64) -> f64 {
 }
 
 /// The smallest BiCGSTAB step count m whose CG bound 2ρ^(2m) reaches 2^−`iter`
-/// for condition number `kappa`, clamped to `[1, maxits]` (`seeds/003` §4).
+/// for condition number `kappa`, clamped to `[1, maxits]` (McCombs et al. §4).
 /// `maxits = 0` gives 0 (Davidson steps).
 pub fn optimal_steps(iter: usize, kappa: f64, maxits: usize) -> usize {
     optimal_steps_to(0.5f64.powi(iter.min(2000) as i32), kappa, maxits)

@@ -29,7 +29,7 @@ pub enum ConvTest {
     Abs,
 }
 
-/// How long each correction equation is iterated (§3, §4 of `seeds/003`).
+/// How long each correction equation is iterated (§3, §4 of McCombs et al.).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum InnerStop {
@@ -51,7 +51,7 @@ pub enum InnerStop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum InnerSolver {
-    /// Right-preconditioned BiCGSTAB, the paper's solver (`seeds/003` §3; default):
+    /// Right-preconditioned BiCGSTAB, the paper's solver (McCombs et al. §3; default):
     /// two matvecs per step, any preconditioner. (JDQMR took 0.77× its wall time
     /// on lap3d:40 but 1.14× on lap3d:64, side by side, so it is not the default.)
     #[default]

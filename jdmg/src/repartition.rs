@@ -1,8 +1,8 @@
-//! Semi-static re-balancing of the fine-grain projection phase (`seeds/000` §2.1
+//! Semi-static re-balancing of the fine-grain projection phase (Boudet et al. §2.1
 //! and §4.5, issue #10).
 //!
 //! The fine rows of a multigrain solve are weighted once by start-up SpMV rates;
-//! when the loads change during the run (`seeds/000` §2.1: "won't they change during
+//! when the loads change during the run (Boudet et al. §2.1: "won't they change during
 //! program execution?") those rates go stale and the fine-grain collectives of the
 //! projection phase wait for the slowest rank. §4.5's answer is a *semi-static*
 //! strategy: "split the work into phases and use the actual processor speeds

@@ -574,9 +574,11 @@ fn generate_killed_mid_write_leaves_no_truncated_output() {
         .spawn()
         .unwrap();
     let tmp = d.join(format!(".big.mtx.tmp.{}", child.id()));
-    // wait until the temporary file has data (or the process ended)
+    // wait until the temporary file has data (or the process ended): no time
+    // limit but a generous one against a hang, so a slow machine waits longer
     let mut finished = false;
-    for _ in 0..20_000 {
+    let t = std::time::Instant::now();
+    loop {
         if std::fs::metadata(&tmp).is_ok_and(|m| m.len() > 0) {
             break;
         }
@@ -584,6 +586,11 @@ fn generate_killed_mid_write_leaves_no_truncated_output() {
             finished = true;
             break;
         }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(600),
+            "no data in {} after 10 minutes",
+            tmp.display()
+        );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     child.kill().unwrap();

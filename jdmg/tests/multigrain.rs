@@ -1,4 +1,4 @@
-//! Multigrain JD (`seeds/003` §6–7) on the thread backend with injected per-rank
+//! Multigrain JD (McCombs et al. §6–7) on the thread backend with injected per-rank
 //! slowdowns (virtual clocks): balanced JDmg returns the fine-grain eigenvalues, and
 //! its tracer-measured %imbalance is below 10% where the unbalanced run's is above 30%.
 
@@ -172,7 +172,7 @@ fn layout_params(k: usize) -> JdParams {
     }
 }
 
-/// seeds/003 §6 "Multigrain algorithm for MPP's": equal groups use the hierarchical
+/// McCombs et al. §6 "Multigrain algorithm for MPP's": equal groups use the hierarchical
 /// layout (all-to-alls inside groups of k ranks) and return the fine-grain eigenvalues;
 /// `hierarchical: false` falls back to the global all-to-all with the same result.
 #[test]
@@ -292,7 +292,7 @@ fn unbalanced_multigrain_is_deterministic() {
     }
 }
 
-/// seeds/003 §4 at default settings (no maxits, adaptive inner rule): every
+/// McCombs et al. §4 at default settings (no maxits, adaptive inner rule): every
 /// phase's step count is the optimal m of the CG bound, capped by the groups'
 /// default of 150, growing over the run; balancing cuts the imbalance of a 4×
 /// slower group on the same spectrum.

@@ -7,24 +7,14 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use jdmg::{solve_matrix, InnerSolver, JdParams, PrecondChoice, Target};
 use matrices::mm::read_matrix_market;
 
-fn shared() -> PathBuf {
-    if let Ok(p) = std::env::var("JDMG_MATRICES") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/matrices"
-    ))
-}
-
 /// (smallest ascending, largest ascending) from a reference file.
-fn reference(name: &str) -> (Vec<f64>, Vec<f64>) {
-    let text = std::fs::read_to_string(shared().join("reference").join(format!("{name}.eig")))
+fn reference(dir: &Path, name: &str) -> (Vec<f64>, Vec<f64>) {
+    let text = std::fs::read_to_string(dir.join("reference").join(format!("{name}.eig")))
         .unwrap_or_else(|e| panic!("reference for {name}: {e} (set JDMG_MATRICES)"));
     let v: Vec<f64> = text
         .lines()
@@ -50,13 +40,14 @@ fn check_qmrs(name: &str, target: Target, precond: PrecondChoice) {
 }
 
 fn check_with(name: &str, target: Target, precond: PrecondChoice, base: JdParams) {
-    if std::env::var("JDMG_SKIP_SHARED").is_ok_and(|v| v == "1") {
+    // skipped (with a line on stderr) without the real matrices
+    let Some(dir) = matrices::shared::test_dir() else {
         return;
-    }
-    let a = read_matrix_market(shared().join(format!("{name}.mtx")))
+    };
+    let a = read_matrix_market(dir.join(format!("{name}.mtx")))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .matrix;
-    let (small, large) = reference(name);
+    let (small, large) = reference(&dir, name);
     let all: Vec<f64> = small.iter().chain(&large).copied().collect();
     let anorm = all.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let (want, nev): (Vec<f64>, usize) = match target {

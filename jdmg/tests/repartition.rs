@@ -1,4 +1,4 @@
-//! Semi-static re-balancing of the fine-grain projection phase (`seeds/000` §2.1,
+//! Semi-static re-balancing of the fine-grain projection phase (Boudet et al. §2.1,
 //! §4.5; issue #10): on the thread backend with virtual clocks, one rank becomes
 //! 4× slower in the middle of a multigrain solve; the solver notices it in the
 //! projection phase, moves rows away from that rank and still returns the
@@ -18,7 +18,7 @@ use matrices::generate::{generate, GenSpec};
 use matrices::CsrMatrix;
 
 /// A communicator whose rank `target` becomes `factor` times slower after
-/// `after` collectives (a load that arrives mid-run, `seeds/000` §2.1).
+/// `after` collectives (a load that arrives mid-run, Boudet et al. §2.1).
 struct SlowAfter<C> {
     inner: C,
     calls: Cell<usize>,

@@ -1,4 +1,4 @@
-//! Load-balanced synchronous parallel simulated annealing (`seeds/003`, §2), a
+//! Load-balanced synchronous parallel simulated annealing (McCombs et al., §2), a
 //! flexible-phase method that is not an eigensolver.
 //!
 //! ```text

@@ -72,7 +72,7 @@ pub trait Comm {
     );
     /// Changes this process's emulated slowdown factor from now on (the
     /// computation so far keeps the old one): a load that changes during a run
-    /// (`seeds/000` §2.1, §4.5). Returns `false`, doing nothing, when the
+    /// (Boudet et al. §2.1, §4.5). Returns `false`, doing nothing, when the
     /// communicator emulates no slowdown (the default; [`crate::ThreadComm`]
     /// does, and [`crate::Traced`] and [`crate::Delayed`] forward).
     fn set_slowdown(&self, _factor: f64) -> bool {

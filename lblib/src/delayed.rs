@@ -1,6 +1,6 @@
 //! A slow link: every collective of the wrapped communicator first waits a fixed
 //! latency, as a message over a wide-area link between clusters would
-//! (`seeds/003` §7, Tables 2–3: multigrain keeps the inner solves inside a
+//! (McCombs et al. §7, Tables 2–3: multigrain keeps the inner solves inside a
 //! cluster, so only the fine-grain collectives and the fine↔group all-to-alls
 //! pay it). Wrap the communicator whose collectives cross the link (e.g. the
 //! fine-grain one) and leave the intra-cluster ones bare.

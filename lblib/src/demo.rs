@@ -1,5 +1,5 @@
 //! A second flexible-phase application, not an eigensolver: synchronous parallel
-//! simulated annealing (`seeds/003`, §2: "processors independently perturb an
+//! simulated annealing (McCombs et al., §2: "processors independently perturb an
 //! initial set of configurations ... then synchronize to decide upon new
 //! configurations").
 //!

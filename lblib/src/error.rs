@@ -1,6 +1,6 @@
 //! Typed errors of the balancer, tracer and memory balancing.
 //!
-//! LBLIB (`seeds/003`, §5.1) keeps a `scope` and a `context` field in every LBS and
+//! LBLIB (McCombs et al., §5.1) keeps a `scope` and a `context` field in every LBS and
 //! sets an error code when a call violates them; here each violation is a variant
 //! of [`LbError`] carrying what is known.
 

@@ -1,4 +1,4 @@
-//! The flexible-section balancer: the paper's LBLIB `LBS` structure (`seeds/003`, §5).
+//! The flexible-section balancer: the paper's LBLIB `LBS` structure (McCombs et al., §5).
 //!
 //! A *flexible phase* (§2) is a loop whose amount of work per process may vary
 //! without hurting the result. Instead of a fixed number of steps, every process
@@ -144,7 +144,7 @@ struct Ranking {
 }
 
 /// One load-balanced flexible section on one communicator: LBLIB's `LBS`
-/// (`seeds/003`, §5).
+/// (McCombs et al., §5).
 ///
 /// Only [`Lbs::decide`] communicates. Several `Lbs` may be used at once, with
 /// nested sections, for instance one on the communicator of solve-group leaders
@@ -578,7 +578,7 @@ fn check_ops(ops: f64, what: &'static str) -> Result<(), LbError> {
     }
 }
 
-/// Group-leader helper for multigrain balancing (`seeds/003`, §7): the leader's
+/// Group-leader helper for multigrain balancing (McCombs et al., §7): the leader's
 /// `decision` (e.g. from [`Lbs::should_continue`]) is broadcast from rank `leader`
 /// of `group`, so that all members of a solve group step together. Collective
 /// over `group`; the `decision` of non-leaders is ignored.
@@ -595,7 +595,7 @@ pub fn global_sum<G: Comm + ?Sized>(comm: &G, x: f64) -> f64 {
     b[0]
 }
 
-/// Load balancing of solve groups (`seeds/003`, §7): "Processor 0 of each solve
+/// Load balancing of solve groups (McCombs et al., §7): "Processor 0 of each solve
 /// group is responsible for coordinating the load balancing."
 ///
 /// Every member of a group holds a `GroupLbs`; the group leader (group rank 0) also

@@ -1,4 +1,4 @@
-//! Memory (anti-thrashing) balancing of a flexible phase (`seeds/003`, §4 last
+//! Memory (anti-thrashing) balancing of a flexible phase (McCombs et al., §4 last
 //! paragraph and §5, after its reference \[24\]).
 //!
 //! When the memory needed by this job and a competing job exceeds physical memory,

@@ -1,5 +1,5 @@
 //! `Slowed`: emulates a slower processor on any communicator by sleeping
-//! (`seeds/003`, §4 and §7: external load makes nodes 2 or 3 times slower).
+//! (McCombs et al., §4 and §7: external load makes nodes 2 or 3 times slower).
 //!
 //! Used to reproduce heterogeneous speeds under `mpirun` on a homogeneous machine:
 //! with factor `f > 1`, every compute segment (the CPU time of the calling thread

@@ -2,7 +2,7 @@
 //!
 //! Used to test multigrain and load-balancing logic with `cargo test`, without MPI.
 //! Every rank has a *slowdown factor* so that heterogeneous processor speeds
-//! (`seeds/003`, §4 and §7: nodes running 2 or 3 jobs, clusters of different power)
+//! (McCombs et al., §4 and §7: nodes running 2 or 3 jobs, clusters of different power)
 //! can be reproduced deterministically, even with more ranks than cores.
 //!
 //! # Clocks

@@ -1,4 +1,4 @@
-//! Imbalance tracer: the paper's measurement of wasted time (`seeds/003`, §4 and §7.1).
+//! Imbalance tracer: the paper's measurement of wasted time (McCombs et al., §4 and §7.1).
 //!
 //! [`Traced`] wraps any [`Comm`] and time-stamps the entry and exit of every
 //! synchronous call. Because the calls are synchronous, the imbalance of a call on a

@@ -1,7 +1,7 @@
 //! Allocation algorithms checked against the numbers printed in the papers:
-//! `seeds/000` (Boudet, Rastello, Robert, "A Proposal for a Heterogeneous
-//! Cluster ScaLAPACK") §2–§4 and `seeds/001` ("Algorithms and Tools for
-//! (Distributed) Heterogeneous Computing") §4.3–4.5.
+//! Boudet, Rastello, Robert, "A Proposal for a Heterogeneous
+//! Cluster ScaLAPACK") §2–§4 and Mehaut and Robert, "Algorithms and Tools for
+//! (Distributed) Heterogeneous Computing", §4.3–4.5.
 
 use lblib::dense::alloc::*;
 

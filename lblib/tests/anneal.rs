@@ -1,4 +1,4 @@
-//! The second application (seeds/003 §2): simulated annealing on 4 ranks with
+//! The second application (McCombs et al. §2): simulated annealing on 4 ranks with
 //! speeds 1, 1, 1/2, 1/4 (slowdowns 1, 1, 2, 4), imbalance from the tracer (§4).
 
 use lblib::demo::{run_anneal, AnnealOutcome, AnnealParams};

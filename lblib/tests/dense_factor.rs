@@ -1,4 +1,4 @@
-//! Distributed LU / QR / GEMM of `lblib::dense` (`seeds/000` §2–§4) against serial
+//! Distributed LU / QR / GEMM of `lblib::dense` (Boudet et al. §2–§4) against serial
 //! faer and against the backward-error bounds of dense linear algebra.
 
 use lblib::dense::alloc::{optimal_chunks, simulate_lu};
@@ -222,10 +222,14 @@ fn semi_static_replanning_moves_blocks_and_keeps_the_result() {
             let mut meter =
                 RateMeter::new(&comm, &RateParams::default(), block, faer::Par::Seq).unwrap();
             meter.measure().unwrap();
+            // min_seconds 0: the first re-planning is at panel 4 whatever the
+            // machine's speed. With 0.5 ms a fast machine (38 Gflop/s a core)
+            // postponed it, its updates too short, until too few blocks were
+            // left for a move to pay.
             let replan = Replan {
                 every: 4,
                 rates,
-                min_seconds: 0.0005,
+                min_seconds: 0.0,
                 ..Replan::default()
             };
             let f = factor_distributed(
@@ -241,14 +245,12 @@ fn semi_static_replanning_moves_blocks_and_keeps_the_result() {
             (gather_factors(&comm, &f), f)
         });
         let (lu, f) = &out[0];
-        // after panels 4, 8, ..., 20 of 24 (from updates: windows of 0.5 ms at least)
-        assert!((1..=5).contains(&f.stats.replans), "{rates:?}");
-        if rates == ReplanRates::Section {
-            assert_eq!(f.stats.replans, 5);
-        }
+        // after panels 4, 8, ..., 20 of 24
+        assert_eq!(f.stats.replans, 5, "{rates:?}");
         assert!(
             f.stats.relayouts >= 1 && f.stats.blocks_moved > 0,
-            "{rates:?}"
+            "{rates:?}: {:?}",
+            f.stats
         );
         assert_eq!(
             f.stats.bytes_moved,

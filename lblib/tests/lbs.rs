@@ -1,4 +1,4 @@
-//! The balancer (seeds/003 §5) on ThreadComm with the deterministic manual clock.
+//! The balancer (McCombs et al. §5) on ThreadComm with the deterministic manual clock.
 //! Operation times are powers of two so that every figure is exact.
 
 use lblib::lbs::group_continue;

@@ -1,4 +1,4 @@
-//! `seeds/002` (Barbosa, Morais, Tadeu): cost model, Algorithms 1–3, the
+//! Barbosa, Morais, Tadeu: cost model, Algorithms 1–3, the
 //! improvement index, and the reproduction of Figures 8, 10 and 11 with the
 //! model choices documented in `lblib::dense::sched::malleable`.
 

@@ -1,4 +1,4 @@
-//! `seeds/004` (Beaumont, Eyraud-Dubois, Verite): the BLR tile model, BC / BCE /
+//! Beaumont, Eyraud-Dubois, Vérité: the BLR tile model, BC / BCE /
 //! RS allocations and the metrics 𝔅(M), 𝔇(M), dispersion, checked against the
 //! paper's worked examples and the trends of its Figures 4–8.
 

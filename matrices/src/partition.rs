@@ -4,10 +4,10 @@
 //!   row counts ([`RowPartition::equal_rows`]), balanced by nonzeros
 //!   ([`RowPartition::balanced_by_nnz`]) or by nonzeros scaled by per-part speeds
 //!   ([`RowPartition::weighted_by_nnz`], for heterogeneous processes as in
-//!   `003_*` §2 and the rate-driven allocations of `000_*`).
+//!   McCombs et al. §2 and the rate-driven allocations of Boudet et al.).
 //! * [`GroupPartition`]: the rows of the same matrix spread over a *subset* of the
 //!   processes, with the map from group-local parts to global ranks (multigrain solve
-//!   groups, `003_*` §6; the fine layout over all `P` ranks is [`GroupPartition::all`]).
+//!   groups, McCombs et al. §6; the fine layout over all `P` ranks is [`GroupPartition::all`]).
 //! * [`Redistribution`]: for every (source rank, destination rank) pair the global row
 //!   range to move when a block of vectors changes from one layout to another (JDmg:
 //!   `x_i, r_i` from the fine layout to group `g`'s layout and `ε_i` back).
@@ -167,7 +167,7 @@ impl RowPartition {
         Ok(Self { offsets })
     }
 
-    /// Hierarchical refinement (`seeds/003` §6, "Multigrain algorithm for MPP's"): every
+    /// Hierarchical refinement (McCombs et al. §6, "Multigrain algorithm for MPP's"): every
     /// part `m` of `coarse` is split into `k = weights.len() / coarse.nparts()` contiguous
     /// sub-parts whose nonzero counts are proportional to `weights[m * k..(m + 1) * k]`;
     /// sub-part `j` of coarse part `m` is part `m * k + j` of the result. Each coarse
@@ -338,7 +338,7 @@ fn push_weighted_bounds(
 }
 
 /// Splits ranks `0..nranks` into `ngroups` contiguous groups whose sizes differ by at
-/// most one (JDmg's "P/k equal groups", `003_*` §6).
+/// most one (JDmg's "P/k equal groups", McCombs et al. §6).
 ///
 /// # Errors
 /// [`PartitionError::BadGroupCount`] if `ngroups == 0` or `ngroups > nranks`.
@@ -353,7 +353,7 @@ pub fn split_ranks(nranks: usize, ngroups: usize) -> Result<Vec<Vec<usize>>, Par
 /// The rows of one matrix spread over a subset of the ranks of a communicator: part
 /// `q` of [`GroupPartition::rows`] lives on global rank `ranks()[q]`.
 ///
-/// Used for multigrain solve groups (`003_*` §6): each group has its own row
+/// Used for multigrain solve groups (McCombs et al. §6): each group has its own row
 /// partition of A. The fine layout over all ranks is [`GroupPartition::all`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupPartition {

@@ -2,8 +2,9 @@
 //! their Gershgorin intervals contain the reference extreme eigenvalues.
 //!
 //! The directory comes from `$JDMG_MATRICES`, else `../shared/matrices`
-//! relative to the workspace root. A missing directory FAILS the test unless
-//! `JDMG_SKIP_SHARED=1`.
+//! relative to the workspace root. A missing directory skips the tests (with a
+//! line on stderr), or fails them with `JDMG_REQUIRE_MATRICES=1`
+//! ([`matrices::shared::test_dir`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,25 +13,7 @@ use matrices::info::matrix_info;
 use matrices::mm::{read_matrix_market, MmFormat, MmSymmetry};
 
 fn matrices_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("JDMG_MATRICES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/matrices"
-            ))
-        });
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("JDMG_SKIP_SHARED").as_deref() == Ok("1") {
-        eprintln!("JDMG_SKIP_SHARED=1: skipping, {} not found", dir.display());
-        return None;
-    }
-    panic!(
-        "shared matrices not found at {} (set JDMG_MATRICES, or JDMG_SKIP_SHARED=1 to skip)",
-        dir.display()
-    );
+    matrices::shared::test_dir()
 }
 
 /// Independent count of a coordinate file: declared (n, m, entries) and the

@@ -7,7 +7,7 @@
 //! block-Jacobi.
 //!
 //! The shared directory is `$JDMG_MATRICES` or `../shared/matrices`; if it is missing the
-//! tests fail unless `JDMG_SKIP_SHARED=1`.
+//! tests skip (with a line on stderr), or fail with `JDMG_REQUIRE_MATRICES=1`.
 
 mod precond_common;
 

@@ -11,7 +11,7 @@
 //! ```text
 //! densebench plot --input runs.jsonl --output hetero.svg
 //! ```
-//! draws the heterogeneous experiment of `seeds/000` §3 from `jdmg dense --json`
+//! draws the heterogeneous experiment of Boudet et al. §3 from `jdmg dense --json`
 //! lines: median time of the heterogeneous layout per slice size `B`, the
 //! homogeneous cyclic time, and 000's `t_theoretical(B)` scaled to the measured
 //! cyclic time (`PredictedTimes::scaled_to_measured`).

@@ -153,10 +153,7 @@ fn lookup<'a>(pairs: &'a [String], name: &str) -> Option<&'a str> {
 }
 
 fn default_matrices() -> PathBuf {
-    match std::env::var_os("JDMG_MATRICES") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/matrices"),
-    }
+    matrices::shared::default_dir()
 }
 
 /// Reads `reference/NAME.eig`: comment lines, then the 20 smallest and 20 largest

@@ -1,4 +1,4 @@
-//! Grid experiments of issue 5 (seeds/003 §4 Table 1, §7 Table 3) under `mpirun` on
+//! Grid experiments of issue 5 (McCombs et al. §4 Table 1, §7 Table 3) under `mpirun` on
 //! one machine: every run is a fresh `mpirun --oversubscribe --bind-to none` of
 //! `jdmg solve --mpi ... --json`; the harness collects the JSON printed by rank 0 and
 //! writes `DIR/<experiment>.json` (every run and the medians), `DIR/<experiment>.md`
@@ -101,7 +101,7 @@ impl Experiment {
 }
 
 #[derive(Parser, Debug)]
-#[command(about = "mpirun grid experiments of issue 5 (seeds/003 Tables 1 and 3)")]
+#[command(about = "mpirun grid experiments of issue 5 (McCombs et al. Tables 1 and 3)")]
 struct Args {
     /// Which experiment.
     #[arg(long, value_enum)]
@@ -131,7 +131,7 @@ struct Args {
     #[arg(long, default_value_t = 1e-8)]
     tol: f64,
     /// Inner BiCGSTAB step cap passed to jdmg; default: jdmg's own (150 in solve
-    /// groups, each phase running seeds/003 §4's optimal m).
+    /// groups, each phase running McCombs et al. §4's optimal m).
     #[arg(long)]
     maxits: Option<usize>,
     /// Inner stopping rule passed to jdmg (fixed | adaptive); default: jdmg's own.

@@ -98,13 +98,7 @@ fn main() {
     let dir = args
         .matrices
         .clone()
-        .or_else(|| std::env::var_os("JDMG_MATRICES").map(PathBuf::from))
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/matrices"
-            ))
-        });
+        .unwrap_or_else(matrices::shared::default_dir);
     println!(
         "{} to relative true residual {:e}, b = A*ones, SpMV threads {}, cap {} steps{}",
         args.solver,

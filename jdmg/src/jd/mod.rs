@@ -1,4 +1,4 @@
-//! Block Jacobi-Davidson (`seeds/003` §3, Algorithm Block JD) in fine-grain form:
+//! Block Jacobi-Davidson (McCombs et al. §3, Algorithm Block JD) in fine-grain form:
 //! every block vector is split by rows over the processes of `comm`, projections
 //! take one global sum per iteration.
 //!
@@ -158,7 +158,7 @@ pub(crate) struct CorrectionCtx<'x> {
     pub maxits: usize,
     pub inner: InnerStop,
     /// Ritz value and residual norm of each selected pair, every current Ritz value
-    /// and the norm estimate, all in scaled units (for `seeds/003` §4's optimal m).
+    /// and the norm estimate, all in scaled units (for McCombs et al. §4's optimal m).
     pub thetas: Vec<f64>,
     pub rnorms: Vec<f64>,
     pub ritz: &'x [f64],

@@ -1,6 +1,6 @@
 //! The projection phase: basis extension with W = AV and the incremental
 //! H = VᵀAV (one global sum), basis transformations and repairs, the internal scale
-//! (`seeds/003` §3 steps (1)–(5); PRIMME's `update_projection.c`).
+//! (McCombs et al. §3 steps (1)–(5); PRIMME's `update_projection.c`).
 
 use super::*;
 

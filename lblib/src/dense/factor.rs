@@ -1,5 +1,5 @@
 //! Distributed right-looking LU with partial pivoting and Householder QR on a 1-D
-//! column-block layout (`seeds/000` §2.2: "at each step, the processor owning the
+//! column-block layout (Boudet et al. §2.2: "at each step, the processor owning the
 //! pivot block factors it and broadcasts it to all the other processors, which
 //! update their remaining column blocks").
 //!

@@ -1,4 +1,4 @@
-//! The matrix product `C = A B` over processes of different speeds (`seeds/000`
+//! The matrix product `C = A B` over processes of different speeds (Boudet et al.
 //! §2.1): the column blocks of `B` and `C` are independent, equal chunks, so
 //! Algorithm 2.1 ([`optimal_chunks`]) gives the optimal number of blocks per
 //! process; each process holds `A` and computes its contiguous slab of `C` with

@@ -1,6 +1,6 @@
 //! The outer-product matrix product `C = A B` ([`grid_gemm`]) and the
 //! right-looking LU with partial pivoting ([`grid_lu`]) on a heterogeneous
-//! `R × Q` process grid (`seeds/001` §4.3–4.5): the matrix is tiled by panels of
+//! `R × Q` process grid (Mehaut and Robert §4.3–4.5): the matrix is tiled by panels of
 //! `B_p × B_q` blocks, and in every panel grid row `i` owns `r_i` block rows and
 //! grid column `j` owns `c_j` block columns, the integer panel allocation of
 //! [`grid_2d_panel`] (processor `(i, j)` works `r_i t_ij c_j` per panel), or the

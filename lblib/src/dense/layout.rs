@@ -1,4 +1,4 @@
-//! Column-block layouts of a dense `n × n` matrix over `p` processes (`seeds/000`
+//! Column-block layouts of a dense `n × n` matrix over `p` processes (Boudet et al.
 //! §2.2–§2.3, §4.4): homogeneous cyclic(B), heterogeneous cyclic(B) from
 //! cycle-times, and the optimized distribution.
 //!

@@ -1,7 +1,7 @@
 //! Cycle-times measured by lblib, not given by the user: every process runs an
-//! [`Lbs`] flexible section (`seeds/003` §5) of GEMM block updates, the unit task
+//! [`Lbs`] flexible section (McCombs et al. §5) of GEMM block updates, the unit task
 //! of the LU/QR update phase, and the gathered rates become the cycle-times
-//! `t_i = 1 / rate_i` of `seeds/000` §2.
+//! `t_i = 1 / rate_i` of Boudet et al. §2.
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef};

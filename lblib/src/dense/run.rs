@@ -1,6 +1,6 @@
 //! One call that runs a dense operation over a communicator and reports what the
 //! `jdmg dense` command prints: rates, layout, time, GFLOP/s, backward error,
-//! orthogonality, imbalance (`seeds/003` §4 tracer) and re-planning counters.
+//! orthogonality, imbalance (McCombs et al. §4 tracer) and re-planning counters.
 
 use serde::{Deserialize, Serialize};
 

@@ -29,31 +29,10 @@ pub fn laplace3d(g: usize) -> CsrMatrix {
     matrices::generate::generate(&spec).unwrap()
 }
 
-/// The shared matrix directory: `$JDMG_MATRICES` or `../shared/matrices`. Returns `None`
-/// (skip) only when `JDMG_SKIP_SHARED=1`; otherwise a missing directory fails the test.
+/// The shared matrix directory, `None` (skip) when it is missing
+/// ([`matrices::shared::test_dir`]: fails instead with `JDMG_REQUIRE_MATRICES=1`).
 pub fn shared_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("JDMG_MATRICES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/matrices"
-            ))
-        });
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("JDMG_SKIP_SHARED").as_deref() == Ok("1") {
-        eprintln!(
-            "skipping: shared matrices not found at {} (JDMG_SKIP_SHARED=1)",
-            dir.display()
-        );
-        return None;
-    }
-    panic!(
-        "shared matrix directory {} is missing (set JDMG_MATRICES, or JDMG_SKIP_SHARED=1 to skip)",
-        dir.display()
-    );
+    matrices::shared::test_dir()
 }
 
 /// Reads a shared MatrixMarket matrix with `matrices::mm` (symmetric storage expanded).

@@ -1,5 +1,5 @@
 //! `jdmg dense lu|qr|gemm`: distributed dense LU / QR / matrix product laid out
-//! on the rates lblib measures (`seeds/000`; `lblib::dense`).
+//! on the rates lblib measures (Boudet et al.; `lblib::dense`).
 //!
 //! Exit codes: 0 success; 2 bad input (options, unreadable or non-square file,
 //! singular matrix).
@@ -35,11 +35,11 @@ pub enum OpArg {
 pub enum LayoutArg {
     /// Homogeneous cyclic column blocks.
     Cyclic,
-    /// Heterogeneous cyclic(B) from the measured cycle-times (seeds/000 §2.2).
+    /// Heterogeneous cyclic(B) from the measured cycle-times (Boudet et al. §2.2).
     Hetero,
-    /// The optimized distribution of seeds/000 §4.4 (fastest rank factors every panel).
+    /// The optimized distribution of Boudet et al. §4.4 (fastest rank factors every panel).
     Optimized,
-    /// Two-level clusters-of-clusters allocation of seeds/001 §4.5 (see --clusters).
+    /// Two-level clusters-of-clusters allocation of Mehaut and Robert §4.5 (see --clusters).
     Clusters,
 }
 
@@ -53,10 +53,10 @@ pub enum ReplanRatesArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum GridAllocArg {
-    /// Integer panel allocation r_i x c_j of seeds/001 §4.3-4.4 (four neighbours).
+    /// Integer panel allocation r_i x c_j of Mehaut and Robert §4.3-4.4 (four neighbours).
     Panel,
     /// Kalinov-Lastovetsky: columns by grid-column harmonic means, then rows
-    /// inside every grid column (seeds/001 §4.3, Figure 9).
+    /// inside every grid column (Mehaut and Robert §4.3, Figure 9).
     Kl,
 }
 
@@ -90,21 +90,21 @@ pub struct DenseArgs {
     /// mpirun: 2,2 = ranks 0-1 and 2-3 (implies --layout clusters).
     #[arg(long, value_delimiter = ',')]
     cluster_sizes: Vec<usize>,
-    /// Run lu or gemm on an R x C process grid (seeds/001 §4.3-4.5; e.g. 2x2;
+    /// Run lu or gemm on an R x C process grid (Mehaut and Robert §4.3-4.5; e.g. 2x2;
     /// R*C must equal the number of processes).
     #[arg(long)]
     grid: Option<String>,
     /// The 2-D allocation of --grid.
     #[arg(long, value_enum, default_value = "panel")]
     grid_alloc: GridAllocArg,
-    /// Semi-static re-planning every S panels (seeds/000 §4.5; --layout hetero).
+    /// Semi-static re-planning every S panels (Boudet et al. §4.5; --layout hetero).
     #[arg(long, default_value_t = 0)]
     replan: usize,
     /// Where --replan takes its rates from: every rank's own trailing updates
     /// since the last re-planning (no extra work), or a fresh rate section.
     #[arg(long, value_enum, default_value = "updates")]
     replan_rates: ReplanRatesArg,
-    /// Lay out again only when the seeds/000 model predicts the remaining steps,
+    /// Lay out again only when the Boudet et al. model predicts the remaining steps,
     /// moves included, at least this fraction sooner (0 <= G < 1).
     #[arg(long, default_value_t = 0.1)]
     replan_gain: f64,
@@ -399,7 +399,7 @@ fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
     if let (Some(p), Some(c)) = (r.predicted_time, r.predicted_cyclic_time) {
         let _ = writeln!(
             out,
-            "seeds/000 model: predicted time / cyclic = {:.3}",
+            "Boudet et al. model: predicted time / cyclic = {:.3}",
             p / c.max(f64::MIN_POSITIVE)
         );
     }

@@ -84,7 +84,7 @@ enum Cmd {
     /// Computes eigenpairs of FILE.mtx or of a generated matrix.
     #[command(after_help = EXIT_CODES)]
     Solve(solve::SolveArgs),
-    /// Distributed dense LU / QR / GEMM laid out on measured rates (seeds/000).
+    /// Distributed dense LU / QR / GEMM laid out on measured rates (Boudet et al.).
     #[cfg(feature = "dense")]
     Dense(dense_cmd::DenseArgs),
     /// Schedules from processor speeds: malleable task graphs (`dag`), BLR tile allocation (`tiles`).

@@ -1,5 +1,5 @@
-//! `jdmg plan dag …` (malleable task graphs, `seeds/002`) and `jdmg plan tiles …`
-//! (BLR tile allocation, `seeds/004`): JSON or text output, SVG plots.
+//! `jdmg plan dag …` (malleable task graphs, Barbosa et al.) and `jdmg plan tiles …`
+//! (BLR tile allocation, Beaumont et al.): JSON or text output, SVG plots.
 
 use std::path::{Path, PathBuf};
 
@@ -44,9 +44,9 @@ pub struct PlanArgs {
 
 #[derive(Subcommand)]
 enum PlanWhat {
-    /// Malleable task graph on a heterogeneous cluster (Barbosa et al., seeds/002).
+    /// Malleable task graph on a heterogeneous cluster (Barbosa et al.).
     Dag(DagArgs),
-    /// 2-D tile allocation of a BLR matrix: BC, BCE, RS (Beaumont et al., seeds/004).
+    /// 2-D tile allocation of a BLR matrix: BC, BCE, RS (Beaumont et al.).
     Tiles(TilesArgs),
 }
 

@@ -130,7 +130,7 @@ pub struct SolveArgs {
     /// Inner steps cap per correction equation (0: Davidson steps, GD+k); default
     /// 40 with qmrs (a cap: its dynamic rules stop earlier), 3 with bicgstab, and
     /// 150 in solve groups (--groups), where each phase runs the optimal m of
-    /// seeds/003 §4 (CG bound at 2^-iter) up to this cap.
+    /// McCombs et al. §4 (CG bound at 2^-iter) up to this cap.
     #[arg(long)]
     pub maxits: Option<usize>,
     /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
@@ -166,41 +166,41 @@ pub struct SolveArgs {
     /// process then solves alone).
     #[arg(long)]
     pub no_mpi: bool,
-    /// Multigrain solve groups (seeds/003 §6): `equal` (P/k equal groups), a group
+    /// Multigrain solve groups (McCombs et al. §6): `equal` (P/k equal groups), a group
     /// count, rank lists like `0-3,4-5,6,7`, or `host` (one group per host).
     /// Needs --ranks > 1 or --mpi.
     #[arg(long)]
     pub groups: Option<String>,
-    /// Hierarchical partitioning for equal solve groups (seeds/003 §6, MPP's): the
+    /// Hierarchical partitioning for equal solve groups (McCombs et al. §6, MPP's): the
     /// fine↔group all-to-alls run inside groups of k processes instead of over all
     /// P. `off`, or groups of unequal sizes: one global all-to-all.
     #[arg(long, value_enum, default_value = "on")]
     pub hierarchical: OnOff,
-    /// Load balancing of the multigrain correction phase (seeds/003 §4, §7).
+    /// Load balancing of the multigrain correction phase (McCombs et al. §4, §7).
     /// Default: fastest whenever there is more than one solve group, else none.
     /// `none` is deterministic (rows split by equal nonzeros, not by timed rates):
     /// the same eigenvalues and matvecs on every run with the same ranks.
     #[arg(long, value_enum)]
     pub balance: Option<BalanceArg>,
-    /// Rates the balancer decides with (seeds/003 §5.1): `average` over each
+    /// Rates the balancer decides with (McCombs et al. §5.1): `average` over each
     /// group's last correction phase, or `instant:W`, LBLIB's instantaneous rate
     /// over the last complete window of W seconds (for loads that change within a
     /// phase).
     #[arg(long, value_name = "average|instant:W", default_value = "average", value_parser = parse_rates)]
     pub rates: (lblib::RateKind, f64),
-    /// Semi-static re-partitioning of the fine rows with --groups (seeds/000
+    /// Semi-static re-partitioning of the fine rows with --groups (Boudet et al.
     /// §2.1, §4.5): the projection phase's per-rank rates (--rates) are measured
     /// during the solve; after two checks (every 5 outer iterations) above 10%
     /// imbalance the rows are re-weighted, moved and the halo plans rebuilt (at
     /// most 4 times). Only with balancing (never with --balance none).
     #[arg(long, value_enum, default_value = "on")]
     pub repartition: OnOff,
-    /// Memory (anti-thrashing) balancing of the correction phase (seeds/003 §5):
+    /// Memory (anti-thrashing) balancing of the correction phase (McCombs et al. §5):
     /// a group leader taking more than 20 major faults/s while using under half
     /// a CPU (two 20 ms samples in a row) leaves the phase early.
     #[arg(long)]
     pub memory_balance: bool,
-    /// Emulate a slow link between solve groups (seeds/003 §7, Tables 2-3): every
+    /// Emulate a slow link between solve groups (McCombs et al. §7, Tables 2-3): every
     /// fine-grain collective and fine↔group all-to-all first waits this many
     /// seconds; a solve group's own collectives do not (use with
     /// --hierarchical off, whose all-to-alls run over the fine-grain ranks).
@@ -918,7 +918,7 @@ fn run_distributed<B: Comm>(
     watch: Option<&Mutex<Watch>>,
     resume: Option<&Checkpoint>,
 ) -> DistOutcome {
-    // Solve groups first: with the hierarchical layout (seeds/003 §6) the fine-grain
+    // Solve groups first: with the hierarchical layout (McCombs et al. §6) the fine-grain
     // communicator is ordered by fine part (jdmg::fine_rank_keys).
     let k = if params.block == 0 {
         params.nev.min(8)
@@ -1252,7 +1252,7 @@ fn text_report(
     if let Some(p) = extra.get("imbalance_percent").and_then(|v| v.as_f64()) {
         let _ = writeln!(
             out,
-            "imbalance {p:.2}% (seeds/003 §4 metric, fine-grain collectives)"
+            "imbalance {p:.2}% (McCombs et al. §4 metric, fine-grain collectives)"
         );
     }
     if let Some(mg) = extra.get("multigrain") {

@@ -1,4 +1,4 @@
-//! Algorithm 2.1 of `seeds/000` §2.1 (Algorithm 4.2 of `seeds/001` §4.2):
+//! Algorithm 2.1 of Boudet et al. §2.1 (Algorithm 4.2 of Mehaut and Robert §4.2):
 //! optimal distribution of `M` equal, independent chunks over `p` processors.
 
 use std::cmp::{Ordering, Reverse};

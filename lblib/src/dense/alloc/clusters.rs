@@ -1,4 +1,4 @@
-//! Two-level allocation for collections of clusters (`seeds/001` §4.5,
+//! Two-level allocation for collections of clusters (Mehaut and Robert §4.5,
 //! "Load Balancing on Collections of Clusters"; the brief's "§7").
 //!
 //! The matrix is cut into panels of `B` column blocks. Each cluster's

@@ -1,6 +1,6 @@
-//! The incremental dynamic programming of `seeds/000` §2.2 (Tables 2 and 3),
+//! The incremental dynamic programming of Boudet et al. §2.2 (Tables 2 and 3),
 //! the "reverse" slice layout for LU/QR, and the optimized distribution of
-//! `seeds/000` §4.4 (fastest processor takes every factor task and the update
+//! Boudet et al. §4.4 (fastest processor takes every factor task and the update
 //! just before it).
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Two-dimensional heterogeneous grids of `seeds/001` §4.3–4.4: block panels
+//! Two-dimensional heterogeneous grids of Mehaut and Robert §4.3–4.4: block panels
 //! distributed over a `p x q` grid of processors with cycle-times `t[i][j]`,
 //! each grid row `i` receiving `r_i` block rows and each grid column `j`
 //! receiving `c_j` block columns, so that processor `(i, j)` works

@@ -1,4 +1,4 @@
-//! Rate-driven allocation algorithms (`seeds/000` §2, `seeds/001` §4 and §7).
+//! Rate-driven allocation algorithms (Boudet et al. §2, Mehaut and Robert §4 and §7).
 //!
 //! Everything here is a pure function of measured *cycle-times* (the time a
 //! processor needs for one unit of work, i.e. the inverse of the rate that

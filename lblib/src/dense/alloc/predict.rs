@@ -1,4 +1,4 @@
-//! Predicted execution times of `seeds/000` §3 (Tables 4 and 5, Figures 6–9):
+//! Predicted execution times of Boudet et al. §3 (Tables 4 and 5, Figures 6–9):
 //! `t_cyclic`, `t_optimal`, `t_theoretical`, and a unit-task level simulator
 //! to compare column-block layouts.
 

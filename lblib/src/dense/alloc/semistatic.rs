@@ -1,4 +1,4 @@
-//! The semi-static strategy of `seeds/000` §2.1 ("slice the total work into
+//! The semi-static strategy of Boudet et al. §2.1 ("slice the total work into
 //! phases") and §4.5 ("Variations in the machine loads and speeds").
 //!
 //! Rule implemented by [`reallocate_remaining`]: the allocation is static

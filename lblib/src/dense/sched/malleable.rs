@@ -1,4 +1,4 @@
-//! Malleable task scheduling on a heterogeneous cluster (`seeds/002`, Barbosa,
+//! Malleable task scheduling on a heterogeneous cluster (Barbosa,
 //! Morais, Tadeu, "Data parallel scheduling of operations in linear algebra on
 //! heterogeneous clusters").
 //!

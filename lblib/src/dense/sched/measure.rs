@@ -1,6 +1,6 @@
 //! Processor speeds measured by lblib: every rank of a [`ThreadComm`] times a
 //! fixed number of faer GEMM tile updates inside an [`Lbs`] section (the
-//! paper-003 `lb_section_start/end` pair), and the rates are all-gathered.
+//! McCombs et al. `lb_section_start/end` pair), and the rates are all-gathered.
 //!
 //! The planners of `002` ([`super::malleable`]) and `004` ([`super::tiles`]) take
 //! these rates (Mflop/s; for `004`, relative speeds = rate / max rate) as well as

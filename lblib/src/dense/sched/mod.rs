@@ -1,4 +1,4 @@
-//! Scheduling dense linear algebra from processor speeds (`seeds/002`, `seeds/004`).
+//! Scheduling dense linear algebra from processor speeds (Barbosa et al.; Beaumont et al.).
 //!
 //! | paper | item |
 //! |---|---|

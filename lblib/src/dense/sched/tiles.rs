@@ -1,4 +1,4 @@
-//! 2-D tile allocation for BLR factorizations (`seeds/004`, Beaumont, Eyraud-Dubois,
+//! 2-D tile allocation for BLR factorizations (Beaumont, Eyraud-Dubois,
 //! Verite, "2D Static Resource Allocation for Compressed Linear Algebra and
 //! Communication Constraints").
 //!
