@@ -221,6 +221,8 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     random_cols: u64,
     /// Basis repairs done while the basis spans the whole space.
     full_repairs: usize,
+    /// The next verification pass starts from the probe's vector in `t`.
+    probe_seeded: bool,
     start: Instant,
 }
 
@@ -391,6 +393,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             },
             random_cols: 0,
             full_repairs: 0,
+            probe_seeded: false,
             start: Instant::now(),
         }
     }
