@@ -246,3 +246,52 @@ fn five_fold_zero_with_isolated_vertices_block_one() {
         }
     }
 }
+
+/// Dense n×n matrix (row-major values) as CSR.
+fn dense(n: usize, v: &[f64]) -> CsrMatrix {
+    let t: Vec<(usize, usize, f64)> = (0..n * n)
+        .filter(|&k| v[k] != 0.0)
+        .map(|k| (k / n, k % n, v[k]))
+        .collect();
+    CsrMatrix::from_triplets(n, n, &t).unwrap()
+}
+
+/// Issue 22: the library takes any operator (the CLI's `--no-symmetry-check`
+/// too); a skew-symmetric 6×6 came out "converged" with true residual ‖A‖ = 2.9
+/// and a general 6×6 with 0.9–1.3, accepted because the basis spanned the
+/// whole space. Convergence rests on true residuals: such an operator is now an
+/// error naming the residual, with and without locking.
+#[test]
+fn non_symmetric_operators_are_never_converged() {
+    let mut skew = vec![0.0; 36];
+    let mut general = vec![0.0; 36];
+    for i in 0..6 {
+        for j in 0..6 {
+            let x = ((i * 7 + j * 3) % 11) as f64 - 5.0;
+            general[i * 6 + j] = x + if i == j { 3.0 } else { 0.0 };
+            if i < j {
+                skew[i * 6 + j] = x + 0.5;
+                skew[j * 6 + i] = -(x + 0.5);
+            }
+        }
+    }
+    for (name, a) in [("skew", dense(6, &skew)), ("general", dense(6, &general))] {
+        for locking in [true, false] {
+            let p = JdParams {
+                locking,
+                ..params(2, 0)
+            };
+            match solve_matrix(&a, &p, None) {
+                Err(jdmg::JdError::InvalidParams { field, reason }) => {
+                    assert_eq!(field, "operator", "{name}");
+                    assert!(reason.contains("not symmetric"), "{name}: {reason}");
+                }
+                Ok(sol) => {
+                    let r = common::true_residuals(&a, &sol);
+                    panic!("{name}, locking {locking}: converged with true residuals {r:?}");
+                }
+                Err(e) => panic!("{name}, locking {locking}: {e}"),
+            }
+        }
+    }
+}

@@ -65,6 +65,23 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
     }
 
+    /// `InvalidParams` for an operator that is not symmetric: with the whole
+    /// space in the (repaired) basis, a Ritz pair's true residual is still
+    /// `worst` (scaled), above √ε‖A‖.
+    pub(super) fn not_symmetric(&self, worst: f64) -> JdError {
+        let s = self.op.scale();
+        JdError::invalid(
+            "operator",
+            format!(
+                "the matrix is not symmetric: with the whole space in the basis, a Ritz \
+                 pair's true residual ‖Ax − θx‖ is {:.3e} (‖A‖ ≈ {:.3e}); jdmg solves \
+                 symmetric problems only",
+                worst / s,
+                self.anorm / s
+            ),
+        )
+    }
+
     /// `Stopped` (the observer asked) with [`State::partial`].
     pub(super) fn stopped(&mut self, ritz: &[(f64, f64)]) -> JdError {
         JdError::Stopped {
