@@ -483,19 +483,37 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// SIGINT and SIGTERM stop the solve at the next outer iteration (the observer
-/// breaks): the pairs converged so far are printed and jdmg exits 130 or 143.
-/// Single-process solves, and distributed ones with --checkpoint: ranks could
-/// see the signal at different iterations, and the checkpoint sink's poll (one
-/// global max per iteration) makes them agree; without it the signal ends a
-/// distributed job as before. With --checkpoint a last checkpoint is written.
+/// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the solve at the next
+/// outer iteration (the observer breaks): the pairs converged so far are
+/// printed and jdmg exits 130, 143 or 129. Single-process solves, and
+/// fine-grain thread or MPI ranks: ranks could see the signal at different
+/// iterations, and a checkpoint sink's poll (one global max per iteration)
+/// makes them agree ([`StopSink`] when there is no --checkpoint). With
+/// --checkpoint a last checkpoint is written.
 fn catch_interrupts() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only touches an atomic and calls the async-signal-safe _exit.
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGHUP, handler);
     }
+}
+
+/// The sink of distributed solves without --checkpoint: writes nothing, but
+/// its poll stops every rank at the same outer iteration after a signal.
+struct StopSink;
+
+impl CheckpointSink for StopSink {
+    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            CheckpointRequest::SaveAndStop
+        } else {
+            CheckpointRequest::Continue
+        }
+    }
+
+    fn save(&mut self, _ck: &Checkpoint, _last: bool) {}
 }
 
 /// Seconds between checkpoints when --checkpoint-every is not given.
@@ -855,8 +873,8 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
-        if a.checkpoint.is_some() {
-            // the checkpoint sink makes the stop collective
+        if a.checkpoint.is_some() || a.groups.is_none() {
+            // the checkpoint sink (or the StopSink) makes the stop collective
             catch_interrupts();
         }
         let out = lblib::ThreadComm::run_with(cfg, |comm| {
@@ -989,9 +1007,13 @@ fn run_distributed<B: Comm>(
         None => {
             extra.insert("mode".into(), "fine".into());
             let mut sink = FileSink::new(a, world.rank(), world.size());
+            let mut stop = StopSink;
             let ck = Checkpointing {
                 resume,
-                sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+                sink: Some(match sink.as_mut() {
+                    Some(s) => s as &mut dyn CheckpointSink,
+                    None => &mut stop,
+                }),
             };
             match watch {
                 Some(w) => {
@@ -1355,8 +1377,8 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
     let watch = Mutex::new(Watch::new(a, params));
     let w = (rank == 0).then_some(&watch);
-    if a.checkpoint.is_some() {
-        // the checkpoint sink makes the stop collective
+    if a.checkpoint.is_some() || a.groups.is_none() {
+        // the checkpoint sink (or the StopSink) makes the stop collective
         catch_interrupts();
     }
     let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
