@@ -103,3 +103,86 @@ fn sighup_writes_the_last_checkpoint() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+fn small_matrix(dir: &Path) -> PathBuf {
+    let p = dir.join("a.mtx");
+    std::fs::write(
+        &p,
+        "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n1 1 2\n2 2 3\n3 3 4\n2 1 -1\n",
+    )
+    .unwrap();
+    p
+}
+
+fn refused(out: &Output, words: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for w in words {
+        assert!(err.contains(w), "{w:?} not in {err}");
+    }
+}
+
+#[test]
+fn outputs_over_each_other_or_the_input_are_refused() {
+    let d = scratch("outputs");
+    let a = small_matrix(&d);
+    let before = std::fs::read(&a).unwrap();
+    let same = d.join("same.out");
+    let solve = || {
+        let mut c = jdmg();
+        c.arg("solve").arg(&a).args(["--nev", "2"]);
+        c
+    };
+    let out = solve()
+        .arg("--eigenvectors")
+        .arg(&same)
+        .arg("--plot")
+        .arg(&same)
+        .output()
+        .unwrap();
+    refused(&out, &["--eigenvectors", "--plot", "same file"]);
+    let out = solve()
+        .arg("--eigenvectors")
+        .arg(&same)
+        .arg("--checkpoint")
+        .arg(d.join(".").join("same.out"))
+        .output()
+        .unwrap();
+    refused(&out, &["--eigenvectors", "--checkpoint", "same file"]);
+    let out = solve().arg("--eigenvectors").arg(&a).output().unwrap();
+    refused(&out, &["--eigenvectors", "input matrix"]);
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        before,
+        "the input was overwritten"
+    );
+    assert!(!same.exists(), "work was done before the refusal");
+    // Standard output redirected to a file, --eigenvectors /dev/stdout: the
+    // table must survive (it was truncated).
+    let table = d.join("table.txt");
+    let out = solve()
+        .args(["--eigenvectors", "/dev/stdout"])
+        .stdout(std::fs::File::create(&table).unwrap())
+        .output()
+        .unwrap();
+    refused(&out, &["--eigenvectors /dev/stdout", "standard output"]);
+    // Resuming from and checkpointing to the same file stays allowed.
+    let ck = d.join("ck");
+    let lap = || {
+        let mut c = jdmg();
+        c.args(["solve", "--generate", "lap3d:6", "--nev", "2"])
+            .args(["--checkpoint-every", "0", "--checkpoint"])
+            .arg(&ck);
+        c
+    };
+    let out = lap().output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = lap().arg("--resume").arg(&ck).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -839,6 +839,89 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
         }
         check_output_path("--plot", p)?;
     }
+    check_no_overwrite(a)
+}
+
+/// The file `p` names as (device, inode), symbolic links followed; None when
+/// it does not exist.
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `p` made absolute through its directory (for files not written yet).
+fn path_key(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return Some(c);
+    }
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((file_id(a), file_id(b)), (Some(x), Some(y)) if x == y)
+        || matches!((path_key(a), path_key(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Standard output as (device, inode) when it is a regular file (redirected).
+fn stdout_file_id() -> Option<(u64, u64)> {
+    // SAFETY: fstat on descriptor 1 into a zeroed stat buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(1, &mut st) } == 0;
+    (ok && (st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some((st.st_dev, st.st_ino))
+}
+
+/// Refuses outputs that would overwrite each other, an input (the matrix,
+/// --config, --resume) or the file standard output is redirected to (the
+/// eigenvalue table), before any work. --checkpoint may be the --resume file.
+///
+/// # Errors
+/// Exit 2 naming both options and the path.
+fn check_no_overwrite(a: &SolveArgs) -> Result<(), Fail> {
+    let outputs: Vec<(&str, &Path)> = [
+        ("--eigenvectors", &a.eigenvectors),
+        ("--plot", &a.plot),
+        ("--checkpoint", &a.checkpoint),
+    ]
+    .into_iter()
+    .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+    .collect();
+    let inputs: Vec<(&str, &Path)> = [
+        ("the input matrix", &a.file),
+        ("--config", &a.config),
+        ("--resume", &a.resume),
+    ]
+    .into_iter()
+    .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+    .collect();
+    for (i, &(o, p)) in outputs.iter().enumerate() {
+        for &(o2, p2) in &outputs[i + 1..] {
+            if same_file(p, p2) {
+                return Err(Fail::bad(format!(
+                    "{o} and {o2} name the same file {}: one would overwrite the other",
+                    p.display()
+                )));
+            }
+        }
+        for &(o2, p2) in &inputs {
+            let resuming = o == "--checkpoint" && o2 == "--resume";
+            if !resuming && same_file(p, p2) {
+                return Err(Fail::bad(format!(
+                    "{o} {} is {o2}: it would be overwritten",
+                    p.display()
+                )));
+            }
+        }
+        if stdout_file_id().is_some_and(|s| file_id(p) == Some(s)) {
+            return Err(Fail::bad(format!(
+                "{o} {} is the file standard output goes to: the eigenvalue table would be overwritten",
+                p.display()
+            )));
+        }
+    }
     Ok(())
 }
 
