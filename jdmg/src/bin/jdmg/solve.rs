@@ -1126,11 +1126,16 @@ fn run_distributed<B: Comm>(
     (Ok(res), serde_json::Value::Object(extra))
 }
 
-/// `--link-latency`: finite and ≥ 0.
+/// Longest `--link-latency`: an hour per collective.
+const MAX_LINK_LATENCY: f64 = 3600.0;
+
+/// `--link-latency`: seconds in [0, [`MAX_LINK_LATENCY`]].
 fn parse_latency(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("expected seconds >= 0, got {s:?}")),
+        Ok(v) if (0.0..=MAX_LINK_LATENCY).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected seconds in [0, {MAX_LINK_LATENCY}] (per collective), got {s:?}"
+        )),
     }
 }
 

@@ -1,0 +1,56 @@
+//! Absurd sizes and values on the command line or in a file header are refused
+//! with exit 2 and the figure, before anything is allocated (issue 22: panics,
+//! aborts and tens of GB on tiny inputs).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn jdmg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_jdmg"))
+        .args(args)
+        .output()
+        .expect("jdmg runs")
+}
+
+/// Exit 2 (never 101 or 134) with every word of `words` on stderr.
+fn refused(args: &[&str], words: &[&str]) {
+    let t = Instant::now();
+    let out = jdmg(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    for w in words {
+        assert!(err.contains(w), "{args:?}: {w:?} not in {err}");
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "{args:?} took {:?}",
+        t.elapsed()
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("jdmg-guards-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Before: a panic (exit 101) on a Duration overflow.
+#[test]
+fn link_latency_is_bounded() {
+    refused(
+        &[
+            "solve",
+            "--generate",
+            "lap3d:5",
+            "--nev",
+            "2",
+            "--ranks",
+            "2",
+            "--link-latency",
+            "1e308",
+        ],
+        &["--link-latency", "3600"],
+    );
+}
