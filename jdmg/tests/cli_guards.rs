@@ -54,3 +54,39 @@ fn link_latency_is_bounded() {
         &["--link-latency", "3600"],
     );
 }
+
+/// Before: a 78-byte file declaring 1e9 × 1e9 with one entry read for 50 s at
+/// 15.6 GB (`info`: 30 s, 11.7 GB) whenever the machine had that much free.
+#[test]
+fn tiny_files_declaring_huge_sizes_are_refused_at_once() {
+    let d = scratch("mm");
+    let huge = d.join("huge.mtx");
+    std::fs::write(
+        &huge,
+        "%%MatrixMarket matrix coordinate real symmetric\n1000000000 1000000000 1\n1 1 1\n",
+    )
+    .unwrap();
+    let arr = d.join("arr.mtx");
+    std::fs::write(
+        &arr,
+        "%%MatrixMarket matrix array real general\n3000 3000\n1\n",
+    )
+    .unwrap();
+    for sub in ["info", "solve"] {
+        let h = huge.to_str().unwrap();
+        // refused for its rows per entry, or for the memory (both at line 2)
+        refused(
+            &[sub, h, "--nev", "1"][..if sub == "info" { 2 } else { 4 }],
+            &["line 2"],
+        );
+        let a = arr.to_str().unwrap();
+        refused(
+            &[sub, a, "--nev", "1"][..if sub == "info" { 2 } else { 4 }],
+            &[
+                "line 2",
+                "3000 x 3000 array (9000000 values), but only 2 bytes",
+            ],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
