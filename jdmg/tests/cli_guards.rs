@@ -7,8 +7,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn jdmg(args: &[&str]) -> Output {
+    // The same memory figure on every machine.
     Command::new(env!("CARGO_BIN_EXE_jdmg"))
         .args(args)
+        .env("JDMG_MEMORY_LIMIT", "8G")
         .output()
         .expect("jdmg runs")
 }
@@ -89,4 +91,52 @@ fn tiny_files_declaring_huge_sizes_are_refused_at_once() {
         );
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Before: `--n 3000000000` panicked (capacity overflow after 3 GB),
+/// `--n 100000` aborted on an 80 GB allocation, `--slowdown 1e308,1` panicked
+/// on mismatched collectives, `--ranks 1000` failed to spawn threads and hung,
+/// `--slice 100000000` took 4.6 GB for n = 40.
+#[test]
+fn dense_sizes_are_checked_before_allocating() {
+    refused(
+        &["dense", "lu", "--n", "3000000000"],
+        &["dense --n 3000000000 needs about"],
+    );
+    refused(
+        &["dense", "lu", "--n", "100000"],
+        &["dense --n 100000 needs about 298.0 GiB"],
+    );
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--block",
+            "4",
+            "--n",
+            "40",
+            "--ranks",
+            "2",
+            "--slowdown",
+            "1e308,1",
+        ],
+        &["--slowdown needs 2 factors in (0, 1e6]"],
+    );
+    refused(
+        &["dense", "lu", "--n", "10", "--ranks", "1000"],
+        &["--ranks 1000", "256"],
+    );
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--n",
+            "40",
+            "--layout",
+            "hetero",
+            "--slice",
+            "100000000",
+        ],
+        &["slice = 100000000", "column blocks"],
+    );
 }

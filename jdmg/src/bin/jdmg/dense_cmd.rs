@@ -21,6 +21,15 @@ use crate::output::{emit, Fail, EXIT_BAD_INPUT};
 /// and replicated on every process).
 const MAX_FILE_ORDER: usize = 20_000;
 
+/// Bytes a dense run of order `n` holds at its peak, all ranks together
+/// (saturating): the matrix in column blocks, a second matrix (gemm's B, the
+/// factors' workspace), and for the backward-error check the gathered
+/// factors and a product.
+fn dense_bytes(n: usize, check: bool) -> u64 {
+    let n2 = (n as u64).saturating_mul(n as u64).saturating_mul(8);
+    n2.saturating_mul(if check { 4 } else { 2 })
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum OpArg {
     /// PA = LU with partial pivoting.
@@ -329,8 +338,9 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
     if a.mpi {
         return dense_mpi(a);
     }
-    if a.ranks == 0 {
-        return Err(bad("--ranks must be at least 1"));
+    crate::resources::check_count("--ranks", a.ranks, crate::resources::MAX_RANKS)?;
+    if let Some(n) = a.n {
+        crate::resources::check_memory(&format!("dense --n {n}"), dense_bytes(n, !a.no_check))?;
     }
     let (n, data) = load(a)?;
     let params = params_from(a, n)?;
