@@ -140,3 +140,35 @@ fn dense_sizes_are_checked_before_allocating() {
         &["slice = 100000000", "column blocks"],
     );
 }
+
+/// Before: `plan tiles --run-lu --n 2 --tile 100000` panicked in faer,
+/// `plan tiles --n 100000` and `--alpha 1e308` aborted on 80 and 8.4 GB
+/// allocations, `plan tiles --p 1000000` and `plan dag --p 1000000000` ran
+/// out of memory at 13–16 GB.
+#[test]
+fn plan_sizes_are_checked_before_allocating() {
+    refused(
+        &["plan", "tiles", "--run-lu", "--n", "2", "--tile", "100000"],
+        &["--run-lu with --n 2 --tile 100000 (order 200000) needs about"],
+    );
+    refused(&["plan", "tiles", "--n", "100000"], &["--n 100000", "400"]);
+    refused(
+        &["plan", "tiles", "--alpha", "1e308"],
+        &["--alpha", "[1, 64]"],
+    );
+    refused(
+        &["plan", "tiles", "--p", "1000000"],
+        &["--p 1000000", "4096"],
+    );
+    refused(
+        &["plan", "dag", "--p", "1000000000"],
+        &["--p 1000000000", "4096"],
+    );
+    let out = jdmg(&["plan", "tiles", "--run-lu", "--n", "2", "--tile", "16"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
