@@ -172,3 +172,19 @@ fn plan_sizes_are_checked_before_allocating() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Before: `dense lu --n 40` was refused ("block = 64: must be in 1..=n")
+/// although the user gave no block. The default is min(64, n); a block the
+/// user gave is still checked.
+#[test]
+fn dense_default_block_fits_small_orders() {
+    let out = jdmg(&["dense", "lu", "--n", "40", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["block"], 40);
+    assert!(v["backward_error"].as_f64().unwrap() < 1e-12, "{v}");
+    let out = jdmg(&["dense", "lu", "--n", "100", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["block"], 64);
+    refused(&["dense", "lu", "--n", "40", "--block", "64"], &["block = 64"]);
+}

@@ -21,6 +21,9 @@ use crate::output::{emit, Fail, EXIT_BAD_INPUT};
 /// and replicated on every process).
 const MAX_FILE_ORDER: usize = 20_000;
 
+/// Column block width when --block is not given (n when smaller).
+const DEFAULT_BLOCK: usize = 64;
+
 /// Bytes a dense run of order `n` holds at its peak, all ranks together
 /// (saturating): the matrix in column blocks, a second matrix (gemm's B, the
 /// factors' workspace), and for the backward-error check the gathered
@@ -82,9 +85,9 @@ pub struct DenseArgs {
     /// Seed of the random matrix.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Column block width.
-    #[arg(long, default_value_t = 64)]
-    block: usize,
+    /// Column block width (default: 64, or n when n < 64).
+    #[arg(long)]
+    block: Option<usize>,
     /// Column-block layout.
     #[arg(long, value_enum, default_value = "cyclic")]
     layout: LayoutArg,
@@ -246,7 +249,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
             OpArg::Gemm => DenseOp::Gemm,
         },
         n,
-        block: a.block,
+        block: a.block.unwrap_or(DEFAULT_BLOCK.min(n)),
         layout: match a.layout {
             _ if !a.cluster_sizes.is_empty() => LayoutKind::Clusters,
             LayoutArg::Cyclic => LayoutKind::Cyclic,
