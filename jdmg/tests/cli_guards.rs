@@ -179,12 +179,50 @@ fn plan_sizes_are_checked_before_allocating() {
 #[test]
 fn dense_default_block_fits_small_orders() {
     let out = jdmg(&["dense", "lu", "--n", "40", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["block"], 40);
     assert!(v["backward_error"].as_f64().unwrap() < 1e-12, "{v}");
     let out = jdmg(&["dense", "lu", "--n", "100", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["block"], 64);
-    refused(&["dense", "lu", "--n", "40", "--block", "64"], &["block = 64"]);
+    refused(
+        &["dense", "lu", "--n", "40", "--block", "64"],
+        &["block = 64"],
+    );
+}
+
+/// Before: `tol = nan` gave "invalid type: null, expected f64", and
+/// `precond_shift = nan` or `anorm = inf` were silently ignored.
+#[test]
+fn toml_nan_and_inf_are_refused_naming_the_key() {
+    let d = scratch("toml");
+    for (line, key) in [
+        ("tol = nan", "tol"),
+        ("precond_shift = nan", "precond_shift"),
+        ("anorm = inf", "anorm"),
+        ("tol = -inf", "tol"),
+    ] {
+        let c = d.join("c.toml");
+        std::fs::write(&c, format!("{line}\n")).unwrap();
+        let c = c.to_str().unwrap();
+        refused(
+            &[
+                "solve",
+                "--generate",
+                "lap2d:5x5",
+                "--nev",
+                "1",
+                "--config",
+                c,
+            ],
+            &[&format!("{key}: nan and inf are not accepted")],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
 }

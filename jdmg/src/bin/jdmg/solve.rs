@@ -263,12 +263,43 @@ fn config_params(path: &Path) -> Result<JdParams, Fail> {
         serde_json::from_str(&text).map_err(|e| fail(&e))?
     } else {
         let t: toml::Value = toml::from_str(&text).map_err(|e| fail(&e))?;
+        if let Some(key) = non_finite_key(&t, "") {
+            return Err(fail(&format!(
+                "{key}: nan and inf are not accepted (every number must be finite)"
+            )));
+        }
         serde_json::to_value(t).map_err(|e| fail(&e))?
     };
     if let Some(t) = v.get_mut("target") {
         *t = normalize_target(t).map_err(|e| fail(&e))?;
     }
     serde_json::from_value(v).map_err(|e| fail(&e))
+}
+
+/// The dotted key of the first non-finite float of a TOML value (`nan`,
+/// `inf`: JSON has no such numbers, they became null, "invalid type: null"
+/// for required keys and silently ignored for optional ones).
+fn non_finite_key(v: &toml::Value, at: &str) -> Option<String> {
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match v {
+        toml::Value::Float(x) if !x.is_finite() => Some(if at.is_empty() {
+            "a value".into()
+        } else {
+            at.to_string()
+        }),
+        toml::Value::Table(t) => t.iter().find_map(|(k, x)| non_finite_key(x, &join(k))),
+        toml::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| non_finite_key(x, &format!("{at}[{i}]"))),
+        _ => None,
+    }
 }
 
 /// The serde form of a config `target`: numbers and `"closest:σ"` become
