@@ -43,8 +43,9 @@ use crate::solution::Stats;
 
 /// The 8 bytes every checkpoint file starts with.
 pub const MAGIC: [u8; 8] = *b"JDMGCKPT";
-/// The checkpoint format this jdmg writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The checkpoint format this jdmg writes and reads (2: with the operator's
+/// fingerprint).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Why a checkpoint could not be written, read or used.
 #[derive(Debug, Error)]
@@ -155,6 +156,11 @@ pub struct Checkpoint {
     pub new_block: usize,
     /// The new block, `n_local` × `new_block`.
     pub block_vectors: Vec<f64>,
+    /// Fingerprint of the (unscaled) operator A: `[uᵀ A r, ‖A r‖²]` for two
+    /// fixed pseudo-random vectors r and u of the global rows (the same on
+    /// every process, whatever the layout). A resume recomputes it and refuses
+    /// a checkpoint of another matrix of the same size.
+    pub operator_fingerprint: [f64; 2],
 }
 
 /// The metadata part of the file; exact scalars are kept as bit patterns
@@ -407,6 +413,7 @@ impl Checkpoint {
             prev,
             new_block: meta.new_block,
             block_vectors,
+            operator_fingerprint: [f64::NAN; 2],
         };
         ck.set_scalars(&scalars)?;
         ck.check_shapes()?;
@@ -432,6 +439,8 @@ impl Checkpoint {
                 crate::params::InnerStop::Time { seconds } => seconds,
                 _ => f64::NAN,
             },
+            self.operator_fingerprint[0],
+            self.operator_fingerprint[1],
             s.spmv_seconds,
             s.precond_seconds,
             s.dense_seconds,
@@ -443,29 +452,17 @@ impl Checkpoint {
     /// # Errors
     /// `Malformed` when `v` has the wrong length.
     fn set_scalars(&mut self, v: &[f64]) -> Result<(), CheckpointError> {
-        // Files written before the time split have 10 scalars.
-        let (&[proj, corr, setup, wall, anorm_est, scale, tol, drop, shift, secs], split) =
-            (v.get(..10).unwrap_or(v), v.get(10..))
+        let &[proj, corr, setup, wall, anorm_est, scale, tol, drop, shift, secs, fp0, fp1, spmv, prec, dense] =
+            v
         else {
             return Err(CheckpointError::Malformed(format!(
-                "{} scalars, expected 13",
+                "{} scalars, expected 15",
                 v.len()
             )));
         };
-        match split {
-            Some(&[spmv, prec, dense]) => {
-                self.stats.spmv_seconds = spmv;
-                self.stats.precond_seconds = prec;
-                self.stats.dense_seconds = dense;
-            }
-            Some([]) => {}
-            _ => {
-                return Err(CheckpointError::Malformed(format!(
-                    "{} scalars, expected 13",
-                    v.len()
-                )))
-            }
-        }
+        self.stats.spmv_seconds = spmv;
+        self.stats.precond_seconds = prec;
+        self.stats.dense_seconds = dense;
         let s = &mut self.stats;
         s.projection_seconds = proj;
         s.correction_seconds = corr;
@@ -482,6 +479,7 @@ impl Checkpoint {
         if let crate::params::InnerStop::Time { seconds } = &mut p.inner {
             *seconds = secs;
         }
+        self.operator_fingerprint = [fp0, fp1];
         Ok(())
     }
 
@@ -575,7 +573,8 @@ impl Checkpoint {
         let sane = sane
             && counters.iter().all(|&c| c < BIG)
             && self.locked_values.iter().all(|v| v.is_finite())
-            && self.locked_residuals.iter().all(|v| v.is_finite());
+            && self.locked_residuals.iter().all(|v| v.is_finite())
+            && self.operator_fingerprint.iter().all(|v| v.is_finite());
         if !sane {
             return Err(CheckpointError::Malformed(
                 "inconsistent dimensions (ranks, rows, block or basis sizes), scale or counters"
@@ -762,6 +761,7 @@ mod tests {
             prev: vec![0.6, 0.8],
             new_block: 1,
             block_vectors: (0..n).map(|i| -(i as f64).sqrt()).collect(),
+            operator_fingerprint: [3.5, 1.0 / 7.0],
         }
     }
 
@@ -796,12 +796,12 @@ mod tests {
             Err(CheckpointError::BadMagic)
         ));
         let mut b = bytes.clone();
-        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
         assert!(matches!(
             Checkpoint::from_bytes(&b),
             Err(CheckpointError::Version {
-                found: 2,
-                expected: 1
+                found: 1,
+                expected: 2
             })
         ));
     }

@@ -335,3 +335,59 @@ fn two_rank_checkpoint_resumes_on_two_ranks_only() {
     });
     assert_eq!(three, vec![true, true, true]);
 }
+
+/// Issue 22: a checkpoint of another matrix of the same size (lap3d against
+/// aniso3d, both 512 rows) was accepted and its eigenvalues reported as
+/// converged. The checkpoint carries a fingerprint of the operator (uᵀAr and
+/// ‖Ar‖² for fixed pseudo-random r, u), checked on resume; a matrix that
+/// differs in one entry by 1e-6 is refused too, the same matrix is not.
+#[test]
+fn checkpoint_of_another_matrix_of_the_same_size_is_refused() {
+    let a = lap3d(8);
+    let p = params();
+    let mut sink = AtIteration::new(3, true);
+    let _ = solve_matrix_resumable(
+        &a,
+        &p,
+        None,
+        Checkpointing {
+            resume: None,
+            sink: Some(&mut sink),
+        },
+    );
+    let (ck, _) = sink.taken.pop().unwrap();
+    assert!(ck.operator_fingerprint.iter().all(|f| f.is_finite()));
+    let bytes = ck.to_bytes();
+    let ck = Checkpoint::from_bytes(&bytes).unwrap();
+    let resume = |a: &CsrMatrix| {
+        solve_matrix_resumable(
+            a,
+            &p,
+            None,
+            Checkpointing {
+                resume: Some(&ck),
+                sink: None,
+            },
+        )
+    };
+    let aniso: GenSpec = "aniso3d:8:1,1,1.5".parse().unwrap();
+    // The diagonal entry of the middle row, up by 1e-6 (still symmetric).
+    let mut data = a.data().to_vec();
+    let r = 256;
+    let k = (a.indptr()[r]..a.indptr()[r + 1])
+        .find(|&k| a.indices()[k] as usize == r)
+        .unwrap();
+    data[k] += 1e-6;
+    let nudged = CsrMatrix::new(512, 512, a.indptr().to_vec(), a.indices().to_vec(), data).unwrap();
+    for other in [generate(&aniso).unwrap(), nudged] {
+        assert_eq!(other.nrows(), 512);
+        match resume(&other) {
+            Err(JdError::Checkpoint(CheckpointError::Mismatch { what, .. })) => {
+                assert!(what.contains("matrix"), "{what}");
+            }
+            other => panic!("expected a mismatch, got {other:?}"),
+        }
+    }
+    let sol = resume(&a).unwrap();
+    common::assert_pairs(&a, &sol, 1e-10 * 12.0);
+}

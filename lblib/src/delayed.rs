@@ -22,7 +22,8 @@ pub struct Delayed<C> {
 }
 
 impl<C: Comm> Delayed<C> {
-    /// Wraps `inner`; `latency_seconds` is clamped to ≥ 0 (NaN counts as 0).
+    /// Wraps `inner`; `latency_seconds` is clamped to ≥ 0 (NaN counts as 0)
+    /// and to the longest `Duration` (1e308 s used to panic).
     pub fn new(inner: C, latency_seconds: f64) -> Self {
         let s = if latency_seconds.is_finite() {
             latency_seconds.max(0.0)
@@ -31,7 +32,7 @@ impl<C: Comm> Delayed<C> {
         };
         Self {
             inner,
-            latency: Duration::from_secs_f64(s),
+            latency: Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX),
             calls: std::cell::Cell::new(0),
         }
     }
@@ -116,5 +117,12 @@ mod tests {
         assert_eq!(z.latency(), 0.0);
         z.barrier();
         assert_eq!(z.delayed_calls(), 0);
+    }
+
+    /// `--link-latency 1e308` panicked (Duration overflow): saturates instead.
+    #[test]
+    fn huge_latency_saturates() {
+        let d = Delayed::new(SelfComm::new(), 1e308);
+        assert_eq!(d.latency(), Duration::MAX.as_secs_f64());
     }
 }

@@ -290,7 +290,9 @@ impl ThreadComm {
     ///
     /// # Panics
     /// If a slowdown is not finite and positive, if `latency` is negative or not
-    /// finite, and re-raises the first panic of any rank.
+    /// finite, when a rank thread cannot be spawned (after the ranks already
+    /// running have unwound, instead of waiting for it forever), and re-raises
+    /// the first panic of any rank.
     pub fn run_with<R, F>(config: ThreadConfig, f: F) -> Vec<R>
     where
         R: Send,
@@ -320,13 +322,15 @@ impl ThreadComm {
         });
         let group = Arc::new(Group::new((0..n).collect(), run.clone()));
         let f = &f;
+        let shared = &run;
+        let mut spawn_error: Option<String> = None;
         let outcomes: Vec<std::thread::Result<R>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
-                .map(|rank| {
+                .filter_map(|rank| {
                     let group = group.clone();
                     let run = run.clone();
                     let slowdown = config.slowdowns[rank];
-                    std::thread::Builder::new()
+                    let spawned = std::thread::Builder::new()
                         .name(format!("rank-{rank}"))
                         .stack_size(config.stack_size.max(64 << 10))
                         .spawn_scoped(s, move || {
@@ -337,8 +341,18 @@ impl ThreadComm {
                             }
                             run.exited[rank].store(true, Ordering::Release);
                             out
-                        })
-                        .expect("ThreadComm: cannot spawn rank thread")
+                        });
+                    match spawned {
+                        Ok(h) => Some(h),
+                        Err(e) => {
+                            // The ranks already running would wait for this one
+                            // forever: poison the run so they unwind.
+                            shared.poisoned.store(true, Ordering::Release);
+                            shared.exited[rank].store(true, Ordering::Release);
+                            spawn_error.get_or_insert(format!("rank {rank}: {e}"));
+                            None
+                        }
+                    }
                 })
                 .collect();
             handles
@@ -346,6 +360,9 @@ impl ThreadComm {
                 .map(|h| h.join().and_then(|r| r))
                 .collect()
         });
+        if let Some(e) = spawn_error {
+            panic!("ThreadComm: cannot spawn rank thread {e}");
+        }
         let mut results = Vec::with_capacity(n);
         let mut first_peer: Option<Box<dyn std::any::Any + Send>> = None;
         let mut first_real: Option<Box<dyn std::any::Any + Send>> = None;

@@ -356,3 +356,56 @@ fn mirrored_entries_are_a_format_violation() {
     let m = read_matrix_market_bytes(dup.as_bytes()).unwrap().matrix;
     assert_eq!(m.nnz(), 3);
 }
+
+/// Issue 22: a 78-byte file declaring 1e9 × 1e9 with one entry read for 50 s
+/// at 15 GB whenever the machine had that much available. The size line is
+/// now checked against the bytes after it and the declared entries before
+/// anything proportional to it is allocated; small files stay readable.
+#[test]
+fn sizes_the_file_cannot_hold_are_refused_at_the_size_line() {
+    use matrices::mm::{read_matrix_market, read_matrix_market_bytes, MmErrorKind};
+    let cases = [
+        (
+            "%%MatrixMarket matrix coordinate real symmetric\n200000000 200000000 1\n1 1 1\n",
+            "200000000 x 200000000 with 1 entries",
+        ),
+        (
+            "%%MatrixMarket matrix array real general\n3000 3000\n1\n",
+            "3000 x 3000 array (9000000 values), but only 2 bytes",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n100000 100000 1000000\n1 1 1\n",
+            "1000000 entries, but only 6 bytes",
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("jdmg-plausible-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (k, (text, words)) in cases.iter().enumerate() {
+        let p = dir.join(format!("m{k}.mtx"));
+        std::fs::write(&p, text).unwrap();
+        for err in [
+            read_matrix_market_bytes(text.as_bytes()).unwrap_err(),
+            read_matrix_market(&p).unwrap_err(),
+        ] {
+            assert_eq!(err.line, 2, "{err}");
+            match err.kind {
+                MmErrorKind::Implausible(_) => assert!(err.to_string().contains(words), "{err}"),
+                // A machine with less available memory than the row arrays
+                // refuses on that ground first (both before allocating).
+                MmErrorKind::InsufficientMemory { .. } if k == 0 => {}
+                _ => panic!("{err}"),
+            }
+        }
+    }
+    // 4M rows (the free allowance) with one entry, and zero rows beside
+    // entries, are still read.
+    let ok = "%%MatrixMarket matrix coordinate real symmetric\n4194304 4194304 1\n1 1 1\n";
+    assert_eq!(
+        read_matrix_market_bytes(ok.as_bytes())
+            .unwrap()
+            .matrix
+            .nrows(),
+        4194304
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

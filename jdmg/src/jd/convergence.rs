@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Lanczos steps of the probe for missed copies ([`State::probe_missed`]).
+const PROBE_STEPS: usize = 40;
+
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Target order of Ritz values: indices into `theta`.
     pub(super) fn order(&self, theta: &[f64]) -> Vec<usize> {
@@ -93,10 +96,16 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.lam.extend(lam_new);
             self.res.extend(res_new);
             if kn >= wk - (wr + rn) {
-                self.stats.verified = Some(true);
-                return true;
+                // A pass can converge to a pair beyond the wanted set while a copy
+                // is still missing (the correction equations steer towards the
+                // Ritz value at hand): a Krylov probe must find nothing either.
+                if !self.probe_missed(wk, wr) {
+                    self.stats.verified = Some(true);
+                    return true;
+                }
+            } else {
+                self.stats.missed_copies += 1;
             }
-            self.stats.missed_copies += 1;
         } else {
             let start = match self.prm.verify {
                 Verify::Never => false,
@@ -124,9 +133,113 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.m = 0;
         self.prev_k = 0;
         self.full_repairs = 0;
-        for j in 0..self.sz.k {
+        // After a probe that found a missed copy, its Ritz vector (in `t`) starts
+        // the pass.
+        let first = usize::from(std::mem::take(&mut self.probe_seeded));
+        for j in first..self.sz.k {
             self.fill_random(j);
         }
         self.sz.k
+    }
+
+    /// Krylov probe of the operator deflated by the locked vectors, run when a
+    /// verification pass found nothing: up to [`PROBE_STEPS`] Lanczos steps (full
+    /// reorthogonalization, in the dead basis `v`) from a random vector orthogonal
+    /// to the locked ones. When the best Ritz vector z (in target order) has
+    /// Rayleigh quotient ρ inside the wanted set beyond the residual bounds
+    /// (`wk`, `wr`: key and residual of the boundary), a copy is missing; z is
+    /// put in column 0 of `t` to start the next pass, and true is returned.
+    ///
+    /// For `Smallest`/`Largest` ρ alone is the evidence (min-max: with z ⊥ the
+    /// locked vectors, the nev-th eigenvalue lies beyond the reported one); for
+    /// `Closest` the true residual ‖Az − ρz‖ is added to the distance to σ.
+    /// Collective (matvecs and global sums, the same on every process).
+    fn probe_missed(&mut self, wk: f64, wr: f64) -> bool {
+        let (n, nl) = (self.n, self.nl());
+        let steps = PROBE_STEPS
+            .min(self.pb.n_global.saturating_sub(nl))
+            .min(self.sz.max_basis.saturating_sub(1));
+        if steps == 0 {
+            return false;
+        }
+        self.m = 0;
+        self.fill_random(0);
+        let mut q = self.t[..n].to_vec();
+        let mut h = vec![0.0; steps * steps];
+        let mut w = vec![0.0; n];
+        let mut len = 0;
+        for j in 0..=steps {
+            // q ⊥ locked vectors and the previous columns, twice; then normalized.
+            for _ in 0..2 {
+                let mut c = vec![0.0; nl + j];
+                gemm_tn(&mut c[..nl], &self.xl, n, nl, &q, 1);
+                gemm_tn(&mut c[nl..], &self.v, n, j, &q, 1);
+                let mut nq = [0.0];
+                self.allreduce(&mut c);
+                gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1);
+                gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1);
+                nq[0] = crate::dense::dot(&q, &q);
+                self.allreduce(&mut nq);
+                if nq[0].is_finite() && nq[0] > 0.0 {
+                    let s = 1.0 / nq[0].sqrt();
+                    q.iter_mut().for_each(|x| *x *= s);
+                } else {
+                    q.fill(0.0);
+                }
+            }
+            let mut nq = [crate::dense::dot(&q, &q)];
+            self.allreduce(&mut nq);
+            if j == steps || nq[0].is_nan() || nq[0] <= 0.5 {
+                break;
+            }
+            self.v[j * n..(j + 1) * n].copy_from_slice(&q);
+            self.op.apply(&q, &mut w);
+            self.stats.matvecs += 1;
+            // Column j of H = QᵀAQ (the Krylov space's projection), next vector Aq.
+            let mut c = vec![0.0; j + 1];
+            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1);
+            self.allreduce(&mut c);
+            for (i, ci) in c.iter().enumerate() {
+                h[j * steps + i] = *ci;
+                h[i * steps + j] = *ci;
+            }
+            q.copy_from_slice(&w);
+            len = j + 1;
+        }
+        if len == 0 {
+            return false;
+        }
+        let mut hc = vec![0.0; len * len];
+        for j in 0..len {
+            hc[j * len..(j + 1) * len].copy_from_slice(&h[j * steps..j * steps + len]);
+        }
+        let Some((th, y)) = sym_eig(&hc, len) else {
+            return false;
+        };
+        let best = self.order(&th)[0];
+        let mut z = vec![0.0; n];
+        gemm_nn(&mut z, &self.v, n, len, &y[best * len..(best + 1) * len], 1);
+        // True Rayleigh quotient and residual of z.
+        self.op.apply(&z, &mut w);
+        self.stats.matvecs += 1;
+        let mut rq = [crate::dense::dot(&z, &w), crate::dense::dot(&z, &z)];
+        self.allreduce(&mut rq);
+        if rq[1].is_nan() || rq[1] <= 0.0 || !rq[0].is_finite() {
+            return false;
+        }
+        let rho = rq[0] / rq[1];
+        w.iter_mut().zip(&z).for_each(|(a, x)| *a -= rho * x);
+        let mut rn = [crate::dense::dot(&w, &w) / rq[1]];
+        self.allreduce(&mut rn);
+        let margin = match self.target {
+            Target::Closest(_) => rn[0].sqrt(),
+            _ => self.tol_for(rho),
+        };
+        if self.key(rho) >= wk - (wr + margin) {
+            return false;
+        }
+        self.t[..n].copy_from_slice(&z);
+        self.probe_seeded = true;
+        true
     }
 }

@@ -219,6 +219,8 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     random_cols: u64,
     /// Basis repairs done while the basis spans the whole space.
     full_repairs: usize,
+    /// The next verification pass starts from the probe's vector in `t`.
+    probe_seeded: bool,
     start: Instant,
 }
 
@@ -403,6 +405,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             },
             random_cols: 0,
             full_repairs: 0,
+            probe_seeded: false,
             start: Instant::now(),
         }
     }
@@ -595,14 +598,20 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 let mut accepted = Vec::new();
                 // With the whole space in the basis the Ritz pairs are exact up to
                 // rounding: accept them once the basis has been repaired twice.
+                // Up to √ε‖A‖: a larger true residual means A is not symmetric.
                 let full_ok = basis_full && self.full_repairs >= 2;
+                let floor = f64::EPSILON.sqrt() * self.anorm;
                 for (j, item) in lock.iter_mut().enumerate() {
                     item.2 = nrm[j].sqrt();
-                    if item.2 <= self.tol_for(item.1) || full_ok {
+                    if item.2 <= self.tol_for(item.1) || (full_ok && item.2 <= floor) {
                         accepted.push(j);
                     }
                 }
                 if accepted.len() < lock.len() {
+                    if full_ok {
+                        let worst = lock.iter().map(|l| l.2).fold(0.0, f64::max);
+                        return Err(self.not_symmetric(worst));
+                    }
                     if basis_full {
                         // Rounding has eroded V's orthonormality or W = AV: rebuild
                         // both and H, then redo Rayleigh-Ritz without new vectors.
@@ -657,6 +666,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     y_cur = identity(m_cur);
                 }
             } else if !self.prm.locking && wanted_converged >= nev {
+                let floor = f64::EPSILON.sqrt() * self.anorm;
+                let worst = ritz_seen.iter().take(nev).map(|r| r.1).fold(0.0, f64::max);
+                if basis_full
+                    && worst > floor
+                    && ritz_seen.iter().take(nev).any(|r| r.1 > self.tol_for(r.0))
+                {
+                    return Err(self.not_symmetric(worst));
+                }
                 // Soft mode: all wanted pairs converged at once.
                 let mut xs = vec![0.0; n * nev];
                 gemm_nn(&mut xs, &self.v, n, m, &y_cur[..m * nev], nev);

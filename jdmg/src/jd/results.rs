@@ -65,6 +65,23 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
     }
 
+    /// `InvalidParams` for an operator that is not symmetric: with the whole
+    /// space in the (repaired) basis, a Ritz pair's true residual is still
+    /// `worst` (scaled), above √ε‖A‖.
+    pub(super) fn not_symmetric(&self, worst: f64) -> JdError {
+        let s = self.op.scale();
+        JdError::invalid(
+            "operator",
+            format!(
+                "the matrix is not symmetric: with the whole space in the basis, a Ritz \
+                 pair's true residual ‖Ax − θx‖ is {:.3e} (‖A‖ ≈ {:.3e}); jdmg solves \
+                 symmetric problems only",
+                worst / s,
+                self.anorm / s
+            ),
+        )
+    }
+
     /// `Stopped` (the observer asked) with [`State::partial`].
     pub(super) fn stopped(&mut self, ritz: &[(f64, f64)]) -> JdError {
         JdError::Stopped {
@@ -91,8 +108,28 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 }
                 gemm_nn(&mut xs, &self.v, n, m, &ys, need);
                 self.xl.extend_from_slice(&xs);
-                for (q, &i) in ord.iter().take(need).enumerate() {
-                    let rn = ritz.get(q).map(|r| r.1).unwrap_or(f64::NAN);
+                // `ritz` holds the pairs of the last Rayleigh-Ritz in target
+                // order, including those locked since (no longer in the basis):
+                // each estimate takes the residual of the unused pair of nearest
+                // Ritz value (the same vector, the basis having been reduced to
+                // Ritz vectors), NaN when none is that pair.
+                let mut used = vec![false; ritz.len()];
+                for &i in ord.iter().take(need) {
+                    let near = (0..ritz.len())
+                        .filter(|&j| !used[j])
+                        .min_by(|&a, &b| {
+                            (ritz[a].0 - th[i])
+                                .abs()
+                                .total_cmp(&(ritz[b].0 - th[i]).abs())
+                        })
+                        .filter(|&j| {
+                            let tol = 1e-8 * self.anorm.max(th[i].abs()).max(f64::MIN_POSITIVE);
+                            (ritz[j].0 - th[i]).abs() <= tol
+                        });
+                    let rn = near.map_or(f64::NAN, |j| {
+                        used[j] = true;
+                        ritz[j].1
+                    });
                     extra.push((th[i], rn, false));
                 }
             }

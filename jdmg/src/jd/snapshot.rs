@@ -53,7 +53,52 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 .map_or_else(Vec::new, <[f64]>::to_vec),
             new_block: b,
             block_vectors: self.t[..n * b].to_vec(),
+            operator_fingerprint: self.operator_fingerprint(),
         }
+    }
+
+    /// `[uᵀ A r, ‖A r‖²]` of the unscaled operator for two fixed pseudo-random
+    /// vectors of the global rows (see [`Checkpoint::operator_fingerprint`]).
+    /// Collective: one product with A and one global sum, not counted in the
+    /// statistics (a resumed solve keeps the uninterrupted one's counters).
+    fn operator_fingerprint(&self) -> [f64; 2] {
+        const SEED: u64 = 0x6a64_6d67_5f66_7072;
+        let n = self.n;
+        let (mut r, mut u, mut ar) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        random::fill(&mut r, SEED, self.pb.row_offset, 0);
+        random::fill(&mut u, SEED, self.pb.row_offset, 1);
+        self.pb.a.apply(&r, &mut ar);
+        let mut buf = [crate::dense::dot(&u, &ar), crate::dense::dot(&ar, &ar)];
+        if self.pb.comm.size() > 1 {
+            self.pb.comm.all_reduce(&mut buf, ReduceOp::Sum);
+        }
+        buf
+    }
+
+    /// Whether the fingerprint `ck` of a checkpoint is that of this operator
+    /// (`now`), up to the rounding of sums taken in another order.
+    fn same_operator(&self, ck: [f64; 2], now: [f64; 2]) -> Result<(), CheckpointError> {
+        let close =
+            |a: f64, b: f64, tol: f64| (a - b).abs() <= tol || (!a.is_finite() && !b.is_finite());
+        // Sums of n terms taken in another order (another layout) differ by
+        // about √n ε; |uᵀAr| ≤ ‖u‖ ‖Ar‖ with ‖u‖² < n: relative to that bound,
+        // not to a sum that may cancel.
+        let n = self.pb.n_global as f64;
+        let rel = (1e-12 * n.sqrt()).min(1e-6);
+        let big = now[1].abs().max(ck[1].abs());
+        let tol0 = rel * (big * n).sqrt();
+        let tol1 = rel * big;
+        if close(ck[0], now[0], tol0) && close(ck[1], now[1], tol1) {
+            return Ok(());
+        }
+        Err(CheckpointError::Mismatch {
+            what: "the matrix (A applied to a fixed random vector)".into(),
+            checkpoint: format!("{:.6e}, {:.6e}", ck[0], ck[1]),
+            current: format!(
+                "{:.6e}, {:.6e} (a checkpoint of another matrix)",
+                now[0], now[1]
+            ),
+        })
     }
 
     /// Asks the sink what to do at this loop top (`stop`: the observer asked to
@@ -92,9 +137,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     ///
     /// # Errors
     /// `Checkpoint(Mismatch)` when some process's checkpoint belongs to another
-    /// problem, layout, parameters or iteration.
+    /// problem (its operator fingerprint differs: another matrix of the same
+    /// size), layout, parameters or iteration.
     pub(super) fn restore(&mut self, ck: &Checkpoint) -> Result<usize, JdError> {
-        let local = self.check_fits(ck);
+        let now = self.operator_fingerprint();
+        let local = self
+            .check_fits(ck)
+            .and_then(|()| self.same_operator(ck.operator_fingerprint, now));
         let mut buf = [
             if local.is_err() { 1.0 } else { 0.0 },
             ck.stats.outer_iterations as f64,

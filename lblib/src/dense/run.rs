@@ -131,6 +131,9 @@ impl Default for DenseParams {
     }
 }
 
+/// Slice sizes always accepted by [`DenseParams::validate`].
+const MAX_FREE_SLICE: usize = 4096;
+
 impl DenseParams {
     /// Checks ranges.
     ///
@@ -155,6 +158,25 @@ impl DenseParams {
         }
         if self.slice == Some(0) {
             return bad("slice", 0, "must be at least 1");
+        }
+        // The layout allocates per block of a slice: beyond the column blocks
+        // (or 4096) a slice only costs memory (1e8 took 4.6 GB for n = 40).
+        let blocks = self.n.div_ceil(self.block);
+        if let Some(s) = self.slice.filter(|&s| s > blocks.max(MAX_FREE_SLICE)) {
+            return Err(DenseError::BadParam {
+                what: "slice",
+                value: s.to_string(),
+                reason: "must be at most the number of column blocks n/block (or 4096)",
+            });
+        }
+        // n² values must be addressable (n = 3e9 overflowed after 3 GB).
+        if self
+            .n
+            .checked_mul(self.n)
+            .and_then(|x| x.checked_mul(8))
+            .is_none()
+        {
+            return bad("n", self.n, "n² values do not fit in memory addresses");
         }
         let replan = self.replan.every;
         if replan > 0 && self.layout != LayoutKind::Hetero {

@@ -181,6 +181,13 @@ pub enum MmErrorKind {
         /// Bytes available.
         available: u64,
     },
+    /// The size line declares far more than the file can hold (the error's
+    /// line is the size line; nothing proportional to it was allocated): more
+    /// values or entries than the bytes after it can carry, or coordinate
+    /// dimensions above [`ROWS_FREE`](crate::mm::ROWS_FREE) with more than
+    /// [`ROWS_PER_ENTRY`](crate::mm::ROWS_PER_ENTRY) empty rows per entry.
+    #[error("{0}")]
+    Implausible(String),
     /// A coordinate size line declaring more entries than the matrix has
     /// positions (`m·n`, `n(n+1)/2` symmetric, `n(n−1)/2` skew-symmetric).
     #[error("{declared} entries declared, but a {storage} {nrows} x {ncols} matrix has at most {max} positions")]

@@ -144,7 +144,15 @@ fn read_streaming(path: &Path, block: usize) -> Result<MmMatrix, MmError> {
             }
         }
     };
+    // Over the memory available: refused with both figures. Under it, a
+    // size the file cannot hold is still refused. A pipe or device has no
+    // length: its body is not bounded beforehand.
+    let len = match f.metadata() {
+        Ok(m) if m.is_file() => m.len(),
+        _ => u64::MAX,
+    };
     check_memory(&header)?;
+    check_plausible(&header, len.saturating_sub(body_start as u64))?;
     if header.format != MmFormat::Coordinate {
         return full();
     }
@@ -267,6 +275,7 @@ pub fn read_matrix_market_bytes_in_chunks(bytes: &[u8], parts: usize) -> Result<
 fn read_bytes(bytes: &[u8], parts: Option<usize>) -> Result<MmMatrix, MmError> {
     let (header, body_start, body_line) = header::parse_header(bytes)?;
     check_memory(&header)?;
+    check_plausible(&header, (bytes.len() - body_start) as u64)?;
     let body = &bytes[body_start..];
     let matrix = match header.format {
         MmFormat::Coordinate => {
@@ -291,6 +300,55 @@ fn read_bytes(bytes: &[u8], parts: Option<usize>) -> Result<MmMatrix, MmError> {
         }
     };
     Ok(MmMatrix { header, matrix })
+}
+
+/// Rows (or columns) a coordinate file may declare whatever its entries.
+pub const ROWS_FREE: usize = 1 << 22;
+/// Beyond [`ROWS_FREE`], rows (or columns) a coordinate file may declare per
+/// entry: the row arrays (24 bytes a row) must stay near the size of the data.
+pub const ROWS_PER_ENTRY: usize = 16;
+
+/// Refuses a size line that the `body` bytes after it cannot fulfil, before
+/// anything proportional to it is allocated ([`MmErrorKind::Implausible`] at
+/// the size line): an array needs at least 2 bytes a value, a coordinate
+/// entry at least 4 (`1 1\n`), and coordinate dimensions beyond
+/// [`ROWS_FREE`] at most [`ROWS_PER_ENTRY`] per declared entry (a 60-byte
+/// file declaring 1e9 × 1e9 with one entry read for 50 s at 15 GB).
+fn check_plausible(h: &MmHeader, body: u64) -> Result<(), MmError> {
+    let refuse = |msg: String| Err(MmError::new(h.size_line, MmErrorKind::Implausible(msg)));
+    let (m, n) = (h.nrows as u64, h.ncols as u64);
+    match h.format {
+        MmFormat::Array => {
+            let values = match h.symmetry {
+                MmSymmetry::General => m.saturating_mul(n),
+                // the strict lower triangle
+                MmSymmetry::SkewSymmetric => m.saturating_mul(m.saturating_sub(1)) / 2,
+                // the lower triangle
+                _ => m.saturating_mul(m.saturating_add(1)) / 2,
+            };
+            if values.saturating_mul(2) > body.saturating_add(2) {
+                return refuse(format!(
+                    "the size line declares a {m} x {n} array ({values} values), but only {body} bytes follow it (at least 2 per value)"
+                ));
+            }
+        }
+        MmFormat::Coordinate => {
+            let e = h.entries as u64;
+            if e.saturating_mul(4) > body.saturating_add(4) {
+                return refuse(format!(
+                    "the size line declares {e} entries, but only {body} bytes follow it (at least 4 per entry)"
+                ));
+            }
+            let dim = h.nrows.max(h.ncols);
+            if dim > ROWS_FREE && dim / ROWS_PER_ENTRY > h.entries {
+                return refuse(format!(
+                    "the size line declares {m} x {n} with {e} entries: beyond {ROWS_FREE} rows, at most {ROWS_PER_ENTRY} rows per entry (the row arrays alone would take {})",
+                    memory::human_bytes((dim as u64).saturating_mul(24))
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a header whose size needs more memory than is available

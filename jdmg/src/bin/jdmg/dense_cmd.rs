@@ -21,6 +21,18 @@ use crate::output::{emit, Fail, EXIT_BAD_INPUT};
 /// and replicated on every process).
 const MAX_FILE_ORDER: usize = 20_000;
 
+/// Column block width when --block is not given (n when smaller).
+const DEFAULT_BLOCK: usize = 64;
+
+/// Bytes a dense run of order `n` holds at its peak, all ranks together
+/// (saturating): the matrix in column blocks, a second matrix (gemm's B, the
+/// factors' workspace), and for the backward-error check the gathered
+/// factors and a product.
+fn dense_bytes(n: usize, check: bool) -> u64 {
+    let n2 = (n as u64).saturating_mul(n as u64).saturating_mul(8);
+    n2.saturating_mul(if check { 4 } else { 2 })
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum OpArg {
     /// PA = LU with partial pivoting.
@@ -73,9 +85,9 @@ pub struct DenseArgs {
     /// Seed of the random matrix.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Column block width.
-    #[arg(long, default_value_t = 64)]
-    block: usize,
+    /// Column block width (default: 64, or n when n < 64).
+    #[arg(long)]
+    block: Option<usize>,
     /// Column-block layout.
     #[arg(long, value_enum, default_value = "cyclic")]
     layout: LayoutArg,
@@ -237,7 +249,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
             OpArg::Gemm => DenseOp::Gemm,
         },
         n,
-        block: a.block,
+        block: a.block.unwrap_or(DEFAULT_BLOCK.min(n)),
         layout: match a.layout {
             _ if !a.cluster_sizes.is_empty() => LayoutKind::Clusters,
             LayoutArg::Cyclic => LayoutKind::Cyclic,
@@ -329,8 +341,9 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
     if a.mpi {
         return dense_mpi(a);
     }
-    if a.ranks == 0 {
-        return Err(bad("--ranks must be at least 1"));
+    crate::resources::check_count("--ranks", a.ranks, crate::resources::MAX_RANKS)?;
+    if let Some(n) = a.n {
+        crate::resources::check_memory(&format!("dense --n {n}"), dense_bytes(n, !a.no_check))?;
     }
     let (n, data) = load(a)?;
     let params = params_from(a, n)?;

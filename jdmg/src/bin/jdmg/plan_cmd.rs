@@ -268,6 +268,9 @@ fn fig_of(f: FigArg) -> Figure {
 }
 
 fn dag_cmd(a: &DagArgs) -> Result<(), Fail> {
+    if a.p > MAX_PLAN_P {
+        return Err(bad(format!("--p {}: at most {MAX_PLAN_P} processors", a.p)));
+    }
     let model = model_of(a)?;
     let params = Alg3Params {
         overload: a.overload,
@@ -567,7 +570,56 @@ struct TileCtx {
     grid: BceGrid,
 }
 
+/// Largest --p of `plan tiles` and `plan dag` (1e6 and 1e9 ran out of memory
+/// at 13–16 GB).
+const MAX_PLAN_P: usize = 4096;
+/// Largest N (tiles per row and column) of `plan tiles`: the tiled LU has
+/// about N³/3 tasks (N = 100000 asked for 80 GB).
+const MAX_TILES: usize = 400;
+/// Largest --alpha: ceil(alpha·sqrt(P)) processors per tile row never needs
+/// more than sqrt(MAX_PLAN_P) (1e308 asked for 8.4 GB).
+const MAX_ALPHA: f64 = 64.0;
+
+/// Bounds of `plan tiles` checked before anything is allocated.
+///
+/// # Errors
+/// Exit 2 naming the option and the bound (or the memory figure).
+fn check_tiles_sizes(a: &TilesArgs) -> Result<(), Fail> {
+    if a.p > MAX_PLAN_P {
+        return Err(bad(format!("--p {}: at most {MAX_PLAN_P} processors", a.p)));
+    }
+    if a.n == 0 || a.n > MAX_TILES {
+        return Err(bad(format!(
+            "--n {}: between 1 and {MAX_TILES} tiles per row and column (the tiled LU has N³/3 tasks)",
+            a.n
+        )));
+    }
+    if !(1.0..=MAX_ALPHA).contains(&a.alpha) {
+        return Err(bad(format!(
+            "--alpha {}: must lie in [1, {MAX_ALPHA}]",
+            a.alpha
+        )));
+    }
+    if a.run_lu {
+        if a.tile == 0 {
+            return Err(bad("--tile must be at least 1"));
+        }
+        // the matrix of N x N dense tiles of order b, its copy and the check
+        let order = (a.n as u64).saturating_mul(a.tile as u64);
+        let bytes = order.saturating_mul(order).saturating_mul(8 * 3);
+        crate::resources::check_memory(
+            &format!(
+                "--run-lu with --n {} --tile {} (order {order})",
+                a.n, a.tile
+            ),
+            bytes,
+        )?;
+    }
+    Ok(())
+}
+
 fn tiles_cmd(a: &TilesArgs) -> Result<(), Fail> {
+    check_tiles_sizes(a)?;
     let ctx = TileCtx {
         costs: KernelCosts::default(),
         rs: RsParams {

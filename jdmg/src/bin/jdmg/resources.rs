@@ -15,6 +15,9 @@ pub const MAX_THREADS: usize = 1024;
 /// collectives cost grows with the square of their count (256 ranks of lap3d:12
 /// take 11 s on 2 cores, 1024 ranks over 2 minutes).
 pub const MAX_RANKS: usize = 256;
+/// Largest --slowdown factor: a million times slower (1e308 overflowed the
+/// virtual clocks to infinity and the ranks' decisions diverged).
+pub const MAX_SLOWDOWN: f64 = 1e6;
 
 /// Stored entries per row of a generated matrix (upper bound).
 fn nnz_per_row(spec: &GenSpec) -> u64 {
@@ -186,16 +189,16 @@ pub fn check_groups(spec: &str, p: usize) -> Result<(), Fail> {
 /// factors (virtual clocks when any are given, real clocks otherwise).
 ///
 /// # Errors
-/// Exit 2 unless there is one positive finite factor per rank.
+/// Exit 2 unless there is one factor in (0, [`MAX_SLOWDOWN`]] per rank.
 pub fn thread_config(slowdown: &[f64], ranks: usize) -> Result<lblib::ThreadConfig, Fail> {
     let slow = if slowdown.is_empty() {
         vec![1.0; ranks]
     } else {
         slowdown.to_vec()
     };
-    if slow.len() != ranks || slow.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+    if slow.len() != ranks || slow.iter().any(|f| !(*f > 0.0 && *f <= MAX_SLOWDOWN)) {
         return Err(Fail::bad(format!(
-            "--slowdown needs {ranks} positive factors"
+            "--slowdown needs {ranks} factors in (0, {MAX_SLOWDOWN:e}]"
         )));
     }
     let clock = if slowdown.is_empty() {

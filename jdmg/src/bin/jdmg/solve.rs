@@ -264,12 +264,43 @@ fn config_params(path: &Path) -> Result<JdParams, Fail> {
         serde_json::from_str(&text).map_err(|e| fail(&e))?
     } else {
         let t: toml::Value = toml::from_str(&text).map_err(|e| fail(&e))?;
+        if let Some(key) = non_finite_key(&t, "") {
+            return Err(fail(&format!(
+                "{key}: nan and inf are not accepted (every number must be finite)"
+            )));
+        }
         serde_json::to_value(t).map_err(|e| fail(&e))?
     };
     if let Some(t) = v.get_mut("target") {
         *t = normalize_target(t).map_err(|e| fail(&e))?;
     }
     serde_json::from_value(v).map_err(|e| fail(&e))
+}
+
+/// The dotted key of the first non-finite float of a TOML value (`nan`,
+/// `inf`: JSON has no such numbers, they became null, "invalid type: null"
+/// for required keys and silently ignored for optional ones).
+fn non_finite_key(v: &toml::Value, at: &str) -> Option<String> {
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match v {
+        toml::Value::Float(x) if !x.is_finite() => Some(if at.is_empty() {
+            "a value".into()
+        } else {
+            at.to_string()
+        }),
+        toml::Value::Table(t) => t.iter().find_map(|(k, x)| non_finite_key(x, &join(k))),
+        toml::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| non_finite_key(x, &format!("{at}[{i}]"))),
+        _ => None,
+    }
 }
 
 /// The serde form of a config `target`: numbers and `"closest:σ"` become
@@ -485,19 +516,37 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// SIGINT and SIGTERM stop the solve at the next outer iteration (the observer
-/// breaks): the pairs converged so far are printed and jdmg exits 130 or 143.
-/// Single-process solves, and distributed ones with --checkpoint: ranks could
-/// see the signal at different iterations, and the checkpoint sink's poll (one
-/// global max per iteration) makes them agree; without it the signal ends a
-/// distributed job as before. With --checkpoint a last checkpoint is written.
+/// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the solve at the next
+/// outer iteration (the observer breaks): the pairs converged so far are
+/// printed and jdmg exits 130, 143 or 129. Single-process solves, and
+/// fine-grain thread or MPI ranks: ranks could see the signal at different
+/// iterations, and a checkpoint sink's poll (one global max per iteration)
+/// makes them agree ([`StopSink`] when there is no --checkpoint). With
+/// --checkpoint a last checkpoint is written.
 fn catch_interrupts() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only touches an atomic and calls the async-signal-safe _exit.
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGHUP, handler);
     }
+}
+
+/// The sink of distributed solves without --checkpoint: writes nothing, but
+/// its poll stops every rank at the same outer iteration after a signal.
+struct StopSink;
+
+impl CheckpointSink for StopSink {
+    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            CheckpointRequest::SaveAndStop
+        } else {
+            CheckpointRequest::Continue
+        }
+    }
+
+    fn save(&mut self, _ck: &Checkpoint, _last: bool) {}
 }
 
 /// Seconds between checkpoints when --checkpoint-every is not given.
@@ -823,6 +872,89 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
         }
         check_output_path("--plot", p)?;
     }
+    check_no_overwrite(a)
+}
+
+/// The file `p` names as (device, inode), symbolic links followed; None when
+/// it does not exist.
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `p` made absolute through its directory (for files not written yet).
+fn path_key(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return Some(c);
+    }
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((file_id(a), file_id(b)), (Some(x), Some(y)) if x == y)
+        || matches!((path_key(a), path_key(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Standard output as (device, inode) when it is a regular file (redirected).
+fn stdout_file_id() -> Option<(u64, u64)> {
+    // SAFETY: fstat on descriptor 1 into a zeroed stat buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::fstat(1, &mut st) } == 0;
+    (ok && (st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some((st.st_dev, st.st_ino))
+}
+
+/// Refuses outputs that would overwrite each other, an input (the matrix,
+/// --config, --resume) or the file standard output is redirected to (the
+/// eigenvalue table), before any work. --checkpoint may be the --resume file.
+///
+/// # Errors
+/// Exit 2 naming both options and the path.
+fn check_no_overwrite(a: &SolveArgs) -> Result<(), Fail> {
+    let outputs: Vec<(&str, &Path)> = [
+        ("--eigenvectors", &a.eigenvectors),
+        ("--plot", &a.plot),
+        ("--checkpoint", &a.checkpoint),
+    ]
+    .into_iter()
+    .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+    .collect();
+    let inputs: Vec<(&str, &Path)> = [
+        ("the input matrix", &a.file),
+        ("--config", &a.config),
+        ("--resume", &a.resume),
+    ]
+    .into_iter()
+    .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+    .collect();
+    for (i, &(o, p)) in outputs.iter().enumerate() {
+        for &(o2, p2) in &outputs[i + 1..] {
+            if same_file(p, p2) {
+                return Err(Fail::bad(format!(
+                    "{o} and {o2} name the same file {}: one would overwrite the other",
+                    p.display()
+                )));
+            }
+        }
+        for &(o2, p2) in &inputs {
+            let resuming = o == "--checkpoint" && o2 == "--resume";
+            if !resuming && same_file(p, p2) {
+                return Err(Fail::bad(format!(
+                    "{o} {} is {o2}: it would be overwritten",
+                    p.display()
+                )));
+            }
+        }
+        if stdout_file_id().is_some_and(|s| file_id(p) == Some(s)) {
+            return Err(Fail::bad(format!(
+                "{o} {} is the file standard output goes to: the eigenvalue table would be overwritten",
+                p.display()
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -857,8 +989,8 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
-        if a.checkpoint.is_some() {
-            // the checkpoint sink makes the stop collective
+        if a.checkpoint.is_some() || a.groups.is_none() {
+            // the checkpoint sink (or the StopSink) makes the stop collective
             catch_interrupts();
         }
         let out = lblib::ThreadComm::run_with(cfg, |comm| {
@@ -991,9 +1123,13 @@ fn run_distributed<B: Comm>(
         None => {
             extra.insert("mode".into(), "fine".into());
             let mut sink = FileSink::new(a, world.rank(), world.size());
+            let mut stop = StopSink;
             let ck = Checkpointing {
                 resume,
-                sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+                sink: Some(match sink.as_mut() {
+                    Some(s) => s as &mut dyn CheckpointSink,
+                    None => &mut stop,
+                }),
             };
             match watch {
                 Some(w) => {
@@ -1023,11 +1159,16 @@ fn run_distributed<B: Comm>(
     (Ok(res), serde_json::Value::Object(extra))
 }
 
-/// `--link-latency`: finite and ≥ 0.
+/// Longest `--link-latency`: an hour per collective.
+const MAX_LINK_LATENCY: f64 = 3600.0;
+
+/// `--link-latency`: seconds in [0, [`MAX_LINK_LATENCY`]].
 fn parse_latency(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("expected seconds >= 0, got {s:?}")),
+        Ok(v) if (0.0..=MAX_LINK_LATENCY).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected seconds in [0, {MAX_LINK_LATENCY}] (per collective), got {s:?}"
+        )),
     }
 }
 
@@ -1357,8 +1498,8 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
     let watch = Mutex::new(Watch::new(a, params));
     let w = (rank == 0).then_some(&watch);
-    if a.checkpoint.is_some() {
-        // the checkpoint sink makes the stop collective
+    if a.checkpoint.is_some() || a.groups.is_none() {
+        // the checkpoint sink (or the StopSink) makes the stop collective
         catch_interrupts();
     }
     let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());

@@ -1,0 +1,228 @@
+//! Absurd sizes and values on the command line or in a file header are refused
+//! with exit 2 and the figure, before anything is allocated (issue 22: panics,
+//! aborts and tens of GB on tiny inputs).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn jdmg(args: &[&str]) -> Output {
+    // The same memory figure on every machine.
+    Command::new(env!("CARGO_BIN_EXE_jdmg"))
+        .args(args)
+        .env("JDMG_MEMORY_LIMIT", "8G")
+        .output()
+        .expect("jdmg runs")
+}
+
+/// Exit 2 (never 101 or 134) with every word of `words` on stderr.
+fn refused(args: &[&str], words: &[&str]) {
+    let t = Instant::now();
+    let out = jdmg(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    for w in words {
+        assert!(err.contains(w), "{args:?}: {w:?} not in {err}");
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "{args:?} took {:?}",
+        t.elapsed()
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("jdmg-guards-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Before: a panic (exit 101) on a Duration overflow.
+#[test]
+fn link_latency_is_bounded() {
+    refused(
+        &[
+            "solve",
+            "--generate",
+            "lap3d:5",
+            "--nev",
+            "2",
+            "--ranks",
+            "2",
+            "--link-latency",
+            "1e308",
+        ],
+        &["--link-latency", "3600"],
+    );
+}
+
+/// Before: a 78-byte file declaring 1e9 × 1e9 with one entry read for 50 s at
+/// 15.6 GB (`info`: 30 s, 11.7 GB) whenever the machine had that much free.
+#[test]
+fn tiny_files_declaring_huge_sizes_are_refused_at_once() {
+    let d = scratch("mm");
+    let huge = d.join("huge.mtx");
+    std::fs::write(
+        &huge,
+        "%%MatrixMarket matrix coordinate real symmetric\n1000000000 1000000000 1\n1 1 1\n",
+    )
+    .unwrap();
+    let arr = d.join("arr.mtx");
+    std::fs::write(
+        &arr,
+        "%%MatrixMarket matrix array real general\n3000 3000\n1\n",
+    )
+    .unwrap();
+    for sub in ["info", "solve"] {
+        let h = huge.to_str().unwrap();
+        // refused for its rows per entry, or for the memory (both at line 2)
+        refused(
+            &[sub, h, "--nev", "1"][..if sub == "info" { 2 } else { 4 }],
+            &["line 2"],
+        );
+        let a = arr.to_str().unwrap();
+        refused(
+            &[sub, a, "--nev", "1"][..if sub == "info" { 2 } else { 4 }],
+            &[
+                "line 2",
+                "3000 x 3000 array (9000000 values), but only 2 bytes",
+            ],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Before: `--n 3000000000` panicked (capacity overflow after 3 GB),
+/// `--n 100000` aborted on an 80 GB allocation, `--slowdown 1e308,1` panicked
+/// on mismatched collectives, `--ranks 1000` failed to spawn threads and hung,
+/// `--slice 100000000` took 4.6 GB for n = 40.
+#[test]
+fn dense_sizes_are_checked_before_allocating() {
+    refused(
+        &["dense", "lu", "--n", "3000000000"],
+        &["dense --n 3000000000 needs about"],
+    );
+    refused(
+        &["dense", "lu", "--n", "100000"],
+        &["dense --n 100000 needs about 298.0 GiB"],
+    );
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--block",
+            "4",
+            "--n",
+            "40",
+            "--ranks",
+            "2",
+            "--slowdown",
+            "1e308,1",
+        ],
+        &["--slowdown needs 2 factors in (0, 1e6]"],
+    );
+    refused(
+        &["dense", "lu", "--n", "10", "--ranks", "1000"],
+        &["--ranks 1000", "256"],
+    );
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--n",
+            "40",
+            "--layout",
+            "hetero",
+            "--slice",
+            "100000000",
+        ],
+        &["slice = 100000000", "column blocks"],
+    );
+}
+
+/// Before: `plan tiles --run-lu --n 2 --tile 100000` panicked in faer,
+/// `plan tiles --n 100000` and `--alpha 1e308` aborted on 80 and 8.4 GB
+/// allocations, `plan tiles --p 1000000` and `plan dag --p 1000000000` ran
+/// out of memory at 13–16 GB.
+#[test]
+fn plan_sizes_are_checked_before_allocating() {
+    refused(
+        &["plan", "tiles", "--run-lu", "--n", "2", "--tile", "100000"],
+        &["--run-lu with --n 2 --tile 100000 (order 200000) needs about"],
+    );
+    refused(&["plan", "tiles", "--n", "100000"], &["--n 100000", "400"]);
+    refused(
+        &["plan", "tiles", "--alpha", "1e308"],
+        &["--alpha", "[1, 64]"],
+    );
+    refused(
+        &["plan", "tiles", "--p", "1000000"],
+        &["--p 1000000", "4096"],
+    );
+    refused(
+        &["plan", "dag", "--p", "1000000000"],
+        &["--p 1000000000", "4096"],
+    );
+    let out = jdmg(&["plan", "tiles", "--run-lu", "--n", "2", "--tile", "16"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Before: `dense lu --n 40` was refused ("block = 64: must be in 1..=n")
+/// although the user gave no block. The default is min(64, n); a block the
+/// user gave is still checked.
+#[test]
+fn dense_default_block_fits_small_orders() {
+    let out = jdmg(&["dense", "lu", "--n", "40", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["block"], 40);
+    assert!(v["backward_error"].as_f64().unwrap() < 1e-12, "{v}");
+    let out = jdmg(&["dense", "lu", "--n", "100", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["block"], 64);
+    refused(
+        &["dense", "lu", "--n", "40", "--block", "64"],
+        &["block = 64"],
+    );
+}
+
+/// Before: `tol = nan` gave "invalid type: null, expected f64", and
+/// `precond_shift = nan` or `anorm = inf` were silently ignored.
+#[test]
+fn toml_nan_and_inf_are_refused_naming_the_key() {
+    let d = scratch("toml");
+    for (line, key) in [
+        ("tol = nan", "tol"),
+        ("precond_shift = nan", "precond_shift"),
+        ("anorm = inf", "anorm"),
+        ("tol = -inf", "tol"),
+    ] {
+        let c = d.join("c.toml");
+        std::fs::write(&c, format!("{line}\n")).unwrap();
+        let c = c.to_str().unwrap();
+        refused(
+            &[
+                "solve",
+                "--generate",
+                "lap2d:5x5",
+                "--nev",
+                "1",
+                "--config",
+                c,
+            ],
+            &[&format!("{key}: nan and inf are not accepted")],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
