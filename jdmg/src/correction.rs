@@ -26,13 +26,13 @@ pub(crate) fn project_out<C: Comm + ?Sized>(
         return;
     }
     let coef = &mut coef[..nq];
-    gemm_tn(coef, q, n, nq, v, 1);
+    gemm_tn(coef, q, n, nq, v, 1, 1);
     comm.all_reduce(coef, ReduceOp::Sum);
     if nq == 1 {
         crate::dense::axpy(-coef[0], &q[..n], v);
     } else {
         // one pass over v and Q (not one per column)
-        crate::dense::gemm_sub(v, q, n, nq, coef, 1);
+        crate::dense::gemm_sub(v, q, n, nq, coef, 1, 1);
     }
 }
 
@@ -176,7 +176,7 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
             }
             // One global sum: Qᵀz.
             let c = &mut coef[..self.nq];
-            gemm_tn(c, self.q, n, self.nq, zj, 1);
+            gemm_tn(c, self.q, n, self.nq, zj, 1, 1);
             self.comm.all_reduce(c, ReduceOp::Sum);
             let oblique = !self.kx.is_empty();
             let last = self.nq - 1;

@@ -118,13 +118,13 @@ mod tests {
         // a = [[1,2],[3,4],[5,6]] (3×2), y = [[1],[1]] -> [3,7,11]
         let a = [1.0, 3.0, 5.0, 2.0, 4.0, 6.0];
         let mut out = [0.0; 3];
-        gemm_nn(&mut out, &a, 3, 2, &[1.0, 1.0], 1);
+        gemm_nn(&mut out, &a, 3, 2, &[1.0, 1.0], 1, 1);
         assert_eq!(out, [3.0, 7.0, 11.0]);
         let mut g = [0.0; 4];
-        gemm_tn(&mut g, &a, 3, 2, &a, 2);
+        gemm_tn(&mut g, &a, 3, 2, &a, 2, 1);
         assert_eq!(g, [35.0, 44.0, 44.0, 56.0]);
         let mut c = [3.0, 7.0, 11.0];
-        gemm_sub(&mut c, &a, 3, 2, &[1.0, 1.0], 1);
+        gemm_sub(&mut c, &a, 3, 2, &[1.0, 1.0], 1, 1);
         assert_eq!(c, [0.0; 3]);
     }
 
@@ -137,10 +137,10 @@ mod tests {
             .collect();
         let y: Vec<f64> = (0..m * p).map(|i| (i as f64 * 0.37).cos()).collect();
         let mut want = vec![0.0; n * p];
-        gemm_nn(&mut want, &a, n, m, &y, p);
+        gemm_nn(&mut want, &a, n, m, &y, p, 1);
         let mut got = a.clone();
         let mut buf = vec![0.0; IN_PLACE_ROWS * p];
-        gemm_nn_in_place(&mut got, n, m, &y, p, &mut buf);
+        gemm_nn_in_place(&mut got, n, m, &y, p, &mut buf, 2);
         let err = got[..n * p]
             .iter()
             .zip(&want)

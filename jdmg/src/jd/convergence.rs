@@ -172,12 +172,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             // q ⊥ locked vectors and the previous columns, twice; then normalized.
             for _ in 0..2 {
                 let mut c = vec![0.0; nl + j];
-                gemm_tn(&mut c[..nl], &self.xl, n, nl, &q, 1);
-                gemm_tn(&mut c[nl..], &self.v, n, j, &q, 1);
+                gemm_tn(&mut c[..nl], &self.xl, n, nl, &q, 1, self.prm.threads);
+                gemm_tn(&mut c[nl..], &self.v, n, j, &q, 1, self.prm.threads);
                 let mut nq = [0.0];
                 self.allreduce(&mut c);
-                gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1);
-                gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1);
+                gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
+                gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1, self.prm.threads);
                 nq[0] = crate::dense::dot(&q, &q);
                 self.allreduce(&mut nq);
                 if nq[0].is_finite() && nq[0] > 0.0 {
@@ -197,7 +197,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.stats.matvecs += 1;
             // Column j of H = QᵀAQ (the Krylov space's projection), next vector Aq.
             let mut c = vec![0.0; j + 1];
-            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1);
+            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1, self.prm.threads);
             self.allreduce(&mut c);
             for (i, ci) in c.iter().enumerate() {
                 h[j * steps + i] = *ci;
@@ -218,7 +218,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         };
         let best = self.order(&th)[0];
         let mut z = vec![0.0; n];
-        gemm_nn(&mut z, &self.v, n, len, &y[best * len..(best + 1) * len], 1);
+        gemm_nn(&mut z, &self.v, n, len, &y[best * len..(best + 1) * len], 1, self.prm.threads);
         // True Rayleigh quotient and residual of z.
         self.op.apply(&z, &mut w);
         self.stats.matvecs += 1;

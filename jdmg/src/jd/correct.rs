@@ -45,7 +45,18 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             }
             Inner::Built(m) => {
                 let t0 = Instant::now();
-                m.apply_block(r, t, s);
+                if self.prm.threads > 1 && s > 1 {
+                    // Half of the block's columns each on two threads (the
+                    // substitutions are sequential within a column).
+                    let h = s / 2;
+                    let ((r1, r2), (t1, t2)) = (r.split_at(h * n), t.split_at_mut(h * n));
+                    rayon::join(
+                        || m.apply_block(r1, t1, h),
+                        || m.apply_block(r2, t2, s - h),
+                    );
+                } else {
+                    m.apply_block(r, t, s);
+                }
                 self.stats.precond_seconds += t0.elapsed().as_secs_f64();
             }
             Inner::Diagonal { diag, .. } => {

@@ -36,8 +36,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for pass in 0..2 {
             let (cx, rest) = buf.split_at_mut(nl * b);
             let (cv, nr) = rest.split_at_mut(m * b);
-            gemm_tn(cx, &self.xl, n, nl, &self.t, b);
-            gemm_tn(cv, &self.v, n, m, &self.t, b);
+            gemm_tn(cx, &self.xl, n, nl, &self.t, b, self.prm.threads);
+            gemm_tn(cv, &self.v, n, m, &self.t, b, self.prm.threads);
             self.stats.basis_passes += 1;
             let len = if pass == 0 {
                 for (j, v) in nr.iter_mut().enumerate() {
@@ -56,8 +56,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let (cx, rest) = buf.split_at(nl * b);
             let cv = &rest[..m * b];
-            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b);
-            gemm_sub(&mut self.t, &self.v, n, m, cv, b);
+            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, self.prm.threads);
+            gemm_sub(&mut self.t, &self.v, n, m, cv, b, self.prm.threads);
             self.stats.basis_passes += 1;
             if pass == 0 {
                 // DGKS test: a second pass is needed only when some column lost
@@ -133,12 +133,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 let col = &cur[..n];
                 let mut off = 0;
                 if full {
-                    gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1);
-                    gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1);
+                    gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1, self.prm.threads);
+                    gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1, self.prm.threads);
                     self.stats.basis_passes += 1;
                     off = nl + m;
                 }
-                gemm_tn(&mut c[off..off + j], prev, n, j, col, 1);
+                gemm_tn(&mut c[off..off + j], prev, n, j, col, 1, self.prm.threads);
                 c[ld] = crate::dense::dot(col, col);
             }
             self.allreduce(&mut c);
@@ -150,12 +150,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let col = &mut cur[..n];
             let mut off = 0;
             if full {
-                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1);
-                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1);
+                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
+                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.prm.threads);
                 self.stats.basis_passes += 1;
                 off = nl + m;
             }
-            gemm_sub(col, prev, n, j, &c[off..off + j], 1);
+            gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.prm.threads);
         }
         let mut nn = [crate::dense::dot(
             &self.t[j * n..(j + 1) * n],

@@ -55,9 +55,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut gv = vec![0.0; m * b + b * b];
         {
             let (a, c) = gv.split_at_mut(m * b);
-            gemm_tn(a, &self.v, n, m, &self.wt, b);
+            gemm_tn(a, &self.v, n, m, &self.wt, b, self.prm.threads);
             self.stats.basis_passes += 1;
-            gemm_tn(c, &self.t, n, b, &self.wt, b);
+            gemm_tn(c, &self.t, n, b, &self.wt, b, self.prm.threads);
         }
         self.allreduce(&mut gv);
         let mut g = vec![0.0; ld * b];
@@ -96,14 +96,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// H by CᵀHC.
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
-        gemm_nn_in_place(&mut self.v, n, m, c, p, &mut self.row_block);
-        gemm_nn_in_place(&mut self.w, n, m, c, p, &mut self.row_block);
+        gemm_nn_in_place(&mut self.v, n, m, c, p, &mut self.row_block, self.prm.threads);
+        gemm_nn_in_place(&mut self.w, n, m, c, p, &mut self.row_block, self.prm.threads);
         self.stats.basis_passes += 2;
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
-        gemm_nn(&mut hcc, &hc, m, m, c, p);
+        gemm_nn(&mut hcc, &hc, m, m, c, p, self.prm.threads);
         let mut newh = vec![0.0; p * p];
-        gemm_tn(&mut newh, c, m, p, &hcc, p);
+        gemm_tn(&mut newh, c, m, p, &hcc, p, self.prm.threads);
         for j in 0..p {
             for i in 0..p {
                 self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
@@ -125,13 +125,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _pass in 0..2 {
                 let (prev, cur) = self.v.split_at_mut(kept * n);
                 let col = &mut cur[..n];
-                gemm_tn(&mut c[..kept], prev, n, kept, col, 1);
+                gemm_tn(&mut c[..kept], prev, n, kept, col, 1, self.prm.threads);
                 c[kept] = 0.0;
                 self.pb
                     .comm
                     .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
                 self.stats.global_sums += 1;
-                gemm_sub(col, prev, n, kept, &c[..kept], 1);
+                gemm_sub(col, prev, n, kept, &c[..kept], 1, self.prm.threads);
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],
@@ -150,7 +150,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.refresh_w();
         let m = self.m;
         let mut g = vec![0.0; m * m];
-        gemm_tn(&mut g, &self.v, n, m, &self.w, m);
+        gemm_tn(&mut g, &self.v, n, m, &self.w, m, self.prm.threads);
         self.stats.basis_passes += 2;
         self.allreduce(&mut g);
         for j in 0..m {

@@ -106,7 +106,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
                 }
-                gemm_nn(&mut xs, &self.v, n, m, &ys, need);
+                gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.prm.threads);
                 self.xl.extend_from_slice(&xs);
                 // `ritz` holds the pairs of the last Rayleigh-Ritz in target
                 // order, including those locked since (no longer in the basis):

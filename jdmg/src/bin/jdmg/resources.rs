@@ -40,7 +40,7 @@ pub fn generated_bytes(spec: &GenSpec) -> u64 {
 /// `(n, k, nev, max_basis)` of a solve as u64, with the defaults of
 /// `JdParams` (block min(nev, 8), basis max(6k + nev, 30)), unvalidated.
 fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
-    use jdmg::params::{DEFAULT_BLOCK_CAP, MIN_DEFAULT_BASIS};
+    use jdmg::params::{DEFAULT_BASIS_PER_BLOCK, DEFAULT_BLOCK_CAP, MIN_DEFAULT_BASIS};
     let n64 = n as u64;
     let k = if p.block == 0 {
         p.nev.min(DEFAULT_BLOCK_CAP)
@@ -50,7 +50,7 @@ fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
     .min(n) as u64;
     let nev = p.nev as u64;
     let m = if p.max_basis == 0 {
-        k.saturating_mul(6)
+        k.saturating_mul(DEFAULT_BASIS_PER_BLOCK as u64)
             .saturating_add(nev)
             .max(MIN_DEFAULT_BASIS as u64)
     } else {

@@ -121,16 +121,19 @@ pub struct SolveArgs {
     /// Basis size after restart.
     #[arg(long)]
     pub restart: Option<usize>,
-    /// Preconditioner of the correction equations.
+    /// Preconditioner of the correction equations; default auto: ILU(0) of A − σI
+    /// when its factorization is stable (pivots with the diagonal's signs, none
+    /// perturbed, bounded growth), else Jacobi; none in solve groups.
     #[arg(long, value_enum)]
     pub precond: Option<Prec>,
     /// Shift σ of the preconditioner (A − σI); finite.
     #[arg(long, allow_hyphen_values = true)]
     pub precond_shift: Option<f64>,
     /// Inner steps cap per correction equation (0: Davidson steps, GD+k); default
-    /// 40 with qmrs (a cap: its dynamic rules stop earlier), 3 with bicgstab, and
-    /// 150 in solve groups (--groups), where each phase runs the optimal m of
-    /// McCombs et al. §4 (CG bound at 2^-iter) up to this cap.
+    /// 40 with qmrs (a cap: its dynamic rules stop earlier); with bicgstab 0 (GD+k)
+    /// when preconditioned, 3 with --precond none; and 150 in solve groups
+    /// (--groups), where each phase runs the optimal m of McCombs et al. §4 (CG
+    /// bound at 2^-iter) up to this cap.
     #[arg(long)]
     pub maxits: Option<usize>,
     /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
