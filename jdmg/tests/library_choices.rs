@@ -1,8 +1,9 @@
 //! Library choices that used to be silently ignored or to panic (issue 22):
-//! a preconditioner choice the problem cannot honour.
+//! a preconditioner choice the problem cannot honour, and processes that
+//! disagree on nev.
 
 use jdmg::{solve, JdError, JdParams, PrecondChoice, Problem};
-use lblib::SelfComm;
+use lblib::{SelfComm, ThreadComm};
 use matrices::generate::{generate, GenSpec};
 use precond::{CsrOperator, IdentityPreconditioner};
 
@@ -53,4 +54,27 @@ fn preconditioner_choices_the_problem_cannot_honour_are_errors() {
     assert!(solve(&d, &with(PrecondChoice::Jacobi), None).is_ok());
     assert!(solve(&both, &with(PrecondChoice::None), None).is_ok());
     assert!(jdmg::solve_matrix(&a, &with(PrecondChoice::Ilu0), None).is_ok());
+}
+
+/// Before: ranks passing different nev panicked inside `all_reduce`.
+#[test]
+fn processes_disagreeing_on_nev_get_an_error() {
+    let spec: GenSpec = "lap2d:12x10".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let out = ThreadComm::run(2, |comm| {
+        let p = JdParams {
+            nev: 2 + lblib::Comm::rank(&comm),
+            ..JdParams::default()
+        };
+        jdmg::solve_distributed(&a, &comm, &p, None).map(|_| ())
+    });
+    for r in out {
+        match r {
+            Err(JdError::InvalidParams { field, reason }) => {
+                assert_eq!(field, "nev");
+                assert!(reason.contains("between 2 and 3"), "{reason}");
+            }
+            other => panic!("expected InvalidParams(nev), got {other:?}"),
+        }
+    }
 }

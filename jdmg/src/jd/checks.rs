@@ -1,5 +1,6 @@
 //! Checks of a problem and its parameters made before the solve starts:
-//! preconditioner choices that would be silently ignored.
+//! preconditioner choices that would be silently ignored, and processes that
+//! disagree on the parameters shaping the collectives.
 
 use super::*;
 
@@ -35,4 +36,33 @@ pub(super) fn check_precond<A: Operator + ?Sized, C: Comm + ?Sized>(
         )),
         _ => Ok(()),
     }
+}
+
+/// `InvalidParams` on every process when the processes disagree on nev, the
+/// block or the basis size (the collectives' buffer sizes follow them: a
+/// mismatch used to panic inside `all_reduce`). One global max of 6 values.
+pub(super) fn check_agreement<A: Operator + ?Sized, C: Comm + ?Sized>(
+    pb: &Problem<'_, A, C>,
+    prm: &JdParams,
+    sz: &Sizes,
+) -> Result<(), JdError> {
+    if pb.comm.size() < 2 {
+        return Ok(());
+    }
+    let (nev, k, mb) = (prm.nev as f64, sz.k as f64, sz.max_basis as f64);
+    let mut buf = [nev, -nev, k, -k, mb, -mb];
+    pb.comm.all_reduce(&mut buf, ReduceOp::Max);
+    for (i, name) in [(0, "nev"), (2, "block"), (4, "max_basis")] {
+        if buf[i] != -buf[i + 1] {
+            return Err(JdError::invalid(
+                name,
+                format!(
+                    "the processes disagree: {name} between {} and {} (every process must pass the same parameters)",
+                    -buf[i + 1],
+                    buf[i]
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -259,8 +259,9 @@ struct Sel {
 /// Collective over `pb.comm`: every process calls it with its own rows.
 ///
 /// # Errors
-/// `InvalidParams` for inconsistent parameters (a `precond` choice the
-/// problem cannot honour, see `PrecondChoice`), `NonFinite` when NaN/Inf appear,
+/// `InvalidParams` for inconsistent parameters (processes disagreeing on nev,
+/// block or basis size; a `precond` choice the problem cannot honour, see
+/// `PrecondChoice`), `NonFinite` when NaN/Inf appear,
 /// `NotConverged { partial }` when `max_matvecs` or `max_outer` run out (the
 /// partial solution carries locked pairs and the best current estimates),
 /// `Stopped { partial }` when the observer asked to stop.
@@ -308,6 +309,7 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     ck: Checkpointing<'b>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
+    checks::check_agreement(pb, params, &sz)?;
     if backend.is_none() {
         checks::check_precond(pb, params)?;
     }
