@@ -226,3 +226,61 @@ fn toml_nan_and_inf_are_refused_naming_the_key() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Before: `--rate-seconds 1e308` named the library's `first_section_ops`,
+/// `--clusters 0,0` said "owner 0 of block 1 is out of range", and an
+/// --svg-dir that is a file gave a bare "File exists".
+#[test]
+fn messages_name_the_options() {
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--n",
+            "40",
+            "--ranks",
+            "2",
+            "--rate-seconds",
+            "1e308",
+        ],
+        &["--rate-seconds 1e308: must lie in [0, 3600] seconds"],
+    );
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--n",
+            "40",
+            "--ranks",
+            "2",
+            "--layout",
+            "clusters",
+            "--clusters",
+            "0,0",
+        ],
+        &["--clusters: rank 0 is in two clusters"],
+    );
+    refused(
+        &[
+            "dense",
+            "lu",
+            "--n",
+            "40",
+            "--ranks",
+            "3",
+            "--layout",
+            "clusters",
+            "--clusters",
+            "0-1",
+        ],
+        &["--clusters: rank 2 is in no cluster"],
+    );
+    let d = scratch("svg");
+    let f = d.join("a-file");
+    std::fs::write(&f, "x").unwrap();
+    refused(
+        &["plan", "tiles", "--svg-dir", f.to_str().unwrap()],
+        &["--svg-dir", "is a file, not a directory"],
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
