@@ -140,6 +140,8 @@ pub struct JdParams {
     /// thick restart). Default true.
     pub restart_keep_previous: bool,
     /// Stop after this many matrix-vector products (all, inner included). Default 10⁷.
+    /// Checked once per outer iteration: a solve may overshoot it by one
+    /// iteration's products (block × (inner steps + 1) and the locking checks).
     pub max_matvecs: u64,
     /// Stop after this many outer iterations. Default 100,000.
     pub max_outer: usize,

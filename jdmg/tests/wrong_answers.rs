@@ -330,3 +330,65 @@ fn partial_results_carry_their_own_residuals() {
     }
     assert!(checked > 10, "{checked} estimates checked");
 }
+
+/// Found by `prop_reference`: n = 4 with eigenvalues {0, λ, λ, μ} (×1e-6),
+/// block 3 (≥ the multiplicity): a restart left an invariant subspace holding
+/// 0, one copy of λ and μ, all locked with residuals of 1e-22, and no
+/// verification pass started (no value appeared 3 times). The Krylov probe
+/// now backs every solve under `Verify::Auto`.
+#[test]
+fn double_eigenvalue_lost_to_an_invariant_subspace_after_a_restart() {
+    let values = [
+        1.580581442645206,
+        0.0,
+        0.07864551218345697,
+        0.07864551218345697,
+    ];
+    let rotations = [
+        (0, 1, 2.202256450166445),
+        (2, 1, 3.602150136606057),
+        (3, 1, 0.2016902483604647),
+        (0, 1, 3.1660970762877936),
+        (1, 2, 5.531716344440907),
+        (2, 1, 5.804406586772502),
+        (1, 3, 5.93446852263112),
+        (2, 1, 2.050203365732699),
+        (3, 0, 3.2069377807844606),
+    ];
+    let n = 4;
+    let mut a = vec![0.0; n * n];
+    for (i, v) in values.iter().enumerate() {
+        a[i * n + i] = v * 1e-6;
+    }
+    for &(i, j, t) in &rotations {
+        let (c, s) = (f64::cos(t), f64::sin(t));
+        for k in 0..n {
+            let (x, y) = (a[i * n + k], a[j * n + k]);
+            a[i * n + k] = c * x - s * y;
+            a[j * n + k] = s * x + c * y;
+        }
+        for k in 0..n {
+            let (x, y) = (a[k * n + i], a[k * n + j]);
+            a[k * n + i] = c * x - s * y;
+            a[k * n + j] = s * x + c * y;
+        }
+    }
+    for i in 0..n {
+        for j in 0..i {
+            let m = 0.5 * (a[i * n + j] + a[j * n + i]);
+            a[i * n + j] = m;
+            a[j * n + i] = m;
+        }
+    }
+    let m = dense(n, &a);
+    let p = JdParams {
+        tol: 1e-10,
+        ..params(3, 0)
+    };
+    let sol = solve_matrix(&m, &p, None).unwrap();
+    let want = [0.0, 0.07864551218345697e-6, 0.07864551218345697e-6];
+    for (l, w) in sol.eigenvalues.iter().zip(want) {
+        assert!((l - w).abs() < 1e-15, "{:?} vs {want:?}", sol.eigenvalues);
+    }
+    assert_pairs(&m, &sol, 1e-9 * 1.6e-6);
+}

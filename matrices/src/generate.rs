@@ -575,7 +575,11 @@ fn spectrum_values(n: usize, lo: f64, hi: f64) -> Vec<f64> {
         return vec![lo];
     }
     (0..n)
-        .map(|k| lo + (hi - lo) * (k as f64 / (n - 1) as f64))
+        .map(|k| {
+            // lo (1 − t) + hi t: hi − lo overflows for [−1e308, 1e308]
+            let t = k as f64 / (n - 1) as f64;
+            lo * (1.0 - t) + hi * t
+        })
         .collect()
 }
 

@@ -107,10 +107,22 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.stats.missed_copies += 1;
             }
         } else {
+            // Auto: a block finds at most k copies, so a cluster of k locked
+            // values calls for a pass; otherwise the Krylov probe looks for a
+            // copy lost otherwise (a restart can leave an invariant subspace
+            // holding one copy of a double eigenvalue and a value beyond it:
+            // n = 4, block 3 locked {0, λ, μ} of {0, λ, λ, μ}).
             let start = match self.prm.verify {
                 Verify::Never => false,
                 Verify::Always => true,
-                Verify::Auto => self.largest_locked_cluster() >= self.sz.k,
+                Verify::Auto => {
+                    self.largest_locked_cluster() >= self.sz.k || {
+                        let (wk, wr) = self.wanted_boundary();
+                        self.prm.locking
+                            && self.nl() < self.pb.n_global
+                            && self.probe_missed(wk, wr)
+                    }
+                }
             };
             if !start || !self.prm.locking {
                 return true;

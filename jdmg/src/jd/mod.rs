@@ -17,6 +17,7 @@
 //! and `snapshot` (checkpoints: export and restore of the state at the top of an
 //! outer iteration, see [`crate::checkpoint`]).
 
+mod checks;
 mod convergence;
 mod correct;
 mod ortho;
@@ -115,8 +116,9 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
     }
 
     /// Adds a preconditioner K ≈ A − σI of the local rows (any operator: built by
-    /// `precond`, or the user's own). It is always used, whatever
-    /// `JdParams::precond` says, except that `Jacobi` prefers the diagonal.
+    /// `precond`, or the user's own). It is used with every `JdParams::precond`
+    /// but `Jacobi`, with which the solve fails (`InvalidParams`: one of the two
+    /// would be ignored).
     ///
     /// # Errors
     /// `InvalidParams` when its row count differs from the operator's.
@@ -266,7 +268,9 @@ fn preconditioned<A: ?Sized, C: ?Sized>(pb: &Problem<'_, A, C>, choice: PrecondC
 /// Collective over `pb.comm`: every process calls it with its own rows.
 ///
 /// # Errors
-/// `InvalidParams` for inconsistent parameters, `NonFinite` when NaN/Inf appear,
+/// `InvalidParams` for inconsistent parameters (processes disagreeing on nev,
+/// block or basis size; a `precond` choice the problem cannot honour, see
+/// `PrecondChoice`), `NonFinite` when NaN/Inf appear,
 /// `NotConverged { partial }` when `max_matvecs` or `max_outer` run out (the
 /// partial solution carries locked pairs and the best current estimates),
 /// `Stopped { partial }` when the observer asked to stop.
@@ -314,6 +318,10 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     ck: Checkpointing<'b>,
 ) -> Result<Solution, JdError> {
     let sz = params.resolve(pb.n_global)?;
+    checks::check_agreement(pb, params, &sz)?;
+    if backend.is_none() {
+        checks::check_precond(pb, params)?;
+    }
     let resolved = if backend.is_some() {
         params.resolved()
     } else {

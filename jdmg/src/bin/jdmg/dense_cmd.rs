@@ -332,6 +332,53 @@ fn read_dense(path: &Path) -> Result<(usize, Vec<f64>), Fail> {
     Ok((n, d))
 }
 
+/// Longest --rate-seconds: an hour per rate section.
+const MAX_RATE_SECONDS: f64 = 3600.0;
+
+/// Options checked in the CLI's own words before the library sees them (it
+/// named its fields: `min_seconds`, `first_section_ops`, "owner 0 … out of
+/// range"): --rate-seconds in [0, 3600], and --clusters holding every one of
+/// the `nprocs` ranks exactly once.
+///
+/// # Errors
+/// Exit 2 naming the option.
+fn check_options(
+    a: &DenseArgs,
+    clusters: Option<&[Vec<usize>]>,
+    nprocs: usize,
+) -> Result<(), Fail> {
+    if !(0.0..=MAX_RATE_SECONDS).contains(&a.rate_seconds) {
+        return Err(bad(format!(
+            "--rate-seconds {:e}: must lie in [0, {MAX_RATE_SECONDS}] seconds",
+            a.rate_seconds
+        )));
+    }
+    if let Some(cl) = clusters {
+        let opt = if a.cluster_sizes.is_empty() {
+            "--clusters"
+        } else {
+            "--cluster-sizes"
+        };
+        let mut seen = vec![false; nprocs];
+        for &r in cl.iter().flatten() {
+            match seen.get_mut(r) {
+                None => {
+                    return Err(bad(format!(
+                        "{opt}: rank {r} does not exist ({nprocs} rank(s): 0 to {})",
+                        nprocs - 1
+                    )))
+                }
+                Some(true) => return Err(bad(format!("{opt}: rank {r} is in two clusters"))),
+                Some(s) => *s = true,
+            }
+        }
+        if let Some(r) = seen.iter().position(|&s| !s) {
+            return Err(bad(format!("{opt}: rank {r} is in no cluster")));
+        }
+    }
+    Ok(())
+}
+
 fn to_fail(e: DenseError) -> Fail {
     bad(e.to_string())
 }
@@ -348,6 +395,7 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
     let (n, data) = load(a)?;
     let params = params_from(a, n)?;
     params.validate().map_err(to_fail)?;
+    check_options(a, params.clusters.as_deref(), a.ranks)?;
     let src = match &data {
         Some(d) => Source::ColMajor(d),
         None => Source::Random { seed: a.seed },
@@ -442,6 +490,7 @@ fn dense_on(a: &DenseArgs, world: &lblib::mpi::MpiComm) -> Result<(), Fail> {
         }
         let p = params_from(a, n)?;
         p.validate().map_err(to_fail)?;
+        check_options(a, p.clusters.as_deref(), world.size())?;
         let factor = match a.slowdown.len() {
             0 => 1.0,
             k if k == world.size() => a.slowdown[world.rank()],

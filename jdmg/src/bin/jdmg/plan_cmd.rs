@@ -227,6 +227,21 @@ fn bad(msg: impl std::fmt::Display) -> Fail {
     Fail(EXIT_BAD_INPUT, msg.to_string())
 }
 
+/// Creates the --svg-dir directory (and its parents).
+///
+/// # Errors
+/// Exit 2 naming --svg-dir: "is a file, not a directory" instead of the bare
+/// "File exists", or the I/O error.
+fn make_svg_dir(dir: &std::path::Path) -> Result<(), Fail> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(bad(format!(
+            "--svg-dir {}: is a file, not a directory",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| bad(format!("--svg-dir {}: {e}", dir.display())))
+}
+
 fn plot_err(e: impl std::fmt::Display) -> Fail {
     Fail(1, format!("plot: {e}"))
 }
@@ -297,7 +312,7 @@ fn dag_cmd(a: &DagArgs) -> Result<(), Fail> {
     let s3 = algorithm3(&dag, &speeds, &model, &params).map_err(bad)?;
     let imp = 100.0 * (s2.makespan - s3.makespan) / s2.makespan;
     if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+        make_svg_dir(dir)?;
         gantt_dag(
             &dir.join("gantt_alg2.svg"),
             &dag,
@@ -433,7 +448,7 @@ fn dag_reproduce(
         v["sweep"] = json!(rows);
     }
     if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+        make_svg_dir(dir)?;
         let name = format!("{fig:?}").to_lowercase();
         improvement_bars(&dir.join(format!("{name}_improvement.svg")), fig, &cases)?;
         let (p, mean, sizes, _) = figure_setup(fig);
@@ -673,7 +688,7 @@ fn tiles_cmd(a: &TilesArgs) -> Result<(), Fail> {
         v["real_lu"] = real_lu(a, &speeds, &ctx, &m)?;
     }
     if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+        make_svg_dir(dir)?;
         tile_map(&dir.join("tile_map.svg"), &m)?;
         if a.n <= 40 {
             let dag = TileDag::of(op, a.n);
@@ -843,7 +858,7 @@ fn tiles_reproduce(a: &TilesArgs, f: TileFig, blr: &BlrParams, ctx: &TileCtx) ->
         }
     }
     if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+        make_svg_dir(dir)?;
         match f {
             TileFig::Fig45 => {
                 for op in [Op::Mm, Op::Lu] {

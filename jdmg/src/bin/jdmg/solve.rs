@@ -1242,6 +1242,7 @@ fn report(
         Ok(s) => (s, true),
         Err(JdError::NotConverged { partial, .. }) => (*partial, false),
         Err(JdError::Stopped { partial, .. }) => (*partial, false),
+        Err(e @ JdError::NonFinite(_)) => return Err(Fail::bad(format!("{e}{}", scale_hint(m)))),
         Err(e) => return Err(Fail::bad(e.to_string())),
     };
     let all_conv =
@@ -1313,6 +1314,25 @@ fn report(
                 params.nev
             ),
         ))
+    }
+}
+
+/// The likely cause of a non-finite value in the solve, from the matrix's
+/// entries: magnitudes whose squares overflow (above 1e154) or underflow
+/// (below 1e-154) the doubles; empty when the entries are moderate.
+fn scale_hint(m: &CsrMatrix) -> String {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for &v in m.data().iter().filter(|v| **v != 0.0) {
+        lo = lo.min(v.abs());
+        hi = hi.max(v.abs());
+    }
+    if hi > 1e154 || (lo.is_finite() && lo < 1e-154) {
+        format!(
+            " (the matrix's entries range from {lo:.3e} to {hi:.3e} in magnitude: their \
+             squares leave the range of doubles; scale the matrix towards 1)"
+        )
+    } else {
+        String::new()
     }
 }
 

@@ -1,0 +1,80 @@
+//! Library choices that used to be silently ignored or to panic (issue 22):
+//! a preconditioner choice the problem cannot honour, and processes that
+//! disagree on nev.
+
+use jdmg::{solve, JdError, JdParams, PrecondChoice, Problem};
+use lblib::{SelfComm, ThreadComm};
+use matrices::generate::{generate, GenSpec};
+use precond::{CsrOperator, IdentityPreconditioner};
+
+fn precond_error(r: Result<jdmg::Solution, JdError>) -> String {
+    match r {
+        Err(JdError::InvalidParams { field, reason }) => {
+            assert_eq!(field, "precond", "{reason}");
+            reason
+        }
+        other => panic!("expected InvalidParams(precond), got {other:?}"),
+    }
+}
+
+#[test]
+fn preconditioner_choices_the_problem_cannot_honour_are_errors() {
+    let spec: GenSpec = "lap2d:12x10".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let op = CsrOperator::new(&a, 1).unwrap();
+    let comm = SelfComm::new();
+    let diag = a.diagonal();
+    let k = IdentityPreconditioner { n: a.nrows() };
+    let with = |precond| JdParams {
+        nev: 2,
+        precond,
+        ..JdParams::default()
+    };
+    // Before: ILU(0) on a matrix-free problem ran without any preconditioner.
+    let pb = Problem::new(&op, &comm).unwrap();
+    let r = precond_error(solve(&pb, &with(PrecondChoice::Ilu0), None));
+    assert!(r.contains("with_preconditioner"), "{r}");
+    // Before: Jacobi without the diagonal ran without any preconditioner.
+    let r = precond_error(solve(&pb, &with(PrecondChoice::Jacobi), None));
+    assert!(r.contains("with_diagonal"), "{r}");
+    // Before: Jacobi silently replaced the user's preconditioner.
+    let both = Problem::new(&op, &comm)
+        .unwrap()
+        .with_diagonal(&diag)
+        .unwrap()
+        .with_preconditioner(&k)
+        .unwrap();
+    let r = precond_error(solve(&both, &with(PrecondChoice::Jacobi), None));
+    assert!(r.contains("one would be ignored"), "{r}");
+    // The honoured combinations solve.
+    let d = Problem::new(&op, &comm)
+        .unwrap()
+        .with_diagonal(&diag)
+        .unwrap();
+    assert!(solve(&d, &with(PrecondChoice::Jacobi), None).is_ok());
+    assert!(solve(&both, &with(PrecondChoice::None), None).is_ok());
+    assert!(jdmg::solve_matrix(&a, &with(PrecondChoice::Ilu0), None).is_ok());
+}
+
+/// Before: ranks passing different nev panicked inside `all_reduce`.
+#[test]
+fn processes_disagreeing_on_nev_get_an_error() {
+    let spec: GenSpec = "lap2d:12x10".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let out = ThreadComm::run(2, |comm| {
+        let p = JdParams {
+            nev: 2 + lblib::Comm::rank(&comm),
+            ..JdParams::default()
+        };
+        jdmg::solve_distributed(&a, &comm, &p, None).map(|_| ())
+    });
+    for r in out {
+        match r {
+            Err(JdError::InvalidParams { field, reason }) => {
+                assert_eq!(field, "nev");
+                assert!(reason.contains("between 2 and 3"), "{reason}");
+            }
+            other => panic!("expected InvalidParams(nev), got {other:?}"),
+        }
+    }
+}
