@@ -85,7 +85,16 @@ pub fn gemm_tn(
 
 /// `out (m×p) = a[r0..r1, :]ᵀ · b[r0..r1, :]` (leading dimension n).
 #[allow(clippy::too_many_arguments)]
-fn tn_rows(out: &mut [f64], a: &[f64], n: usize, r0: usize, r1: usize, m: usize, b: &[f64], p: usize) {
+fn tn_rows(
+    out: &mut [f64],
+    a: &[f64],
+    n: usize,
+    r0: usize,
+    r1: usize,
+    m: usize,
+    b: &[f64],
+    p: usize,
+) {
     let rows = r1 - r0;
     let dst = MatMut::from_column_major_slice_mut(out, m, p);
     let lhs = MatRef::from_column_major_slice_with_stride(&a[r0..], rows, m, n);
@@ -107,15 +116,7 @@ pub fn gemm_nn(
 }
 
 /// `c (n×p) −= a (n×m) · y (m×p)`, on `threads` threads.
-pub fn gemm_sub(
-    c: &mut [f64],
-    a: &[f64],
-    n: usize,
-    m: usize,
-    y: &[f64],
-    p: usize,
-    threads: usize,
-) {
+pub fn gemm_sub(c: &mut [f64], a: &[f64], n: usize, m: usize, y: &[f64], p: usize, threads: usize) {
     nn_par(&mut c[..n * p], a, n, m, y, p, Update::Sub, threads);
 }
 

@@ -50,10 +50,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                     // substitutions are sequential within a column).
                     let h = s / 2;
                     let ((r1, r2), (t1, t2)) = (r.split_at(h * n), t.split_at_mut(h * n));
-                    rayon::join(
-                        || m.apply_block(r1, t1, h),
-                        || m.apply_block(r2, t2, s - h),
-                    );
+                    rayon::join(|| m.apply_block(r1, t1, h), || m.apply_block(r2, t2, s - h));
                 } else {
                     m.apply_block(r, t, s);
                 }

@@ -526,8 +526,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         n,
                         m,
                         ycols,
-                        &theta[pos..pos + cnt], self.prm.threads,
-);
+                        &theta[pos..pos + cnt],
+                        self.prm.threads,
+                    );
                     self.stats.basis_passes += 2;
                 }
                 self.allreduce(&mut nrm);
@@ -684,7 +685,15 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 // Soft mode: all wanted pairs converged at once.
                 let mut xs = vec![0.0; n * nev];
-                gemm_nn(&mut xs, &self.v, n, m, &y_cur[..m * nev], nev, self.prm.threads);
+                gemm_nn(
+                    &mut xs,
+                    &self.v,
+                    n,
+                    m,
+                    &y_cur[..m * nev],
+                    nev,
+                    self.prm.threads,
+                );
                 self.xl = xs;
                 self.lam = theta[..nev].to_vec();
                 self.res = ritz_seen.iter().take(nev).map(|r| r.1).collect();

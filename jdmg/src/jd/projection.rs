@@ -96,8 +96,24 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// H by CᵀHC.
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
-        gemm_nn_in_place(&mut self.v, n, m, c, p, &mut self.row_block, self.prm.threads);
-        gemm_nn_in_place(&mut self.w, n, m, c, p, &mut self.row_block, self.prm.threads);
+        gemm_nn_in_place(
+            &mut self.v,
+            n,
+            m,
+            c,
+            p,
+            &mut self.row_block,
+            self.prm.threads,
+        );
+        gemm_nn_in_place(
+            &mut self.w,
+            n,
+            m,
+            c,
+            p,
+            &mut self.row_block,
+            self.prm.threads,
+        );
         self.stats.basis_passes += 2;
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
