@@ -60,6 +60,10 @@ fn qmrs_saves_matvecs() {
         nev: 4,
         tol: 1e-8,
         inner_solver: InnerSolver::Bicgstab,
+        // BiCGSTAB(3) even when preconditioned (the default would take GD+k steps
+        // then), and no preconditioner unless asked.
+        maxits: Some(3),
+        precond: PrecondChoice::None,
         ..JdParams::default()
     };
     let bicg = solve_matrix(&a, &base, None).expect("bicgstab");
