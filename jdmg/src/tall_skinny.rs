@@ -52,7 +52,7 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 /// `out (m×p) = a (n×m)ᵀ · b (n×p)` (local part of a global inner product), on
-/// `threads` threads (see [`split_rows`]).
+/// `threads` threads (the rows split in two halves for large products).
 pub fn gemm_tn(
     out: &mut [f64],
     a: &[f64],
