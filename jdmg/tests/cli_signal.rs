@@ -10,34 +10,11 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Whether process `pid` catches both SIGINT and SIGTERM (`SigCgt`, a hex mask
-/// with bit `sig - 1` per signal); false once it is gone.
-fn catches_interrupts(pid: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
-    let mask = status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .unwrap_or(0);
-    let bit = |sig: libc::c_int| 1u64 << (sig - 1);
-    mask & bit(libc::SIGINT) != 0 && mask & bit(libc::SIGTERM) != 0
-}
+mod common;
 
 /// Waits (up to 10 minutes) until `child` catches SIGINT and SIGTERM.
 fn wait_for_handler(child: &mut Child) {
-    let t = Instant::now();
-    while !catches_interrupts(child.id()) {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("jdmg ended ({s}) before catching signals");
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(600),
-            "jdmg did not catch SIGINT and SIGTERM within 10 minutes"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_for_handlers(child, &[libc::SIGINT, libc::SIGTERM]);
 }
 
 fn interrupted_by(sig: libc::c_int) -> (i32, String) {

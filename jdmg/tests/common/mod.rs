@@ -54,3 +54,39 @@ pub fn assert_pairs(a: &CsrMatrix, sol: &Solution, bound: f64) {
     let o = orthonormality_error(sol);
     assert!(o <= 1e-10, "‖XᵀX − I‖ = {o:e}");
 }
+
+/// Whether process `pid` catches every signal of `sigs` (`SigCgt` in
+/// `/proc/PID/status`, a hex mask with bit `sig - 1` per signal); false once it is
+/// gone. Linux only.
+#[cfg(target_os = "linux")]
+pub fn catches(pid: u32, sigs: &[libc::c_int]) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .unwrap_or(0);
+    sigs.iter().all(|&s| mask & (1u64 << (s - 1)) != 0)
+}
+
+/// Waits (up to 10 minutes) until `child` catches every signal of `sigs`: a
+/// signal sent after that lands in jdmg's handler whatever the machine's speed.
+///
+/// # Panics
+/// When the child ends first or 10 minutes pass.
+#[cfg(target_os = "linux")]
+pub fn wait_for_handlers(child: &mut std::process::Child, sigs: &[libc::c_int]) {
+    let t = std::time::Instant::now();
+    while !catches(child.id(), sigs) {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("jdmg ended ({s}) before catching the signals");
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(600),
+            "jdmg did not catch the signals within 10 minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
