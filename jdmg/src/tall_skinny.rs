@@ -29,12 +29,20 @@ const PAR_MIN_ENTRIES: usize = 1 << 18;
 /// products are bound by memory bandwidth, so two halves read at twice the rate
 /// of one core where the memory system allows.
 fn split_rows<F: Fn(usize, usize) + Sync>(n: usize, m: usize, threads: usize, f: F) {
-    if threads < 2 || n.saturating_mul(m) < PAR_MIN_ENTRIES || n < 2 * ROWS {
-        f(0, n);
-        return;
+    match split_point(n, m, threads) {
+        None => f(0, n),
+        Some(mid) => {
+            rayon::join(|| f(0, mid), || f(mid, n));
+        }
     }
-    let mid = (n / 2).next_multiple_of(8).min(n);
-    rayon::join(|| f(0, mid), || f(mid, n));
+}
+
+/// Where [`split_rows`] splits `0..n`, or None when the product stays on one thread.
+fn split_point(n: usize, m: usize, threads: usize) -> Option<usize> {
+    if threads < 2 || n.saturating_mul(m) < PAR_MIN_ENTRIES || n < 2 * ROWS {
+        return None;
+    }
+    Some((n / 2).next_multiple_of(8).min(n))
 }
 
 /// A raw pointer that the two halves of [`split_rows`] share: each writes only
@@ -70,11 +78,10 @@ pub fn gemm_tn(
         out.fill(0.0);
         return;
     }
-    if threads < 2 || n.saturating_mul(m) < PAR_MIN_ENTRIES || n < 2 * ROWS {
+    let Some(mid) = split_point(n, m, threads) else {
         tn_rows(out, a, n, 0, n, m, b, p);
         return;
-    }
-    let mid = (n / 2).next_multiple_of(8).min(n);
+    };
     let mut second = vec![0.0; m * p];
     rayon::join(
         || tn_rows(out, a, n, 0, mid, m, b, p),

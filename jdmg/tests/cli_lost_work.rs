@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 fn jdmg() -> Command {
     Command::new(env!("CARGO_BIN_EXE_jdmg"))
@@ -47,19 +46,7 @@ fn ranks_interrupted_by(sig: libc::c_int) -> (i32, String) {
     common::wait_for_handlers(&mut child, &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-    let t = Instant::now();
-    while child.try_wait().expect("jdmg runs").is_none() {
-        if t.elapsed() > Duration::from_secs(600) {
-            let _ = child.kill();
-            panic!("jdmg still runs 10 minutes after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().expect("jdmg ends");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    common::wait_after_signal(child)
 }
 
 /// Before: exit 143/130/129 with an empty standard output.

@@ -8,7 +8,6 @@
 #![cfg(target_os = "linux")]
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
 
@@ -42,22 +41,8 @@ fn interrupted_by(sig: libc::c_int) -> (i32, String) {
     wait_for_handler(&mut child);
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-    // Stops at the next outer iteration: a generous bound turns a lost signal
-    // into a failure rather than a hang (the output is one small JSON object
-    // at the end, so the pipes cannot fill meanwhile).
-    let t = Instant::now();
-    while child.try_wait().expect("jdmg runs").is_none() {
-        if t.elapsed() > Duration::from_secs(600) {
-            let _ = child.kill();
-            panic!("jdmg still runs 10 minutes after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().expect("jdmg ends");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    // Stops at the next outer iteration.
+    common::wait_after_signal(child)
 }
 
 #[test]

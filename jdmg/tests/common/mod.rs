@@ -90,3 +90,25 @@ pub fn wait_for_handlers(child: &mut std::process::Child, sigs: &[libc::c_int]) 
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// Waits (up to 10 minutes: a lost signal fails rather than hangs) until `child`
+/// ends after a signal; its exit code and standard output. The output is one
+/// small JSON object at the end, so the pipes cannot fill meanwhile.
+///
+/// # Panics
+/// When the child still runs after 10 minutes.
+pub fn wait_after_signal(mut child: std::process::Child) -> (i32, String) {
+    let t = std::time::Instant::now();
+    while child.try_wait().expect("jdmg runs").is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(600) {
+            let _ = child.kill();
+            panic!("jdmg still runs 10 minutes after the signal");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("jdmg ends");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
