@@ -67,33 +67,10 @@ fn planted() -> impl Strategy<Value = Planted> {
 
 /// A = Q diag(values·scale) Qᵀ, dense and exactly symmetric (row-major).
 fn matrix(p: &Planted) -> (usize, Vec<f64>) {
-    let n = p.values.len();
-    let mut a = vec![0.0; n * n];
-    for (i, v) in p.values.iter().enumerate() {
-        a[i * n + i] = v * p.scale;
-    }
-    for &(i, j, t) in &p.rotations {
-        let (c, s) = (t.cos(), t.sin());
-        // rows i, j, then columns i, j: G A Gᵀ
-        for k in 0..n {
-            let (x, y) = (a[i * n + k], a[j * n + k]);
-            a[i * n + k] = c * x - s * y;
-            a[j * n + k] = s * x + c * y;
-        }
-        for k in 0..n {
-            let (x, y) = (a[k * n + i], a[k * n + j]);
-            a[k * n + i] = c * x - s * y;
-            a[k * n + j] = s * x + c * y;
-        }
-    }
-    for i in 0..n {
-        for j in 0..i {
-            let m = 0.5 * (a[i * n + j] + a[j * n + i]);
-            a[i * n + j] = m;
-            a[j * n + i] = m;
-        }
-    }
-    (n, a)
+    (
+        p.values.len(),
+        common::planted(&p.values, p.scale, &p.rotations),
+    )
 }
 
 fn csr(n: usize, a: &[f64]) -> CsrMatrix {

@@ -364,30 +364,7 @@ fn double_eigenvalue_lost_to_an_invariant_subspace_after_a_restart() {
         (3, 0, 3.2069377807844606),
     ];
     let n = 4;
-    let mut a = vec![0.0; n * n];
-    for (i, v) in values.iter().enumerate() {
-        a[i * n + i] = v * 1e-6;
-    }
-    for &(i, j, t) in &rotations {
-        let (c, s) = (f64::cos(t), f64::sin(t));
-        for k in 0..n {
-            let (x, y) = (a[i * n + k], a[j * n + k]);
-            a[i * n + k] = c * x - s * y;
-            a[j * n + k] = s * x + c * y;
-        }
-        for k in 0..n {
-            let (x, y) = (a[k * n + i], a[k * n + j]);
-            a[k * n + i] = c * x - s * y;
-            a[k * n + j] = s * x + c * y;
-        }
-    }
-    for i in 0..n {
-        for j in 0..i {
-            let m = 0.5 * (a[i * n + j] + a[j * n + i]);
-            a[i * n + j] = m;
-            a[j * n + i] = m;
-        }
-    }
+    let a = common::planted(&values, 1e-6, &rotations);
     let m = dense(n, &a);
     let p = JdParams {
         tol: 1e-10,

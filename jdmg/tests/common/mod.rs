@@ -112,3 +112,36 @@ pub fn wait_after_signal(mut child: std::process::Child) -> (i32, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
 }
+
+/// A = Q diag(values·scale) Qᵀ (row-major, n = values.len()) with Q the product of
+/// the Givens rotations `(i, j, angle)`, made exactly symmetric: a matrix with a
+/// planted spectrum (multiplicities and clusters as the values say).
+pub fn planted(values: &[f64], scale: f64, rotations: &[(usize, usize, f64)]) -> Vec<f64> {
+    let n = values.len();
+    let mut a = vec![0.0; n * n];
+    for (i, v) in values.iter().enumerate() {
+        a[i * n + i] = v * scale;
+    }
+    for &(i, j, t) in rotations {
+        let (c, s) = (t.cos(), t.sin());
+        // rows i, j, then columns i, j: G A Gᵀ
+        for k in 0..n {
+            let (x, y) = (a[i * n + k], a[j * n + k]);
+            a[i * n + k] = c * x - s * y;
+            a[j * n + k] = s * x + c * y;
+        }
+        for k in 0..n {
+            let (x, y) = (a[k * n + i], a[k * n + j]);
+            a[k * n + i] = c * x - s * y;
+            a[k * n + j] = s * x + c * y;
+        }
+    }
+    for i in 0..n {
+        for j in 0..i {
+            let m = 0.5 * (a[i * n + j] + a[j * n + i]);
+            a[i * n + j] = m;
+            a[j * n + i] = m;
+        }
+    }
+    a
+}
