@@ -166,22 +166,27 @@ fn stop_with_a_last_checkpoint_then_resume() {
     assert!(resumed.stats.matvecs - last.stats.matvecs < full.stats.matvecs);
 }
 
-/// A checkpoint of another problem or other parameters is refused.
-#[test]
-fn foreign_checkpoints_are_refused() {
-    let a = lap3d(8);
-    let p = params();
+/// The checkpoint a solve of `a` takes (and stops at) at outer iteration 3.
+fn checkpoint_at_iteration_3(a: &CsrMatrix, p: &JdParams) -> Checkpoint {
     let mut sink = AtIteration::new(3, true);
     let _ = solve_matrix_resumable(
-        &a,
-        &p,
+        a,
+        p,
         None,
         Checkpointing {
             resume: None,
             sink: Some(&mut sink),
         },
     );
-    let (ck, _) = sink.taken.pop().unwrap();
+    sink.taken.pop().unwrap().0
+}
+
+/// A checkpoint of another problem or other parameters is refused.
+#[test]
+fn foreign_checkpoints_are_refused() {
+    let a = lap3d(8);
+    let p = params();
+    let ck = checkpoint_at_iteration_3(&a, &p);
     let resume = |a: &CsrMatrix, p: &JdParams| {
         solve_matrix_resumable(
             a,
@@ -345,17 +350,7 @@ fn two_rank_checkpoint_resumes_on_two_ranks_only() {
 fn checkpoint_of_another_matrix_of_the_same_size_is_refused() {
     let a = lap3d(8);
     let p = params();
-    let mut sink = AtIteration::new(3, true);
-    let _ = solve_matrix_resumable(
-        &a,
-        &p,
-        None,
-        Checkpointing {
-            resume: None,
-            sink: Some(&mut sink),
-        },
-    );
-    let (ck, _) = sink.taken.pop().unwrap();
+    let ck = checkpoint_at_iteration_3(&a, &p);
     assert!(ck.operator_fingerprint.iter().all(|f| f.is_finite()));
     let bytes = ck.to_bytes();
     let ck = Checkpoint::from_bytes(&bytes).unwrap();

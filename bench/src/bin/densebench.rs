@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use bench::median;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lblib::dense::alloc::predicted_times;
 use lblib::dense::check;
@@ -92,16 +93,6 @@ fn main() {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        0.5 * (v[m - 1] + v[m])
-    }
-}
-
 fn plot(p: &PlotArgs) -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(&p.input)?;
     let mut hetero: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
@@ -123,9 +114,9 @@ fn plot(p: &PlotArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     let p_ranks = times[0].len();
     let t_med: Vec<f64> = (0..p_ranks)
-        .map(|i| median(&mut times.iter().map(|t| t[i]).collect::<Vec<_>>()))
+        .map(|i| median(times.iter().map(|t| t[i])))
         .collect();
-    let cyc = median(&mut cyclic);
+    let cyc = median(&cyclic);
     let max_b = *hetero.keys().max().unwrap_or(&1);
     let pt = predicted_times(&t_med, max_b)?;
     let meas: Vec<(f64, f64)> = hetero

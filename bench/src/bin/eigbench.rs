@@ -48,6 +48,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bench::median;
 use clap::Parser;
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 use serde_json::{json, Value};
@@ -131,18 +132,6 @@ struct Problem {
     known: Vec<f64>,
     /// ‖A‖₂ (largest |eigenvalue|).
     anorm: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let k = v.len();
-    if k == 0 {
-        f64::NAN
-    } else if k % 2 == 1 {
-        v[k / 2]
-    } else {
-        0.5 * (v[k / 2 - 1] + v[k / 2])
-    }
 }
 
 fn lookup<'a>(pairs: &'a [String], name: &str) -> Option<&'a str> {
@@ -550,13 +539,7 @@ fn summarize(args: &Args, problems: &[Problem], runs: &[Value]) -> (String, Valu
         let th = r["threads"].as_u64().unwrap_or(0) as usize;
         groups.entry((pi, th, si)).or_default().push(r);
     }
-    let med_wall = |g: &[&Value]| {
-        median(
-            g.iter()
-                .filter_map(|r| r["wall_seconds"].as_f64())
-                .collect(),
-        )
-    };
+    let med_wall = |g: &[&Value]| median(g.iter().filter_map(|r| r["wall_seconds"].as_f64()));
     let mut t = String::from(
         "| problem | n | solver | threads | matvecs | median wall (s) | wall / PRIMME | max abs(λ − λ*) | max ‖r‖/‖A‖ | converged |\n|---|---:|---|---:|---:|---:|---:|---|---:|---|\n",
     );
@@ -581,7 +564,7 @@ fn summarize(args: &Args, problems: &[Problem], runs: &[Value]) -> (String, Valu
             rows.push(json!({"problem": p.name, "solver": solver, "threads": th, "status": status[0], "error": why}));
             continue;
         }
-        let mv = median(g.iter().filter_map(|r| r["matvecs"].as_f64()).collect());
+        let mv = median(g.iter().filter_map(|r| r["matvecs"].as_f64()));
         let wall = med_wall(g);
         let primme = args
             .solvers

@@ -73,6 +73,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bench::median;
 use clap::{Parser, ValueEnum};
 use matrices::generate::{exact_eigenvalues, GenSpec};
 use plotters::prelude::*;
@@ -261,19 +262,6 @@ fn kill_group(pgid: u32) {
         .args(["-KILL", "--", &format!("-{pgid}")])
         .stderr(Stdio::null())
         .status();
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let k = v.len();
-    if k == 0 {
-        f64::NAN
-    } else if k % 2 == 1 {
-        v[k / 2]
-    } else {
-        0.5 * (v[k / 2 - 1] + v[k / 2])
-    }
 }
 
 fn fmt_list(v: &[f64], prec: usize) -> String {
@@ -567,11 +555,11 @@ fn summarize(runs: &[Value]) -> Vec<Value> {
                 .copied()
                 .filter(|r| r.get("converged").and_then(Value::as_bool) == Some(true))
                 .collect();
-            let med = |k: &str| median(ok.iter().map(|r| num(r, k)).collect());
+            let med = |k: &str| median(ok.iter().map(|r| num(r, k)));
             let medv = |k: &str| -> Vec<f64> {
                 let n = ok.iter().map(|r| vecf(r, k).len()).max().unwrap_or(0);
                 (0..n)
-                    .map(|i| median(ok.iter().filter_map(|r| vecf(r, k).get(i).copied()).collect()))
+                    .map(|i| median(ok.iter().filter_map(|r| vecf(r, k).get(i).copied())))
                     .collect()
             };
             let same = ok

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use bench::median;
 use clap::{Parser, ValueEnum};
 use matrices::generate::{generate, GenSpec};
 use matrices::mm::{read_matrix_market, write_coordinate_file};
@@ -63,17 +64,6 @@ struct Row {
     times: Vec<f64>,
     nnz: Option<u64>,
     note: String,
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    }
 }
 
 /// Deterministic multiplier in [1 - 1e-3, 1 + 1e-3) for entry `k`.

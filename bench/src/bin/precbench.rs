@@ -22,6 +22,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use bench::median;
 use clap::Parser;
 use lblib::SelfComm;
 use matrices::generate::{generate, GenSpec};
@@ -41,16 +42,6 @@ struct Args {
     /// Block sizes.
     #[arg(long = "k", default_values_t = [1usize, 2, 4, 8])]
     ks: Vec<usize>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let k = v.len();
-    if k % 2 == 1 {
-        v[k / 2]
-    } else {
-        0.5 * (v[k / 2 - 1] + v[k / 2])
-    }
 }
 
 /// The solver table: ms per column and step of the three variants.

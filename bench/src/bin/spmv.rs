@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+use bench::median;
 use matrices::CsrMatrix;
 use precond::{advise_huge_pages, huge_page_vec, CsrOperator, Operator};
 use rayon::prelude::*;
@@ -64,16 +65,6 @@ fn stencil27(m: usize) -> CsrMatrix {
         }
     }
     CsrMatrix::new(n, n, indptr, indices, data).expect("stencil27 arrays are valid")
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let k = v.len();
-    if k % 2 == 1 {
-        v[k / 2]
-    } else {
-        0.5 * (v[k / 2 - 1] + v[k / 2])
-    }
 }
 
 /// One timed kernel of the round-robin.
