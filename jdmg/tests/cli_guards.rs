@@ -300,7 +300,9 @@ fn messages_name_the_options() {
 /// Before: `spectrum:5:-1e308:1e308` generated NaN entries (hi − lo
 /// overflowed) and the solve said only "non-finite value in projected matrix
 /// H"; a matrix scaled by 1e-310 said the same. The generator now gives
-/// finite entries, and a non-finite failure names the entries' range.
+/// finite entries, a non-finite failure names the entries' range, and the
+/// 1e-310 matrix is solved (its internal scale is the largest finite power of
+/// two the range allows).
 #[test]
 fn extreme_scales_name_the_cause() {
     let d = scratch("scales");
@@ -328,7 +330,22 @@ fn extreme_scales_name_the_cause() {
         text += &format!("{} {i} -1e-310\n", i + 1);
     }
     std::fs::write(&tiny, text).unwrap();
-    for f in [&sp, &tiny] {
+    // 1e-310: solved, the internal scale 2^1000 (2^1030 overflowed to an
+    // infinite scale, and the solve failed with "non-finite value in projected
+    // matrix H"); the eigenvalues of tridiag(−1, 2, −1)·1e-310
+    let out = jdmg(&["solve", tiny.to_str().unwrap(), "--nev", "2", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let scale = v["stats"]["scale"].as_f64().expect("scale");
+    assert!((scale / 2f64.powi(1000) - 1.0).abs() < 1e-12, "{v}");
+    for (k, got) in v["eigenvalues"].as_array().unwrap().iter().enumerate() {
+        let exact = (2.0 - 2.0 * (std::f64::consts::PI * (k + 1) as f64 / 21.0).cos()) * 1e-310;
+        let got = got.as_f64().unwrap();
+        // subnormal entries carry about 12 significant digits
+        assert!((got - exact).abs() <= 1e-9 * exact, "{got:e} vs {exact:e}");
+    }
+    for f in [&sp] {
         let out = jdmg(&["solve", f.to_str().unwrap(), "--nev", "2", "--json"]);
         if out.status.code() == Some(0) {
             continue; // solved: fine as well
@@ -341,4 +358,58 @@ fn extreme_scales_name_the_cause() {
         );
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Before: `--ranks 64` under an address-space limit aborted (134) in a rank
+/// ("memory allocation of 67108864 bytes failed": each rank thread reserves its
+/// stack and the dense kernels' workspace, twice the L3 cache, plus up to eight
+/// malloc arenas of 64 MiB per core). Now the arenas are shared, the ranks'
+/// reservations are checked against the limit (exit 2 with the figures), and
+/// the ranks that fit run. Within 2 GiB (see [`jdmg`]).
+#[test]
+fn thread_ranks_fit_the_address_space_or_are_refused() {
+    for args in [
+        &[
+            "solve",
+            "--generate",
+            "lap3d:12",
+            "--nev",
+            "2",
+            "--ranks",
+            "200",
+        ][..],
+        &["dense", "lu", "--n", "40", "--block", "4", "--ranks", "200"][..],
+    ] {
+        refused(
+            args,
+            &[
+                "--ranks 200",
+                "address space",
+                "ulimit -v",
+                "use fewer ranks",
+            ],
+        );
+    }
+    // 8 ranks: 8 × (16 MiB + 2 × L3) and two arenas fit 2 GiB unless the L3
+    // cache is over 100 MiB, in which case the refusal must say so
+    let out = jdmg(&[
+        "solve",
+        "--generate",
+        "lap3d:12",
+        "--nev",
+        "2",
+        "--ranks",
+        "8",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            assert_eq!(v["nprocs"], 8);
+            assert_eq!(v["converged"], true);
+        }
+        Some(2) => assert!(err.contains("address space"), "{err}"),
+        other => panic!("exit {other:?}: {err}"),
+    }
 }

@@ -1,5 +1,5 @@
 //! No lost work (issue 22): SIGTERM, SIGINT and SIGHUP stop thread-rank solves
-//! without --checkpoint as they stop serial ones (converged pairs printed, exit
+//! (fine grain or solve groups) without --checkpoint as they stop serial ones (converged pairs printed, exit
 //! 128 + signal), and outputs that would overwrite each other, an input or the
 //! redirected standard output are refused before any work (exit 2).
 
@@ -22,7 +22,7 @@ mod common;
 /// `jdmg solve --ranks 2` on a solve that cannot end by itself (tolerance 1e-300),
 /// stopped by `sig` once jdmg catches it: nothing depends on the machine's speed.
 #[cfg(target_os = "linux")]
-fn ranks_interrupted_by(sig: libc::c_int) -> (i32, String) {
+fn ranks_interrupted_by(sig: libc::c_int, extra: &[&str]) -> (i32, String) {
     let mut child = jdmg()
         .args([
             "solve",
@@ -39,6 +39,7 @@ fn ranks_interrupted_by(sig: libc::c_int) -> (i32, String) {
             "50000000",
         ])
         .args(["--ranks", "2", "--quiet", "--json"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -58,7 +59,7 @@ fn signals_to_thread_ranks_print_the_pairs() {
         (libc::SIGINT, 130),
         (libc::SIGHUP, 129),
     ] {
-        let (got, stdout) = ranks_interrupted_by(sig);
+        let (got, stdout) = ranks_interrupted_by(sig, &[]);
         assert_eq!(got, code, "signal {sig}: {stdout}");
         let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
         assert_eq!(
@@ -66,6 +67,28 @@ fn signals_to_thread_ranks_print_the_pairs() {
             Some(12),
             "{v}"
         );
+        assert_eq!(v["converged"], false);
+        assert_eq!(v["nprocs"], 2);
+    }
+}
+
+/// The same with solve groups (multigrain, a re-partitioning monitor polled
+/// beside the stop), without --checkpoint. Before: no handler, exit 143/130
+/// with nothing printed.
+#[cfg(target_os = "linux")]
+#[test]
+fn signals_to_solve_groups_print_the_pairs() {
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let (got, stdout) = ranks_interrupted_by(sig, &["--groups", "equal"]);
+        assert_eq!(got, code, "signal {sig}: {stdout}");
+        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(v["mode"], "multigrain", "{v}");
+        let ev = v["eigenvalues"].as_array().expect("eigenvalues");
+        assert_eq!(ev.len(), 12, "{v}");
+        // estimates of the smallest eigenvalues, ascending, inside lap3d's [0, 12]
+        let ev: Vec<f64> = ev.iter().map(|x| x.as_f64().expect("a number")).collect();
+        assert!(ev.windows(2).all(|w| w[0] <= w[1]), "{v}");
+        assert!(ev.iter().all(|&x| x > 0.0 && x < 12.0), "{v}");
         assert_eq!(v["converged"], false);
         assert_eq!(v["nprocs"], 2);
     }

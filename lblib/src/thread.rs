@@ -106,6 +106,33 @@ impl ThreadConfig {
     }
 }
 
+/// A rank thread of [`ThreadComm::try_run_with`] that could not be spawned.
+#[derive(Debug)]
+pub struct SpawnError {
+    /// The first rank that could not be spawned.
+    pub rank: usize,
+    /// Ranks asked for.
+    pub ranks: usize,
+    /// The operating system's reason.
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot spawn rank thread {} of {}: {}",
+            self.rank, self.ranks, self.source
+        )
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Marker payload of the panic raised in ranks that were blocked in a collective
 /// when another rank panicked.
 #[derive(Debug, Clone, Copy)]
@@ -291,9 +318,29 @@ impl ThreadComm {
     /// # Panics
     /// If a slowdown is not finite and positive, if `latency` is negative or not
     /// finite, when a rank thread cannot be spawned (after the ranks already
-    /// running have unwound, instead of waiting for it forever), and re-raises
-    /// the first panic of any rank.
+    /// running have unwound, instead of waiting for it forever; see
+    /// [`ThreadComm::try_run_with`]), and re-raises the first panic of any rank.
     pub fn run_with<R, F>(config: ThreadConfig, f: F) -> Vec<R>
+    where
+        R: Send,
+        F: Fn(ThreadComm) -> R + Sync,
+    {
+        match Self::try_run_with(config, f) {
+            Ok(r) => r,
+            Err(e) => panic!("ThreadComm: {e}"),
+        }
+    }
+
+    /// [`ThreadComm::run_with`], but a rank thread that cannot be spawned (a
+    /// thread or address-space limit) is an error, returned once the ranks
+    /// already running have unwound.
+    ///
+    /// # Errors
+    /// [`SpawnError`] naming the first rank that could not be spawned.
+    ///
+    /// # Panics
+    /// As [`ThreadComm::run_with`], spawn failures aside.
+    pub fn try_run_with<R, F>(config: ThreadConfig, f: F) -> Result<Vec<R>, SpawnError>
     where
         R: Send,
         F: Fn(ThreadComm) -> R + Sync,
@@ -311,7 +358,7 @@ impl ThreadComm {
         );
         let n = config.slowdowns.len();
         if n == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let run = Arc::new(RunShared {
             poisoned: AtomicBool::new(false),
@@ -323,7 +370,7 @@ impl ThreadComm {
         let group = Arc::new(Group::new((0..n).collect(), run.clone()));
         let f = &f;
         let shared = &run;
-        let mut spawn_error: Option<String> = None;
+        let mut spawn_error: Option<SpawnError> = None;
         let outcomes: Vec<std::thread::Result<R>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
                 .filter_map(|rank| {
@@ -349,7 +396,11 @@ impl ThreadComm {
                             // forever: poison the run so they unwind.
                             shared.poisoned.store(true, Ordering::Release);
                             shared.exited[rank].store(true, Ordering::Release);
-                            spawn_error.get_or_insert(format!("rank {rank}: {e}"));
+                            spawn_error.get_or_insert(SpawnError {
+                                rank,
+                                ranks: n,
+                                source: e,
+                            });
                             None
                         }
                     }
@@ -361,7 +412,7 @@ impl ThreadComm {
                 .collect()
         });
         if let Some(e) = spawn_error {
-            panic!("ThreadComm: cannot spawn rank thread {e}");
+            return Err(e);
         }
         let mut results = Vec::with_capacity(n);
         let mut first_peer: Option<Box<dyn std::any::Any + Send>> = None;
@@ -381,7 +432,7 @@ impl ThreadComm {
         if let Some(p) = first_real.or(first_peer) {
             resume_unwind(p);
         }
-        results
+        Ok(results)
     }
 
     fn new_rank(rank: usize, group: Arc<Group>, slowdown: f64) -> Self {
@@ -842,5 +893,22 @@ mod tests {
     fn thread_comm_is_send_sync() {
         fn check<T: Send + Sync>() {}
         check::<ThreadComm>();
+    }
+
+    /// A rank thread that cannot be spawned (here a stack of 2^60 bytes, which
+    /// no address space holds) is an error naming the rank, not a panic.
+    #[test]
+    fn a_spawn_failure_is_an_error() {
+        let cfg = ThreadConfig {
+            stack_size: 1 << 60,
+            ..ThreadConfig::uniform(3)
+        };
+        let err = ThreadComm::try_run_with(cfg, |c| c.rank()).expect_err("no 2^60-byte stack");
+        assert_eq!((err.rank, err.ranks), (0, 3));
+        assert!(err
+            .to_string()
+            .starts_with("cannot spawn rank thread 0 of 3: "));
+        let ok = ThreadComm::try_run_with(ThreadConfig::uniform(3), |c| c.rank()).unwrap();
+        assert_eq!(ok, vec![0, 1, 2]);
     }
 }

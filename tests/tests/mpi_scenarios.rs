@@ -1,8 +1,8 @@
 //! The MPI scenarios, run through `mpirun` on 4 ranks: every `Comm` collective
 //! over rsmpi, the annealing example balanced and not, fine-grain jdmg solves
 //! (the serial answer, JDQMR), a balanced multigrain solve, a checkpoint whose
-//! ranks are SIGKILLed and resumed, a rank killed mid-solve, and the dense LU and
-//! QR.
+//! ranks are SIGKILLed and resumed, a rank killed mid-solve, a rank SIGTERMed
+//! mid-solve, and the dense LU and QR.
 //!
 //! They need `mpirun` and binaries built with MPI:
 //!
@@ -539,6 +539,76 @@ fn a_rank_killed_mid_solve_ends_the_job_with_a_message() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("signal 9") || err.contains("killed"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Whether process `pid` catches `sig` (`SigCgt` in `/proc/PID/status`).
+fn catches(pid: i32, sig: libc::c_int) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let m = s.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(m.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1u64 << (sig - 1)) != 0)
+}
+
+/// SIGTERM to one rank of a solve that cannot end by itself (tolerance
+/// 1e-300), fine grain and with solve groups: every rank stops at the same
+/// outer iteration, rank 0 prints the pairs and "interrupted" (before: "not
+/// converged: 27 of 40", exit 3), and the ranks exit 143, which mpirun passes
+/// on. The signal is sent once both ranks catch it.
+#[test]
+fn a_signal_to_one_rank_interrupts_every_rank() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(m) = mpi("a_signal_to_one_rank_interrupts_every_rank") else {
+        return;
+    };
+    for extra in [&[][..], &["--groups", "equal"][..]] {
+        let mut child = m
+            .jdmg("2")
+            .args([
+                "solve",
+                "--generate",
+                "lap3d:16",
+                "--nev",
+                "4",
+                "--block",
+                "2",
+            ])
+            .args(["--tol", "1e-300", "--max-matvecs", "100000000", "--quiet"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (pid, mut ranks) = (child.id(), Vec::new());
+        wait_until(&mut child, || {
+            ranks = children_named(pid, "jdmg");
+            ranks.len() == 2 && ranks.iter().all(|&r| catches(r, libc::SIGTERM))
+        });
+        assert_eq!(ranks.len(), 2, "the 2 ranks run");
+        // SAFETY: kill(2) on a rank of our own mpirun.
+        unsafe { libc::kill(ranks[1], libc::SIGTERM) };
+        let out = wait_output(child, Duration::from_secs(600));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        say(&format!("{extra:?}: {:?}\n{stdout}{stderr}", out.status));
+        assert_eq!(out.status.code(), Some(143), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("interrupted: 0 of 4"),
+            "{extra:?}: {stderr}"
+        );
+        assert!(!stderr.contains("not converged"), "{extra:?}: {stderr}");
+        // the table: the estimates so far, at least one block's (a stop at
+        // the first outer iteration has no more)
+        let rows = stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert!((2..=4).contains(&rows), "{extra:?}: {stdout}");
+    }
 }
 
 #[test]

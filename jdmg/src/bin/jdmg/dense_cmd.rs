@@ -408,7 +408,7 @@ pub fn dense_cmd(a: &DenseArgs) -> Result<(), Fail> {
             a.slowdown.clone()
         };
         let cfg = crate::resources::thread_config(&slow, a.ranks)?;
-        let out = lblib::ThreadComm::run_with(cfg, |comm| run_dense(&comm, &src, &params));
+        let out = crate::resources::run_ranks(cfg, |comm| run_dense(&comm, &src, &params))?;
         out.into_iter().next().expect("rank 0").map_err(to_fail)?
     } else {
         if !a.slowdown.is_empty() {

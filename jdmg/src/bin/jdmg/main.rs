@@ -39,7 +39,11 @@ Exit codes:
        or a request the machine cannot meet (memory, with the figure; threads or ranks)
   3    not converged: what converged and the best estimates of the rest are printed
   141  standard output is a closed pipe (e.g. `jdmg solve ... | head`): stops quietly
-  130  interrupted by SIGINT (143: SIGTERM); with --checkpoint a last checkpoint is written
+  130  interrupted by SIGINT (143: SIGTERM); with --checkpoint a last checkpoint is written.
+       Under MPI a signal to any rank stops every rank: all print as a serial run and
+       exit 130 / 143, which mpirun passes on. A signal to mpirun itself reaches the
+       ranks too (they print), but Open MPI's mpirun then exits 1 whatever the ranks
+       return, and kills them 1 s later: signal the ranks for the codes above.
 A panic (exit 101) is a bug: please report it.
 
 Under mpirun, mpiexec or srun (OpenMPI, MPICH, Slurm), a jdmg built with the `mpi`

@@ -206,7 +206,115 @@ pub fn thread_config(slowdown: &[f64], ranks: usize) -> Result<lblib::ThreadConf
     } else {
         lblib::ClockMode::Virtual
     };
-    Ok(lblib::ThreadConfig::with_slowdowns(&slow, clock))
+    let cfg = lblib::ThreadConfig::with_slowdowns(&slow, clock);
+    prepare_thread_ranks(ranks, cfg.stack_size as u64)?;
+    Ok(cfg)
+}
+
+/// Runs `f` on the thread ranks of `cfg`; a rank thread the system refuses
+/// (a thread or address-space limit) is exit 2 with the reason.
+///
+/// # Errors
+/// Exit 2 naming `--ranks` when a rank thread cannot be spawned.
+pub fn run_ranks<R, F>(cfg: lblib::ThreadConfig, f: F) -> Result<Vec<R>, Fail>
+where
+    R: Send,
+    F: Fn(lblib::ThreadComm) -> R + Sync,
+{
+    let ranks = cfg.slowdowns.len();
+    lblib::ThreadComm::try_run_with(cfg, f)
+        .map_err(|e| Fail::bad(format!("--ranks {ranks}: {e} (use fewer ranks)")))
+}
+
+/// Address space a malloc arena of glibc reserves (`HEAP_MAX_SIZE` on 64-bit).
+const ARENA_BYTES: u64 = 64 << 20;
+
+/// The L3 cache of this machine (sysfs), 32 MiB when unknown.
+fn l3_bytes() -> u64 {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size")
+        .unwrap_or_default();
+    let t = text.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let mult = match unit {
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => 1,
+    };
+    num.parse::<u64>()
+        .ok()
+        .map(|v| v.saturating_mul(mult))
+        .filter(|&b| b >= 1 << 20)
+        .unwrap_or(32 << 20)
+}
+
+/// Address space one thread rank reserves whatever the problem: its stack and
+/// the packing workspace of the dense products (faer's x86 kernels keep twice
+/// the L3 cache per thread, taken at the thread's first large product).
+pub fn rank_reservation(stack: u64) -> u64 {
+    stack.saturating_add(l3_bytes().saturating_mul(2))
+}
+
+/// What the address-space limit (`ulimit -v`, RLIMIT_AS) leaves beyond what
+/// this process maps already; `None` without a limit.
+fn address_space_left() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit(2) writes the struct we own.
+        if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0
+            || lim.rlim_cur == libc::RLIM_INFINITY
+        {
+            return None;
+        }
+        let mapped = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let kb = s.lines().find_map(|l| l.strip_prefix("VmSize:"))?;
+                kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+            })
+            .map_or(0, |kb| kb.saturating_mul(1024));
+        Some(lim.rlim_cur.saturating_sub(mapped))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Before `ranks` thread ranks with `stack`-byte stacks start: their malloc
+/// arenas are shared (at most one per core, at least two, instead of glibc's
+/// eight per core of 64 MiB each), and their fixed reservations
+/// ([`rank_reservation`], plus the arenas) are checked against the
+/// address-space limit, so that a limit too small is exit 2 with the figures,
+/// not an abort inside a rank.
+///
+/// # Errors
+/// Exit 2 naming `--ranks` when the ranks do not fit the limit.
+fn prepare_thread_ranks(ranks: usize, stack: u64) -> Result<(), Fail> {
+    let cores = std::thread::available_parallelism().map_or(2, |c| c.get());
+    let arenas = cores.clamp(2, ranks.max(2));
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt(3) only changes a limit of the allocator.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, i32::try_from(arenas).unwrap_or(2));
+    }
+    let needed = rank_reservation(stack)
+        .saturating_mul(ranks as u64)
+        .saturating_add(ARENA_BYTES.saturating_mul(arenas as u64));
+    match address_space_left() {
+        Some(left) if needed > left => Err(Fail::bad(format!(
+            "--ranks {ranks}: the rank threads reserve about {} of address space ({} of stack and \
+             dense-kernel workspace each, and {arenas} malloc arenas of {}), more than the {} \
+             the address-space limit (ulimit -v) leaves: use fewer ranks or raise the limit",
+            human_bytes(needed),
+            human_bytes(rank_reservation(stack)),
+            human_bytes(ARENA_BYTES),
+            human_bytes(left)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

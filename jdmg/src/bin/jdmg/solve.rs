@@ -149,7 +149,10 @@ pub struct SolveArgs {
     /// never.
     #[arg(long, value_enum)]
     pub verify: Option<VerifyArg>,
-    /// Matvec budget.
+    /// Matvec budget (all products, inner steps included; default 1e7). Checked
+    /// once per outer iteration, before its correction equations: the total may
+    /// exceed it by one outer iteration's products, up to block x (2 maxits + 1)
+    /// with BiCGSTAB plus the residual checks of newly locked pairs.
     #[arg(long)]
     pub max_matvecs: Option<u64>,
     /// Seed of the start vectors.
@@ -192,8 +195,8 @@ pub struct SolveArgs {
     #[arg(long, value_name = "average|instant:W", default_value = "average", value_parser = parse_rates)]
     pub rates: (lblib::RateKind, f64),
     /// Semi-static re-partitioning of the fine rows with --groups (Boudet et al.
-    /// §2.1, §4.5): the projection phase's per-rank rates (--rates) are measured
-    /// during the solve; after two checks (every 5 outer iterations) above 10%
+    /// §2.1, §4.5): per-rank rates (--rates) of the solve groups' products are
+    /// measured during the solve; after two checks (every 5 outer iterations) above 10%
     /// imbalance the rows are re-weighted, moved and the halo plans rebuilt (at
     /// most 4 times). Only with balancing (never with --balance none).
     #[arg(long, value_enum, default_value = "on")]
@@ -522,9 +525,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the solve at the next
 /// outer iteration (the observer breaks): the pairs converged so far are
 /// printed and jdmg exits 130, 143 or 129. Single-process solves, and
-/// fine-grain thread or MPI ranks: ranks could see the signal at different
-/// iterations, and a checkpoint sink's poll (one global max per iteration)
-/// makes them agree ([`StopSink`] when there is no --checkpoint). With
+/// thread or MPI ranks (fine grain or solve groups): ranks could see the signal
+/// at different iterations, and a checkpoint sink's poll (one global max per
+/// iteration) makes them stop together ([`StopSink`] when there is no
+/// --checkpoint); [`agree_on_signal`] then gives every rank the signal. With
 /// --checkpoint a last checkpoint is written.
 fn catch_interrupts() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -533,6 +537,20 @@ fn catch_interrupts() {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
         libc::signal(libc::SIGHUP, handler);
+    }
+}
+
+/// Gives every rank the signal that stopped the solve (the largest any rank
+/// caught; collective): a signal that reached one MPI rank stops them all at the
+/// same iteration, and then all report "interrupted" and exit 128 + signal, not
+/// "not converged". Thread ranks share one process and its flag.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn agree_on_signal<C: Comm + ?Sized>(comm: &C) {
+    use std::sync::atomic::Ordering;
+    let mut sig = [u64::try_from(INTERRUPTED.load(Ordering::SeqCst)).unwrap_or(0)];
+    comm.all_reduce_u64(&mut sig, lblib::ReduceOp::Max);
+    if let Ok(s @ 1..) = i32::try_from(sig[0]) {
+        let _ = INTERRUPTED.compare_exchange(0, s, Ordering::SeqCst, Ordering::SeqCst);
     }
 }
 
@@ -992,14 +1010,12 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
-        if a.checkpoint.is_some() || a.groups.is_none() {
-            // the checkpoint sink (or the StopSink) makes the stop collective
-            catch_interrupts();
-        }
-        let out = lblib::ThreadComm::run_with(cfg, |comm| {
+        // the checkpoint sink (or the StopSink) makes the stop collective
+        catch_interrupts();
+        let out = crate::resources::run_ranks(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
             run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()))
-        });
+        })?;
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
         };
@@ -1114,7 +1130,16 @@ fn run_distributed<B: Comm>(
             extra.insert("mode".into(), "multigrain".into());
             extra.insert("groups".into(), serde_json::json!(groups));
             extra.insert("balance".into(), serde_json::json!(balance));
-            match jdmg::solve_multigrain(m, &world, base, params, &mg) {
+            // a signal stops every rank at the same outer iteration
+            let stop = &mut StopSink as &mut dyn CheckpointSink;
+            match jdmg::multigrain::solve_multigrain_with_sink(
+                m,
+                &world,
+                base,
+                params,
+                &mg,
+                Some(stop),
+            ) {
                 Ok(mut s) => {
                     extra.insert("multigrain".into(), serde_json::json!(s.multigrain));
                     mg_stats = s.multigrain.take();
@@ -1521,11 +1546,10 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
     let watch = Mutex::new(Watch::new(a, params));
     let w = (rank == 0).then_some(&watch);
-    if a.checkpoint.is_some() || a.groups.is_none() {
-        // the checkpoint sink (or the StopSink) makes the stop collective
-        catch_interrupts();
-    }
+    // the checkpoint sink (or the StopSink) makes the stop collective
+    catch_interrupts();
     let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
+    agree_on_signal(world);
     let extra = with_resumed_from(extra, resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
