@@ -162,7 +162,8 @@ fn col_mut(v: &mut [f64], n: usize, c: usize) -> &mut [f64] {
 }
 
 impl BlockJdQmr {
-    /// Work space for up to `kmax` equations of `n` local rows.
+    /// Work space for up to `kmax` equations of `n` local rows (five n×kmax
+    /// arrays; the sixth, scratch for A·d and K⁻¹g, is lent to each solve).
     pub fn new(n: usize, kmax: usize) -> Self {
         let v = || vec![0.0; n * kmax];
         Self {
@@ -170,7 +171,7 @@ impl BlockJdQmr {
             kmax,
             g: v(),
             d: v(),
-            w: v(),
+            w: Vec::new(),
             delta: v(),
             sol: v(),
             kx: v(),
@@ -197,8 +198,31 @@ impl BlockJdQmr {
     /// Solves the `b = eq.setups.len()` equations; the JD corrections
     /// t_j = −s_j go into the first b columns of `t` (input order). An equation
     /// whose QMRs gives nothing usable (no step, or a breakdown at once) gets the
-    /// projected Davidson step t_j = −P_j K_j⁻¹ r_j.
+    /// projected Davidson step t_j = −P_j K_j⁻¹ r_j. `scratch` (at least n×b) is
+    /// overwritten.
     pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        op: &A,
+        comm: &C,
+        inner: &BlockInner<'_>,
+        eq: &BlockEquations<'_>,
+        t: &mut [f64],
+        scratch: &mut Vec<f64>,
+    ) -> BlockOutcome {
+        let (n, b) = (self.n, eq.setups.len());
+        assert!(
+            b <= self.kmax && scratch.len() >= n * b,
+            "block JDQMR: {b} equations for {} columns, scratch {}",
+            self.kmax,
+            scratch.len()
+        );
+        std::mem::swap(&mut self.w, scratch);
+        let out = self.solve_in(op, comm, inner, eq, t);
+        std::mem::swap(&mut self.w, scratch);
+        out
+    }
+
+    fn solve_in<A: Operator + ?Sized, C: Comm + ?Sized>(
         &mut self,
         op: &A,
         comm: &C,
@@ -208,11 +232,6 @@ impl BlockJdQmr {
     ) -> BlockOutcome {
         let (n, nl) = (self.n, eq.nl);
         let b = eq.setups.len();
-        assert!(
-            b <= self.kmax,
-            "block JDQMR: {b} equations for {} columns",
-            self.kmax
-        );
         let mut out = BlockOutcome::default();
         if b == 0 {
             return out;
@@ -400,9 +419,7 @@ impl BlockJdQmr {
             let (xz, gz, gk) = if identity {
                 (dot(x, z), dot(g, z), 0.0)
             } else {
-                let k = col(&self.kx, n, e);
-                let (xz, gz) = dot2(z, x, g);
-                (xz, gz, dot(g, k))
+                dot3(z, x, g, col(&self.kx, n, e))
             };
             self.buf.extend_from_slice(&[xz, gz, gk]);
         }
@@ -754,29 +771,30 @@ fn swap_cols(v: &mut [f64], n: usize, a: usize, b: usize) {
 /// Four partial sums per reduction, so that fused loops vectorize.
 const LANES: usize = 4;
 
-/// (zᵀa, zᵀb) in one pass.
-fn dot2(z: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) {
+/// (zᵀx, zᵀg, gᵀk) in one pass.
+fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
     let len = z.len() - z.len() % LANES;
-    let (mut s, mut t) = ([0.0f64; LANES], [0.0f64; LANES]);
-    for ((zv, av), bv) in z[..len]
+    let (mut s, mut t, mut u) = ([0.0f64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
+    for (((zv, xv), gv), kv) in z[..len]
         .chunks_exact(LANES)
-        .zip(a[..len].chunks_exact(LANES))
-        .zip(b[..len].chunks_exact(LANES))
+        .zip(x[..len].chunks_exact(LANES))
+        .zip(g[..len].chunks_exact(LANES))
+        .zip(k[..len].chunks_exact(LANES))
     {
         for l in 0..LANES {
-            s[l] += zv[l] * av[l];
-            t[l] += zv[l] * bv[l];
+            s[l] += zv[l] * xv[l];
+            t[l] += zv[l] * gv[l];
+            u[l] += gv[l] * kv[l];
         }
     }
-    let (mut s0, mut t0) = (0.0, 0.0);
+    let (mut s0, mut t0, mut u0) = (0.0, 0.0, 0.0);
     for i in len..z.len() {
-        s0 += z[i] * a[i];
-        t0 += z[i] * b[i];
+        s0 += z[i] * x[i];
+        t0 += z[i] * g[i];
+        u0 += g[i] * k[i];
     }
-    (
-        (s[0] + s[1]) + (s[2] + s[3]) + s0,
-        (t[0] + t[1]) + (t[2] + t[3]) + t0,
-    )
+    let sum = |a: [f64; LANES], r: f64| (a[0] + a[1]) + (a[2] + a[3]) + r;
+    (sum(s, s0), sum(t, t0), sum(u, u0))
 }
 
 /// w ← w − σd, returning (dᵀw, xᵀw) of the new w, in one pass.
@@ -957,7 +975,15 @@ mod tests {
             };
             let mut t = vec![0.0; n * b];
             let mut blk = BlockJdQmr::new(n, b);
-            let out = blk.solve(&op, &comm, &BlockInner::from_inners(&inners), &eq, &mut t);
+            let mut scratch = vec![0.0; n * b];
+            let out = blk.solve(
+                &op,
+                &comm,
+                &BlockInner::from_inners(&inners),
+                &eq,
+                &mut t,
+                &mut scratch,
+            );
             for j in 0..b {
                 let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
                 let e = Equation {
