@@ -10,7 +10,7 @@ use precond::spmv::CsrOperator;
 use precond::PrecondKind;
 
 use crate::checkpoint::Checkpointing;
-use crate::jd::{solve_resumable, Observer, Problem};
+use crate::jd::{solve_resumable, Observer, Problem, Spaces};
 use crate::params::{JdParams, PrecondChoice, Target};
 use crate::solution::{JdError, Solution};
 
@@ -60,6 +60,14 @@ pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
         Target::Closest(s) => s,
         Target::Smallest => 0.0,
         Target::Largest => gershgorin(a).1,
+        Target::LargestMagnitude => {
+            let (lo, hi) = gershgorin(a);
+            if hi.abs() >= lo.abs() {
+                hi
+            } else {
+                lo
+            }
+        }
     })
 }
 
@@ -148,9 +156,25 @@ pub fn solve_matrix_resumable<M: crate::input::AsCsr + ?Sized>(
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
+    solve_matrix_with(a, params, observer, ck, Spaces::default())
+}
+
+/// [`solve_matrix_resumable`] with start vectors and deflation vectors
+/// (`spaces`: n × p column-major blocks, see [`Spaces`]).
+///
+/// # Errors
+/// As [`solve_matrix_resumable`], plus `InvalidParams` when a block of
+/// `spaces` is not a whole number of vectors of n rows or holds NaN/Inf.
+pub fn solve_matrix_with<M: crate::input::AsCsr + ?Sized>(
+    a: &M,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
     let comm = SelfComm::new();
     let csr = a.as_csr()?;
-    solve_on(&csr, &comm, params, observer, ck)
+    solve_on(&csr, &comm, params, observer, ck, spaces)
 }
 
 /// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
@@ -163,7 +187,14 @@ pub fn solve_matrix_on<C: Comm + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
-    solve_on(a, comm, params, observer, Checkpointing::default())
+    solve_on(
+        a,
+        comm,
+        params,
+        observer,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
 }
 
 fn solve_on<C: Comm + ?Sized>(
@@ -172,8 +203,10 @@ fn solve_on<C: Comm + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
     check_square(a)?;
+    crate::symmetry::check_symmetric(a, params)?;
     let op = CsrOperator::new(a, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
     let diag = a.diagonal();
     let t0 = Instant::now();
@@ -186,7 +219,10 @@ fn solve_on<C: Comm + ?Sized>(
         row_offset: 0,
         diagonal: Some(&diag),
         precond: pc.as_deref(),
-    };
+        spaces: Spaces::default(),
+    }
+    .with_initial(spaces.initial)?
+    .with_deflation(spaces.deflation)?;
     with_setup(solve_resumable(&pb, params, observer, ck), setup)
 }
 
@@ -253,9 +289,27 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
+    solve_distributed_with(a, comm, params, observer, ck, Spaces::default())
+}
+
+/// [`solve_distributed_resumable`] with start vectors and deflation vectors:
+/// every process passes the same global n × p blocks (like the matrix) and
+/// keeps its rows.
+///
+/// # Errors
+/// As [`solve_distributed_resumable`] and [`solve_matrix_with`].
+pub fn solve_distributed_with<C: Comm + ?Sized>(
+    a: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
     use matrices::partition::RowPartition;
     use precond::dist::{DistCsrOperator, DistOptions};
     check_square(a)?;
+    crate::symmetry::check_symmetric(a, params)?;
     let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
     let part = RowPartition::balanced_by_nnz(a, comm.size()).map_err(|e| invalid(&e))?;
     let range = part.range(comm.rank());
@@ -275,6 +329,8 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
         .map_err(|e| JdError::Preconditioner(e.to_string()))?;
     let pc = build_preconditioner(params, &block, precond_shift(params, a))?;
     let setup = t0.elapsed().as_secs_f64();
+    let initial = crate::jd::local_rows("initial", spaces.initial, a.nrows(), range.clone())?;
+    let deflation = crate::jd::local_rows("deflation", spaces.deflation, a.nrows(), range.clone())?;
     let pb = Problem {
         a: &op,
         comm,
@@ -282,7 +338,9 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
         row_offset: range.start,
         diagonal: Some(&diag),
         precond: pc.as_deref(),
+        spaces: Spaces::default(),
     };
+    let pb = pb.with_initial(&initial)?.with_deflation(&deflation)?;
     with_setup(solve_resumable(&pb, params, observer, ck), setup)
 }
 

@@ -221,17 +221,19 @@ mod random;
 pub mod repartition;
 mod scaling;
 pub mod solution;
+pub mod st;
+pub mod symmetry;
 pub mod tall_skinny;
 
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,
 };
 pub use driver::{
-    solve_distributed, solve_distributed_resumable, solve_matrix, solve_matrix_on,
-    solve_matrix_resumable,
+    solve_distributed, solve_distributed_resumable, solve_distributed_with, solve_matrix,
+    solve_matrix_on, solve_matrix_resumable, solve_matrix_with,
 };
 pub use input::AsCsr;
-pub use jd::{solve, solve_resumable, Problem};
+pub use jd::{solve, solve_resumable, Problem, Spaces};
 pub use multigrain::{
     fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
     MultigrainStats,
@@ -246,11 +248,11 @@ pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};
 pub mod prelude {
     pub use crate::jd::Observer;
     pub use crate::{
-        solve, solve_distributed, solve_distributed_resumable, solve_matrix,
-        solve_matrix_resumable, solve_multigrain, solve_resumable, AsCsr, Balance, Checkpoint,
-        CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
-        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, PrecondChoice, Problem,
-        Solution, Stats, Target, Verify,
+        solve, solve_distributed, solve_distributed_resumable, solve_distributed_with,
+        solve_matrix, solve_matrix_resumable, solve_matrix_with, solve_multigrain, solve_resumable,
+        AsCsr, Balance, Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink,
+        Checkpointing, ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams,
+        MultigrainParams, PrecondChoice, Problem, Solution, Spaces, Stats, Target, Verify,
     };
     pub use lblib::{Comm, SelfComm, ThreadComm};
     pub use matrices::CsrMatrix;

@@ -1054,6 +1054,7 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
     if a.nrows() != a.ncols() {
         return Err(JdError::invalid("matrix", "the matrix must be square"));
     }
+    crate::symmetry::check_symmetric(a, params)?;
     if mg.groups.is_empty() {
         return Err(JdError::invalid("groups", "no solve groups"));
     }
@@ -1264,6 +1265,7 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
             row_offset: fine.range(me).start,
             diagonal: Some(&fdiag),
             precond: None,
+            spaces: Default::default(),
         };
         let ck = crate::checkpoint::Checkpointing {
             resume: resume.as_ref(),

@@ -13,6 +13,11 @@ pub enum Target {
     Largest,
     /// The ones closest to σ (interior eigenvalues).
     Closest(f64),
+    /// The largest in absolute value (ARPACK's `LM`): the target of the
+    /// shift-and-invert transformation ([`crate::st`]), whose wanted
+    /// eigenvalues 1/(λ − σ) lie at both ends. `"largest_magnitude"` in config files.
+    #[serde(rename = "largest_magnitude")]
+    LargestMagnitude,
 }
 
 /// Convergence test for a Ritz pair (θ, x) with residual r = Ax − θx.
@@ -186,6 +191,13 @@ pub struct JdParams {
     /// inside it: a missed copy, which is locked, and the pass repeats). Default
     /// `Auto`.
     pub verify: Verify,
+    /// Refuse an explicit matrix that is not symmetric ([`crate::JdError::NotSymmetric`]:
+    /// some |a_ij − a_ji| above [`crate::symmetry::SYMMETRY_TOL`] times max |a_ij|)
+    /// before solving, in the drivers that take a matrix (`solve_matrix`,
+    /// `solve_distributed`, `solve_multigrain`, `st::solve_shift_invert`). One pass
+    /// over the nonzeros. Default true; false skips it (the solver then assumes
+    /// symmetry; operators given as a [`crate::Problem`] are never checked).
+    pub check_symmetry: bool,
 }
 
 impl Default for JdParams {
@@ -213,6 +225,7 @@ impl Default for JdParams {
             locking: true,
             threads: 1,
             verify: Verify::Auto,
+            check_symmetry: true,
         }
     }
 }

@@ -249,6 +249,19 @@ pub struct SolveArgs {
     /// Skip the symmetry check of the input.
     #[arg(long)]
     pub no_symmetry_check: bool,
+    /// Start vectors: a MatrixMarket array of n rows (e.g. the --eigenvectors
+    /// of an earlier solve); they fill the first block and the basis.
+    #[arg(long, value_name = "FILE.mtx")]
+    pub initial: Option<PathBuf>,
+    /// Deflation vectors: a MatrixMarket array of n rows; the results are
+    /// orthogonal to them (for known eigenvectors: the next eigenpairs).
+    #[arg(long, value_name = "FILE.mtx")]
+    pub deflate: Option<PathBuf>,
+    /// Spectral transformation: none, or sinvert (shift-and-invert on a sparse
+    /// direct factorization of A − σI, σ from --target; one process). Reports the
+    /// number of eigenvalues below σ when the factorization (LDLᵀ) gives it.
+    #[arg(long, value_enum, default_value = "none")]
+    pub st: crate::vectors::St,
 }
 
 /// Reads a parameters file (TOML, or JSON when it ends in `.json` or starts
@@ -434,6 +447,9 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         )));
     }
     check_count("--threads", p.threads, MAX_THREADS)?;
+    if a.no_symmetry_check {
+        p.check_symmetry = false;
+    }
     Ok(p)
 }
 
@@ -982,13 +998,22 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     if !a.slowdown.is_empty() && a.ranks < 2 {
         return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
     }
+    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+    crate::vectors::check_options(
+        a.st,
+        a.initial.is_some() || a.deflate.is_some(),
+        a.groups.is_some(),
+        a.ranks,
+        checkpoints,
+        &params,
+    )?;
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
-    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
     check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
+    let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
@@ -998,7 +1023,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         }
         let out = lblib::ThreadComm::run_with(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()))
+            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()), &vecs)
         });
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -1013,11 +1038,13 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             resume: resume.first(),
             sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
         };
-        (
-            jdmg::solve_matrix_resumable(&m, &params, Some(&mut obs), ck),
-            1,
-            serde_json::json!({}),
-        )
+        let res = match (a.st, params.target) {
+            (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
+                jdmg::st::solve_shift_invert(&m, sigma, &params, Some(&mut obs), vecs.spaces())
+            }
+            _ => jdmg::solve_matrix_with(&m, &params, Some(&mut obs), ck, vecs.spaces()),
+        };
+        (res, 1, serde_json::json!({}))
     };
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
@@ -1052,6 +1079,7 @@ fn run_distributed<B: Comm>(
     base: &B,
     watch: Option<&Mutex<Watch>>,
     resume: Option<&Checkpoint>,
+    vecs: &crate::vectors::Vectors,
 ) -> DistOutcome {
     // Solve groups first: with the hierarchical layout (McCombs et al. §6) the fine-grain
     // communicator is ordered by fine part (jdmg::fine_rank_keys).
@@ -1141,9 +1169,16 @@ fn run_distributed<B: Comm>(
                         w.see(ev);
                         std::ops::ControlFlow::Continue(())
                     };
-                    jdmg::solve_distributed_resumable(m, &world, params, Some(&mut obs), ck)
+                    jdmg::solve_distributed_with(
+                        m,
+                        &world,
+                        params,
+                        Some(&mut obs),
+                        ck,
+                        vecs.spaces(),
+                    )
                 }
-                None => jdmg::solve_distributed_resumable(m, &world, params, None, ck),
+                None => jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces()),
             }
         }
     };
@@ -1390,6 +1425,19 @@ fn text_report(
             if s.verified == Some(false) { " (cut short by the budget)" } else { "" }
         );
     }
+    if let Some(below) = s.eigenvalues_below_shift {
+        let _ = writeln!(
+            out,
+            "shift-and-invert: {below} eigenvalues below the shift (inertia of LDLᵀ)"
+        );
+    }
+    if s.deflation_vectors > 0 || s.initial_vectors > 0 {
+        let _ = writeln!(
+            out,
+            "start vectors {}  deflation vectors {} (results orthogonal to them)",
+            s.initial_vectors, s.deflation_vectors
+        );
+    }
     if s.scale != 1.0 && s.scale != 0.0 {
         let _ = writeln!(
             out,
@@ -1467,10 +1515,19 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             Some(p) => resume_options(p, rank, size)?,
             None => Vec::new(),
         };
-        let (m, source) = load(a)?;
         let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+        crate::vectors::check_options(
+            a.st,
+            a.initial.is_some() || a.deflate.is_some(),
+            a.groups.is_some(),
+            size,
+            checkpoints,
+            params,
+        )?;
+        let (m, source) = load(a)?;
         check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;
+        let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
         let factor = if a.slowdown.is_empty() {
             1.0
         } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {
@@ -1480,11 +1537,11 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
                 "--slowdown needs {size} positive factors"
             )));
         };
-        Ok((m, source, factor, resume))
+        Ok((m, source, factor, resume, vecs))
     })();
     // Every rank must agree before entering collectives; the lowest failing
     // rank says why (a checkpoint file can be missing on one rank only).
-    let (m, source, factor, resume) = crate::output::agree(world, prepared)?;
+    let (m, source, factor, resume, vecs) = crate::output::agree(world, prepared)?;
     // --resume: the newest outer iteration every rank has a checkpoint of.
     let resume = if a.resume.is_some() {
         let mut mine = [u64::MAX; 2];
@@ -1525,7 +1582,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
         // the checkpoint sink (or the StopSink) makes the stop collective
         catch_interrupts();
     }
-    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
+    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first(), &vecs);
     let extra = with_resumed_from(extra, resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
