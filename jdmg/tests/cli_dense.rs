@@ -1,4 +1,4 @@
-//! `jdmg dense` (lblib::dense, Boudet et al.; Mehaut and Robert) from the command line: the JSON
+//! `jdmg dense` (hetdense, Boudet et al.; Mehaut and Robert) from the command line: the JSON
 //! keys the issue names, backward errors at rounding level, semi-static
 //! re-planning counters, and exit 2 with a message on bad input.
 

@@ -70,6 +70,7 @@ fn initial_and_deflate_files() {
         "--json",
     ]);
     ok(&out);
+    // A fixed correction method: the default (auto) switches on timings.
     let tight = [
         "solve",
         "--generate",
@@ -79,6 +80,8 @@ fn initial_and_deflate_files() {
         "--tol",
         "1e-10",
         "--json",
+        "--inner-solver",
+        "bicgstab",
     ];
     let cold = jdmg(&tight);
     ok(&cold);

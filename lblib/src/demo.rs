@@ -21,10 +21,10 @@
 //! [`Method::Fastest`]), and every rank runs [`Lbs::should_continue`] until T.
 //! The imbalance comes from the [`Traced`] communicator (§4 metric).
 
-use crate::comm::{Comm, ReduceOp};
 use crate::error::LbError;
 use crate::lbs::{Lbs, LbsConfig, Method};
 use crate::tracer::{ImbalanceReport, Traced};
+use lbcomm::{Comm, ReduceOp};
 
 /// Parameters of [`run_anneal`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -32,9 +32,9 @@
 //! [`LbsConfig::first_section_ops`]; memory balancing is an optional
 //! [`MemoryBalancer`] consulted by [`Lbs::should_continue`].
 
-use crate::comm::{Comm, ReduceOp};
 use crate::error::LbError;
 use crate::memory::{Advice, MemoryBalancer, SystemReadings};
+use lbcomm::{Comm, ReduceOp};
 
 /// Which rate a rate-using function works with (§5.1, last paragraph).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -16,8 +16,8 @@
 //! [`Traced::with_capacity`] (default 4096 records) that grows by doubling beyond
 //! it; [`Traced::reset`] empties it without releasing memory.
 
-use crate::comm::{Comm, ReduceOp};
 use crate::error::LbError;
+use lbcomm::{Comm, ReduceOp};
 use std::cell::{Cell, RefCell};
 
 const CALL_NAMES: [&str; 10] = [

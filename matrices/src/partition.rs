@@ -16,7 +16,7 @@
 //!   renumbered into `[owned | ghosts]` order.
 //!
 //! Everything here is pure code (no communication); `precond::dist` drives the
-//! exchanges over `lblib::Comm`.
+//! exchanges over `lbcomm::Comm`.
 
 use std::ops::Range;
 

@@ -1,4 +1,4 @@
-//! Distributed SpMV over `lblib::Comm` using halo plans from `matrices::partition`.
+//! Distributed SpMV over `lbcomm::Comm` using halo plans from `matrices::partition`.
 //!
 //! [`DistCsrOperator`] holds one rank's rows of a square matrix `A` (global column
 //! indices) under a [`RowPartition`] with one part per rank (part `p` on rank `p`). At
@@ -29,7 +29,7 @@
 
 use std::cell::RefCell;
 
-use lblib::Comm;
+use lbcomm::Comm;
 use matrices::{CsrMatrix, HaloPlan, PartitionError, Redistribution, RowPartition};
 use thiserror::Error;
 

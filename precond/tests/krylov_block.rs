@@ -7,7 +7,7 @@ mod precond_common;
 
 use std::cell::RefCell;
 
-use lblib::SelfComm;
+use lbcomm::SelfComm;
 use matrices::CsrMatrix;
 use precond::krylov::{Bicgstab, BlockBicgstab, Breakdown, BreakdownKind};
 use precond::preconditioners::{build, PrecondKind};

@@ -6,7 +6,7 @@
 
 mod precond_common;
 
-use lblib::{Comm, SelfComm, ThreadComm};
+use lbcomm::{Comm, SelfComm, ThreadComm};
 use matrices::partition::RowPartition;
 use precond::dist::{DistCsrOperator, DistOptions};
 use precond::krylov::{Bicgstab, Cg, StopCriteria};

@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lblib::SelfComm;
+use lbcomm::SelfComm;
 use precond::krylov::{Bicgstab, BlockBicgstab, Cg, Gmres};
 use precond::preconditioners::{build, BlockJacobi, PrecondKind};
 use precond::Preconditioner;

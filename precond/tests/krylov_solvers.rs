@@ -3,7 +3,7 @@
 
 mod precond_common;
 
-use lblib::{SelfComm, ThreadComm};
+use lbcomm::{SelfComm, ThreadComm};
 use matrices::CsrMatrix;
 use precond::krylov::{Bicgstab, BreakdownKind, Cg, Gmres, StopCriteria};
 use precond::preconditioners::{build, PrecondKind};
@@ -274,7 +274,7 @@ fn krylov_thread_comm_matches_serial() {
     }
     let xs = serial.solution().to_vec();
     let out = ThreadComm::run(2, |c| {
-        let rank = lblib::Comm::rank(&c);
+        let rank = lbcomm::Comm::rank(&c);
         let blk = if rank == 0 { &a0 } else { &a1 };
         let m = build(&kind, blk, 0.0).unwrap();
         let mut s = Bicgstab::new(n);

@@ -3,7 +3,7 @@
 
 mod precond_common;
 
-use lblib::SelfComm;
+use lbcomm::SelfComm;
 use matrices::CsrMatrix;
 use precond::krylov::{Bicgstab, Cg, Gmres, StopCriteria};
 use precond::preconditioners::{

@@ -11,7 +11,7 @@
 
 mod precond_common;
 
-use lblib::SelfComm;
+use lbcomm::SelfComm;
 use matrices::CsrMatrix;
 use precond::krylov::{Bicgstab, Gmres, KrylovResult, StopCriteria};
 use precond::preconditioners::{build_with_info, BlockJacobi, Ilu0, PivotParams, PrecondKind};

@@ -1,6 +1,6 @@
 //! Distributed SpMV on 1, 2, 4 and 8 thread-ranks equals the serial product to 1e-14.
 
-use lblib::{Comm, SelfComm, ThreadComm};
+use lbcomm::{Comm, SelfComm, ThreadComm};
 use matrices::{CsrMatrix, GroupPartition, Redistribution, RowPartition};
 use precond::dist::{redistribute, DistCsrOperator, DistError, DistOptions, RedistScratch};
 use precond::Operator;

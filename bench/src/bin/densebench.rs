@@ -22,9 +22,9 @@ use std::time::Instant;
 
 use bench::median;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use lblib::dense::alloc::predicted_times;
-use lblib::dense::check;
-use lblib::dense::{par_for, DenseOp, DenseReport, Source};
+use hetdense::alloc::predicted_times;
+use hetdense::check;
+use hetdense::{par_for, DenseOp, DenseReport, Source};
 use plotters::prelude::*;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -220,7 +220,7 @@ fn faer_ref(cli: Cli) {
             }
             .to_col_major(n);
             let t = Instant::now();
-            let c = lblib::dense::gemm::gemm_slab(&a, &b, n, n, par);
+            let c = hetdense::gemm::gemm_slab(&a, &b, n, n, par);
             let s = t.elapsed().as_secs_f64();
             std::hint::black_box(&c);
             (DenseOp::Gemm, s, None)

@@ -1,7 +1,7 @@
 //! Right-preconditioned BiCGSTAB (van der Vorst 1992; Saad, Algorithm 7.7 with right
 //! preconditioning), step-wise.
 
-use lblib::comm::Comm;
+use lbcomm::comm::Comm;
 
 use super::{
     axpy, axpy_dot2, common_stepwise, dot, dot3, global_sum, inherent_stepwise, initial_residual,

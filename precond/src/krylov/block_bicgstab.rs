@@ -1,7 +1,7 @@
 //! `k` right-preconditioned BiCGSTAB solves advanced in lockstep, sharing the operator
 //! and preconditioner applications and the global reductions.
 
-use lblib::comm::Comm;
+use lbcomm::comm::Comm;
 
 use super::bicgstab::Recurrence;
 use super::{

@@ -1,6 +1,6 @@
 //! Preconditioned conjugate gradients (Hestenes & Stiefel; Saad, Algorithm 9.1), step-wise.
 
-use lblib::comm::Comm;
+use lbcomm::comm::Comm;
 
 use super::{
     axpy, common_stepwise, dot, global_sum, inherent_stepwise, initial_residual, Breakdown,

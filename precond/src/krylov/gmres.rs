@@ -1,7 +1,7 @@
 //! Restarted, right-preconditioned flexible GMRES(m) (Saad & Schultz 1986; Saad 1993
 //! FGMRES), step-wise.
 
-use lblib::comm::Comm;
+use lbcomm::comm::Comm;
 
 use super::{
     axpy, dot, global_sum, inherent_stepwise, Breakdown, BreakdownKind, KrylovResult, KrylovStats,

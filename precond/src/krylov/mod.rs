@@ -25,7 +25,7 @@
 //! `start` costs one global sum (`‖r0‖` and `‖b‖` fused) and one matvec unless `x0` is `None`.
 //!
 //! ```
-//! use lblib::SelfComm;
+//! use lbcomm::SelfComm;
 //! use matrices::CsrMatrix;
 //! use precond::krylov::{Bicgstab, StopCriteria};
 //! use precond::preconditioners::{build, PrecondKind};
@@ -74,7 +74,7 @@ pub use block_bicgstab::BlockBicgstab;
 pub use cg::Cg;
 pub use gmres::Gmres;
 
-use lblib::comm::{Comm, ReduceOp};
+use lbcomm::comm::{Comm, ReduceOp};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 

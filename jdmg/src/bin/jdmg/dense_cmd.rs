@@ -1,5 +1,5 @@
 //! `jdmg dense lu|qr|gemm`: distributed dense LU / QR / matrix product laid out
-//! on the rates lblib measures (Boudet et al.; `lblib::dense`).
+//! on the rates lblib measures (Boudet et al.; `hetdense`).
 //!
 //! Exit codes: 0 success; 2 bad input (options, unreadable or non-square file,
 //! singular matrix).
@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use lblib::dense::grid::GridAlloc;
-use lblib::dense::{
+use hetdense::grid::GridAlloc;
+use hetdense::{
     run_dense, DenseError, DenseOp, DenseParams, DenseReport, LayoutKind, LoadChange, Replan,
     ReplanRates, Source,
 };
@@ -287,7 +287,7 @@ fn params_from(a: &DenseArgs, n: usize) -> Result<DenseParams, Fail> {
             .as_deref()
             .map(parse_load_change)
             .transpose()?,
-        rates: lblib::dense::RateParams {
+        rates: hetdense::RateParams {
             min_seconds: a.rate_seconds,
             ..Default::default()
         },

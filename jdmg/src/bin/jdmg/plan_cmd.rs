@@ -4,13 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
-use lblib::dense::sched::malleable::{
+use hetdense::sched::malleable::{
     algorithm1, algorithm2, algorithm3, figure_setup, ramp_speeds, reproduce, Alg3Params,
     CostModel, Dag, Figure, ReproCase, Schedule,
 };
-use lblib::dense::sched::measure::{measure_gemm_rates, relative_speeds, MeasureParams};
-use lblib::dense::sched::taskgraph::{predict_makespan, run_tiled_lu, LuRunParams};
-use lblib::dense::sched::tiles::{
+use hetdense::sched::measure::{measure_gemm_rates, relative_speeds, MeasureParams};
+use hetdense::sched::taskgraph::{predict_makespan, run_tiled_lu, LuRunParams};
+use hetdense::sched::tiles::{
     block_cyclic, blr_densities, evaluate, simulate, AllocKind, BceGrid, BlrParams, KernelCosts,
     Mapping, Op, RsParams, TileDag, TileMetrics,
 };
@@ -368,7 +368,7 @@ fn dag_cmd(a: &DagArgs) -> Result<(), Fail> {
 
 fn dag_speeds(a: &DagArgs) -> Result<Vec<f64>, Fail> {
     if let Some(s) = &a.speeds {
-        lblib::dense::sched::check_speeds(s).map_err(bad)?;
+        hetdense::sched::check_speeds(s).map_err(bad)?;
         return Ok(s.clone());
     }
     if a.measure {
@@ -515,7 +515,7 @@ fn dag_reproduce(
 
 fn tile_speeds(a: &TilesArgs) -> Result<Vec<f64>, Fail> {
     if let Some(s) = &a.speeds {
-        lblib::dense::sched::check_speeds(s).map_err(bad)?;
+        hetdense::sched::check_speeds(s).map_err(bad)?;
         return Ok(s.clone());
     }
     if a.measure {
@@ -1075,7 +1075,7 @@ fn tile_map(path: &Path, m: &Mapping) -> Result<(), Fail> {
 fn gantt_tiles(
     path: &Path,
     dag: &TileDag,
-    segs: &[lblib::dense::sched::tiles::Segment],
+    segs: &[hetdense::sched::tiles::Segment],
     nprocs: usize,
 ) -> Result<(), Fail> {
     let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
@@ -1098,9 +1098,9 @@ fn gantt_tiles(
         .map_err(plot_err)?;
     ch.draw_series(segs.iter().map(|s| {
         let k = match dag.tasks[s.task].kind {
-            lblib::dense::sched::tiles::Kernel::Getrf => 0,
-            lblib::dense::sched::tiles::Kernel::Trsm => 1,
-            lblib::dense::sched::tiles::Kernel::Gemm => 2,
+            hetdense::sched::tiles::Kernel::Getrf => 0,
+            hetdense::sched::tiles::Kernel::Trsm => 1,
+            hetdense::sched::tiles::Kernel::Gemm => 2,
         };
         Rectangle::new(
             [(s.start, s.proc as f64 + 0.1), (s.end, s.proc as f64 + 0.9)],

@@ -3,7 +3,7 @@
 //! Cluster ScaLAPACK") §2–§4 and Mehaut and Robert, "Algorithms and Tools for
 //! (Distributed) Heterogeneous Computing", §4.3–4.5.
 
-use lblib::dense::alloc::*;
+use hetdense::alloc::*;
 
 const T358: [f64; 3] = [3.0, 5.0, 8.0];
 

@@ -1,4 +1,7 @@
-//! Dense linear algebra on measured rates (feature `dense`, brings in faer).
+//! hetdense: dense linear algebra on processes of different speeds, laid out from
+//! the rates `lblib` measures. Planners of work from cycle-times or speeds (papers
+//! 000, 001, 002, 004), their simulators, and distributed LU / QR / GEMM over any
+//! `lbcomm` communicator on those layouts (faer for the local kernels).
 //!
 //! | paper | item |
 //! |---|---|
@@ -8,8 +11,24 @@
 //! | `000` §2.2 right-looking LU / QR on a 1-D column-block layout, §2.1/§4.5 semi-static re-planning | [`factor`] |
 //! | `000` §2.1 matrix product (Algorithm 2.1 chunks) | [`gemm`] |
 //! | `001` §4.3–4.5 outer-product matrix product and right-looking LU on a heterogeneous 2-D grid (panel or Kalinov–Lastovetsky allocation) | [`grid`] |
+//! | `002` malleable task graphs, `004` BC/BCE/RS tile allocation, tiled LU on threads | [`sched`] |
 //! | checks: backward error, orthogonality, serial faer references, solve | [`check`] |
 //! | one call that runs an operation and reports (the `jdmg dense` CLI) | [`run`] |
+//!
+//! The papers, cited by number:
+//!
+//! * 000, Boudet et al.: V. Boudet, F. Rastello, Y. Robert, *A Proposal for a
+//!   Heterogeneous Cluster ScaLAPACK (Dense Linear Solvers)*.
+//! * 001, Mehaut and Robert: J.-F. Mehaut, Y. Robert, *Algorithms and Tools for
+//!   (Distributed) Heterogeneous Computing: A Prospective Report*.
+//! * 002, Barbosa et al.: J. Barbosa, C. Morais, P. Tadeu, *Data Parallel
+//!   Scheduling of Operations in Linear Algebra on Heterogeneous Clusters*.
+//! * 003, McCombs et al.: J. R. McCombs, R. T. Mills, A. Stathopoulos, *Dynamic
+//!   Load Balancing of an Iterative Eigensolver on Grids of Heterogeneous
+//!   Clusters* (the balancer of `lblib`).
+//! * 004, Beaumont et al.: O. Beaumont, L. Eyraud-Dubois, M. Vérité, *2D Static
+//!   Resource Allocation for Compressed Linear Algebra and Communication
+//!   Constraints*.
 
 pub mod alloc;
 pub mod check;
@@ -26,8 +45,8 @@ pub use layout::{ColumnLayout, LayoutKind};
 pub use rates::{measure_cycle_times, RateParams, RateSample};
 pub use run::{run_dense, DenseOp, DenseParams, DenseReport, LoadChange};
 
-use crate::error::LbError;
 use alloc::AllocError;
+use lblib::LbError;
 
 /// Errors of the dense kernels: bad parameters and failed collectives, with what
 /// is known about them.

@@ -276,7 +276,7 @@ impl OptimizedLuSchedule {
     /// Predicted time with unit tasks and no communication cost: the factor
     /// `F(0)` on the fastest processor, then for every level `k = 0..n-2` the
     /// execution time `max_i c_i t_i` of [`level_counts`](Self::level_counts).
-    /// Compare with [`crate::dense::alloc::simulate_lu`] for the static layouts.
+    /// Compare with [`crate::alloc::simulate_lu`] for the static layouts.
     pub fn predicted_time(&self) -> f64 {
         let times = &self.dp.times;
         let mut total = times[self.fastest];

@@ -32,9 +32,8 @@ impl ReduceOp {
 ///
 /// Backends: [`SelfComm`] (one process), [`crate::ThreadComm`] (N ranks as threads
 /// of one process, with optional per-rank slowdown), `MpiComm` (rsmpi, feature
-/// `mpi`). Wrappers: [`crate::Traced`] (imbalance tracer), [`crate::Delayed`] (slow
-/// link), [`crate::Slowed`]
-/// (emulated slower node).
+/// `mpi`). Wrappers: [`crate::Delayed`] (slow link), [`crate::Slowed`] (emulated
+/// slower node); `lblib::Traced` (imbalance tracer) is one too.
 pub trait Comm {
     /// This process's rank in `0..size()`.
     fn rank(&self) -> usize;
@@ -74,7 +73,7 @@ pub trait Comm {
     /// computation so far keeps the old one): a load that changes during a run
     /// (Boudet et al. §2.1, §4.5). Returns `false`, doing nothing, when the
     /// communicator emulates no slowdown (the default; [`crate::ThreadComm`]
-    /// does, and [`crate::Traced`] and [`crate::Delayed`] forward).
+    /// does, and [`crate::Delayed`] and `lblib::Traced` forward).
     fn set_slowdown(&self, _factor: f64) -> bool {
         false
     }

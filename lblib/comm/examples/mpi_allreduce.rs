@@ -1,13 +1,13 @@
 //! Checks every collective of `MpiComm` under mpirun:
 //!
 //! ```text
-//! cargo build -p lblib --features mpi --example mpi_allreduce
+//! cargo build -p lbcomm --features mpi --example mpi_allreduce
 //! mpirun --oversubscribe -np 4 target/debug/examples/mpi_allreduce
 //! ```
 //!
 //! Rank 0 prints one summary line; the exit code is non-zero on any mismatch.
 
-use lblib::{Comm, ReduceOp};
+use lbcomm::{Comm, ReduceOp};
 
 fn check(failures: &mut Vec<String>, ok: bool, what: &str) {
     if !ok {
@@ -16,7 +16,7 @@ fn check(failures: &mut Vec<String>, ok: bool, what: &str) {
 }
 
 fn main() {
-    let (universe, world, threading) = lblib::mpi::init().expect("MPI initialization");
+    let (universe, world, threading) = lbcomm::mpi::init().expect("MPI initialization");
     let r = world.rank();
     let n = world.size();
     let mut fails = Vec::new();

@@ -1,7 +1,7 @@
 //! Sleep-based slowdown emulation used under mpirun.
 
-use lblib::cputime::ThreadCpuClock;
-use lblib::{Comm, SelfComm, SlowdownBasis, Slowed};
+use lbcomm::cputime::ThreadCpuClock;
+use lbcomm::{Comm, SelfComm, SlowdownBasis, Slowed};
 
 fn burn(iters: usize) -> f64 {
     let mut x = 0.0f64;
@@ -51,6 +51,6 @@ fn factor_one_does_not_sleep_and_split_keeps_the_factor() {
     assert_eq!(sub.factor(), 1.0);
     assert_eq!((sub.rank(), sub.size()), (0, 1));
     let mut b = [2.0];
-    sub.all_reduce(&mut b, lblib::ReduceOp::Sum);
+    sub.all_reduce(&mut b, lbcomm::ReduceOp::Sum);
     assert_eq!(b, [2.0]);
 }

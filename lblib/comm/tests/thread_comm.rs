@@ -1,6 +1,6 @@
 //! ThreadComm: every collective, split, clocks and panic propagation.
 
-use lblib::{ClockMode, Comm, ReduceOp, ThreadComm, ThreadConfig};
+use lbcomm::{ClockMode, Comm, ReduceOp, ThreadComm, ThreadConfig};
 
 #[test]
 fn results_come_back_in_rank_order() {
@@ -129,7 +129,7 @@ fn virtual_clock_scales_cpu_time_by_slowdown() {
     let cfg = ThreadConfig::with_slowdowns(&[1.0, 3.0], ClockMode::Virtual);
     let out = ThreadComm::run_with(cfg, |c| {
         c.barrier();
-        let cpu = lblib::cputime::ThreadCpuClock::current();
+        let cpu = lbcomm::cputime::ThreadCpuClock::current();
         let (t0, c0) = (c.wtime(), cpu.seconds());
         burn(3_000_000);
         let (t1, c1) = (c.wtime(), cpu.seconds());
@@ -155,7 +155,7 @@ fn virtual_clock_scales_cpu_time_by_slowdown() {
 fn real_clock_sleeps_slow_ranks() {
     let cfg = ThreadConfig::with_slowdowns(&[1.0, 2.0], ClockMode::Real);
     let out = ThreadComm::run_with(cfg, |c| {
-        let cpu = lblib::cputime::ThreadCpuClock::current();
+        let cpu = lbcomm::cputime::ThreadCpuClock::current();
         let t0 = c.wtime();
         let c0 = cpu.seconds();
         burn(2_000_000);

@@ -51,7 +51,7 @@ use super::alloc::{reallocate_remaining, Reallocation};
 use super::layout::{ColumnLayout, LayoutKind};
 use super::rates::{RateMeter, RateSample};
 use super::{DenseError, Source};
-use crate::comm::Comm;
+use lbcomm::Comm;
 
 /// Which factorization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

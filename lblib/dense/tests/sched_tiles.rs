@@ -2,8 +2,8 @@
 //! RS allocations and the metrics 𝔅(M), 𝔇(M), dispersion, checked against the
 //! paper's worked examples and the trends of its Figures 4–8.
 
-use lblib::dense::sched::tiles::*;
-use lblib::dense::sched::Rng;
+use hetdense::sched::tiles::*;
+use hetdense::sched::Rng;
 
 fn ones(p: usize) -> Vec<f64> {
     vec![1.0; p]

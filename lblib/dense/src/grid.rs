@@ -23,7 +23,7 @@ use super::alloc::{grid_2d_panel, kalinov_lastovetsky, optimal_chunks, Grid2dPar
 use super::factor::perm_to_transpositions;
 use super::layout::n_blocks;
 use super::{DenseError, Source};
-use crate::comm::Comm;
+use lbcomm::Comm;
 
 /// Which 2-D allocation lays out the blocks of a [`GridLayout`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

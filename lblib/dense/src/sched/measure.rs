@@ -11,7 +11,8 @@ use faer::{Accum, Mat, Par};
 use serde::{Deserialize, Serialize};
 
 use super::{Rng, SchedError};
-use crate::{ClockMode, Comm, Lbs, ThreadComm, ThreadConfig};
+use lbcomm::{ClockMode, Comm, ThreadComm, ThreadConfig};
+use lblib::Lbs;
 
 /// Parameters of [`measure_gemm_rates`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,10 +1,10 @@
 //! The real tiled LU (faer tile kernels on worker threads, static BC / BCE / RS
 //! tile owners, the 𝔇(M) priorities) and the measured GEMM rates.
 
-use lblib::dense::sched::measure::{measure_gemm_rates, relative_speeds, MeasureParams};
-use lblib::dense::sched::taskgraph::{predict_makespan, run_tiled_lu, LuRunParams};
-use lblib::dense::sched::tiles::*;
-use lblib::ClockMode;
+use hetdense::sched::measure::{measure_gemm_rates, relative_speeds, MeasureParams};
+use hetdense::sched::taskgraph::{predict_makespan, run_tiled_lu, LuRunParams};
+use hetdense::sched::tiles::*;
+use lbcomm::ClockMode;
 
 #[test]
 fn tiled_lu_is_backward_stable_on_every_allocation() {

@@ -10,7 +10,7 @@
 //! | `004` §3.3 Figure 1 tiled LU task graph | [`tiles::TileDag`] |
 //! | `002` §2.2.1 cost model, Algorithms 1–3, eq. 3 | [`malleable`] |
 //! | real tiled LU on threads, compared with 𝔇(M) | [`taskgraph`] |
-//! | per-thread GEMM rates with [`crate::Lbs`] | [`measure`] |
+//! | per-thread GEMM rates with [`lblib::Lbs`] | [`measure`] |
 
 pub mod malleable;
 pub mod measure;

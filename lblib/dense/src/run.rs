@@ -13,8 +13,8 @@ use super::grid::{gather_grid, grid_gemm, grid_lu, GridAlloc, GridLayout};
 use super::layout::{ColumnLayout, LayoutKind};
 use super::rates::{RateMeter, RateParams, RateSample};
 use super::{par_for, random_entry, DenseError, Source};
-use crate::comm::{Comm, ReduceOp};
-use crate::tracer::Traced;
+use lbcomm::{Comm, ReduceOp};
+use lblib::Traced;
 
 /// The operation of [`run_dense`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

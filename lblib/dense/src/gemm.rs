@@ -10,7 +10,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 use super::alloc::optimal_chunks;
 use super::layout::{n_blocks, LayoutKind};
 use super::{DenseError, Source};
-use crate::comm::Comm;
+use lbcomm::Comm;
 
 /// Columns `start..end` of `B` and `C` owned by every process.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,15 +1,15 @@
-//! Distributed LU / QR / GEMM of `lblib::dense` (Boudet et al. §2–§4) against serial
+//! Distributed LU / QR / GEMM of `hetdense` (Boudet et al. §2–§4) against serial
 //! faer and against the backward-error bounds of dense linear algebra.
 
-use lblib::dense::alloc::{optimal_chunks, simulate_lu};
-use lblib::dense::check::{self, serial_lu, serial_qr};
-use lblib::dense::factor::{
+use hetdense::alloc::{optimal_chunks, simulate_lu};
+use hetdense::check::{self, serial_lu, serial_qr};
+use hetdense::factor::{
     factor_distributed, factor_distributed_with, gather_factors, Factorization, Replan, ReplanRates,
 };
-use lblib::dense::gemm::GemmLayout;
-use lblib::dense::rates::{RateMeter, RateParams};
-use lblib::dense::{run_dense, ColumnLayout, DenseError, DenseOp, DenseParams, LayoutKind, Source};
-use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig};
+use hetdense::gemm::GemmLayout;
+use hetdense::rates::{RateMeter, RateParams};
+use hetdense::{run_dense, ColumnLayout, DenseError, DenseOp, DenseParams, LayoutKind, Source};
+use lbcomm::{ClockMode, Comm, ThreadComm, ThreadConfig};
 
 const EPS: f64 = f64::EPSILON;
 const LAYOUTS: [LayoutKind; 3] = [
@@ -452,7 +452,7 @@ fn virtual_clock_times_follow_the_000_model() {
 #[test]
 fn bad_parameters_are_typed_errors() {
     let _serial = one_at_a_time();
-    let comm = lblib::SelfComm::new();
+    let comm = lbcomm::SelfComm::new();
     let bad = |params: DenseParams| run_dense(&comm, &Source::Random { seed: 0 }, &params);
     assert!(matches!(
         bad(DenseParams {
@@ -514,7 +514,7 @@ fn bad_parameters_are_typed_errors() {
 #[test]
 fn grid_2d_panel_layout_and_outer_product() {
     let _serial = one_at_a_time();
-    use lblib::dense::grid::{gather_grid, grid_gemm, GridLayout};
+    use hetdense::grid::{gather_grid, grid_gemm, GridLayout};
     // 001 §4.4: t = [[1,2],[3,6]] -> r = (3,1), c = (2,1) on a 4 x 3 panel.
     let times = [1.0, 2.0, 3.0, 6.0];
     let (n, block) = (64, 4); // 16 block rows and columns
@@ -525,7 +525,7 @@ fn grid_2d_panel_layout_and_outer_product() {
     let a = Source::Random { seed: 9 };
     let b = Source::Random { seed: 10 };
     let exact =
-        lblib::dense::gemm::gemm_slab(&a.to_col_major(n), &b.to_col_major(n), n, n, faer::Par::Seq);
+        hetdense::gemm::gemm_slab(&a.to_col_major(n), &b.to_col_major(n), n, n, faer::Par::Seq);
     for (rows, cols) in [(2, 2), (1, 3), (3, 1)] {
         let t = vec![1.0; rows * cols];
         let lay = if rows == 2 {
@@ -623,7 +623,7 @@ const GRID_TIMES: [f64; 6] = [1.0, 2.0, 3.0, 1.5, 2.5, 1.2];
 #[test]
 fn grid_lu_equals_serial_faer_on_small_grids() {
     let _serial = one_at_a_time();
-    use lblib::dense::grid::{gather_grid, grid_lu, GridAlloc, GridLayout};
+    use hetdense::grid::{gather_grid, grid_lu, GridAlloc, GridLayout};
     let (n, block) = (90, 8); // 12 blocks, the last one narrower
     let src = Source::Random { seed: 7 };
     let a = src.to_col_major(n);
@@ -675,7 +675,7 @@ fn grid_lu_equals_serial_faer_on_small_grids() {
 #[test]
 fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
     let _serial = one_at_a_time();
-    use lblib::dense::grid::GridAlloc;
+    use hetdense::grid::GridAlloc;
     for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
         let params = DenseParams {
             op: DenseOp::Lu,
@@ -706,7 +706,7 @@ fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
         assert!(r.grid_bytes > 0);
     }
     // QR on a grid and re-planning on a grid are typed errors.
-    let comm = lblib::SelfComm::new();
+    let comm = lbcomm::SelfComm::new();
     for params in [
         DenseParams {
             op: DenseOp::Qr,
@@ -734,8 +734,8 @@ fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
 #[test]
 fn kalinov_lastovetsky_grid_follows_the_planner() {
     let _serial = one_at_a_time();
-    use lblib::dense::alloc::kalinov_lastovetsky;
-    use lblib::dense::grid::{gather_grid, grid_gemm, GridAlloc, GridLayout};
+    use hetdense::alloc::kalinov_lastovetsky;
+    use hetdense::grid::{gather_grid, grid_gemm, GridAlloc, GridLayout};
     // 001 §4.3, Figure 9: t = [[1,2],[3,5]]: grid column 0 rows 3:1, column 1
     // rows 5:2; 61 block columns of a panel: 40 and 21.
     let t = [1.0, 2.0, 3.0, 5.0];
@@ -779,7 +779,7 @@ fn kalinov_lastovetsky_grid_follows_the_planner() {
     assert!(!lay.aligned());
     let (a, b) = (Source::Random { seed: 1 }, Source::Random { seed: 2 });
     let exact =
-        lblib::dense::gemm::gemm_slab(&a.to_col_major(n), &b.to_col_major(n), n, n, faer::Par::Seq);
+        hetdense::gemm::gemm_slab(&a.to_col_major(n), &b.to_col_major(n), n, n, faer::Par::Seq);
     let out = ThreadComm::run(4, |comm| {
         let c = grid_gemm(&comm, &lay, &a, &b, faer::Par::Seq).unwrap();
         gather_grid(&comm, &lay, &c)
@@ -791,7 +791,7 @@ fn kalinov_lastovetsky_grid_follows_the_planner() {
 #[test]
 fn clusters_run_follows_the_two_level_planner_and_equals_faer() {
     let _serial = one_at_a_time();
-    use lblib::dense::alloc::{two_level_allocation, TwoLevelParams};
+    use hetdense::alloc::{two_level_allocation, TwoLevelParams};
     // Two host-like clusters of 2 ranks, the second 3x slower (virtual clocks).
     let groups = vec![vec![0, 1], vec![2, 3]];
     let (n, block) = (96, 4); // 24 blocks, panels of 8
@@ -856,7 +856,7 @@ fn clusters_run_follows_the_two_level_planner_and_equals_faer() {
 #[test]
 fn a_load_change_mid_run_is_seen_by_the_replanning() {
     let _serial = one_at_a_time();
-    use lblib::dense::LoadChange;
+    use hetdense::LoadChange;
     // Rank 1 becomes 4x slower at panel 16 of 48: the re-planning after it
     // measures the change and moves blocks to rank 0; static keeps its layout.
     let base = DenseParams {
@@ -919,7 +919,7 @@ fn a_load_change_mid_run_is_seen_by_the_replanning() {
     }
     // A load change on a communicator without emulated slowdowns is a typed error.
     let e = run_dense(
-        &lblib::SelfComm::new(),
+        &lbcomm::SelfComm::new(),
         &Source::Random { seed: 3 },
         &DenseParams {
             load_change: Some(LoadChange {

@@ -8,8 +8,8 @@ use faer::{Accum, MatMut, MatRef};
 use serde::{Deserialize, Serialize};
 
 use super::DenseError;
-use crate::comm::Comm;
-use crate::lbs::{Lbs, LbsConfig, Method};
+use lbcomm::Comm;
+use lblib::{Lbs, LbsConfig, Method};
 
 /// Parameters of the rate measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

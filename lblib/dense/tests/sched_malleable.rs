@@ -1,8 +1,8 @@
 //! Barbosa, Morais, Tadeu: cost model, Algorithms 1–3, the
 //! improvement index, and the reproduction of Figures 8, 10 and 11 with the
-//! model choices documented in `lblib::dense::sched::malleable`.
+//! model choices documented in `hetdense::sched::malleable`.
 
-use lblib::dense::sched::malleable::*;
+use hetdense::sched::malleable::*;
 
 #[test]
 fn cost_model_section_2_2_1() {
