@@ -15,8 +15,8 @@
 //! phase per group; with a competitor, the medians before and after it and each
 //! group's share of the steps) and stored under `summary[i].rates` in the JSON.
 //!
-//! Usage (build first: `CARGO_TARGET_DIR=target-exp cargo build --release -p jdmg -p
-//! lblib --features jdmg/mpi,lblib/mpi --bins --examples`):
+//! Usage (build first: `CARGO_TARGET_DIR=target-exp cargo build --release -p jdmg-cli -p
+//! lblib --features jdmg-cli/mpi,lblib/mpi --bins --examples`):
 //!
 //! ```text
 //! CARGO_TARGET_DIR=target-exp cargo run --release -p bench --bin grid -- \
@@ -107,7 +107,7 @@ struct Args {
     /// Which experiment.
     #[arg(long, value_enum)]
     experiment: Experiment,
-    /// The jdmg binary (built with --features jdmg/mpi).
+    /// The jdmg binary (built with --features jdmg-cli/mpi).
     #[arg(long, default_value = "target-exp/release/jdmg")]
     jdmg: PathBuf,
     /// MPI ranks per job.

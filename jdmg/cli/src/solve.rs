@@ -1549,6 +1549,6 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
 #[cfg(not(feature = "mpi"))]
 fn solve_mpi(_a: &SolveArgs, _params: &JdParams) -> Result<(), Fail> {
     Err(Fail::bad(
-        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)",
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg-cli --features mpi)",
     ))
 }
