@@ -248,7 +248,7 @@ impl CorrectionSolver {
     pub fn new(n: usize, solver: crate::params::InnerSolver, max_locked: usize) -> Self {
         let krylov = match solver {
             crate::params::InnerSolver::Qmrs => Krylov::Qmrs(crate::jdqmr::JdQmr::new(n)),
-            crate::params::InnerSolver::Bicgstab => {
+            crate::params::InnerSolver::Bicgstab | crate::params::InnerSolver::Auto => {
                 Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n)))
             }
         };

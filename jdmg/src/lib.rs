@@ -207,6 +207,7 @@
 //!   Constraints*.
 #![warn(missing_docs)]
 
+mod block_jdqmr;
 pub mod checkpoint;
 mod correction;
 mod dense;

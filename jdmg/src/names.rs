@@ -87,7 +87,7 @@ named!(PrecondChoice, "preconditioner" {
     Spai = "spai",
     Fsai = "fsai",
 });
-named!(InnerSolver, "inner solver" { Bicgstab = "bicgstab", Qmrs = "qmrs" });
+named!(InnerSolver, "inner solver" { Auto = "auto", Bicgstab = "bicgstab", Qmrs = "qmrs" });
 named!(Verify, "verification" { Auto = "auto", Always = "always", Never = "never" });
 named!(Balance, "balancing" { None = "none", Fastest = "fastest", Slowest = "slowest" });
 

@@ -47,21 +47,30 @@ pub enum InnerStop {
     },
 }
 
-/// Krylov solver of the correction equations.
+/// How the correction equations are solved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum InnerSolver {
-    /// Right-preconditioned BiCGSTAB, the paper's solver (McCombs et al. §3; default):
-    /// two matvecs per step, any preconditioner. (JDQMR took 0.77× its wall time
-    /// on lap3d:40 but 1.14× on lap3d:64, side by side, so it is not the default.)
+    /// Chosen by measured cost (the default; PRIMME's DYNAMIC). Preconditioned
+    /// correction equations alternate between GD+k steps (t = −K⁻¹r, no inner
+    /// iteration) and block JDQMR, and keep the one whose measured progress per
+    /// second is larger (see `jd/dynamic.rs` for the rule); without a
+    /// preconditioner, block JDQMR. Solve groups use BiCGSTAB. With `maxits = 0`,
+    /// GD+k only. The switches depend on timings, so two runs (or a run and its
+    /// resumption from a checkpoint) may take different steps to the same
+    /// eigenpairs; choose `Bicgstab` or `Qmrs` for reproducible counters.
     #[default]
+    Auto,
+    /// Right-preconditioned BiCGSTAB, the paper's solver (McCombs et al. §3):
+    /// two matvecs per step, any preconditioner.
     Bicgstab,
     /// Symmetric QMR with JDQMR's dynamic stopping (Stathopoulos; PRIMME's
     /// `inner_solve`): one matvec per step; each solve stops when the estimated
     /// eigenresidual of the corrected vector stops improving, so `maxits` is only a
-    /// cap (raise it, e.g. 100). Needs a symmetric preconditioner (none, Jacobi,
-    /// ILU(0) or FSAI); serial and fine grain only (solve groups use BiCGSTAB);
-    /// `InnerStop::Time` is not supported.
+    /// cap (raise it, e.g. 100). The equations of a block advance together (one
+    /// blocked SpMV and preconditioner call per step). Needs a symmetric
+    /// preconditioner (none, Jacobi, ILU(0) or FSAI); serial and fine grain only
+    /// (solve groups use BiCGSTAB); `InnerStop::Time` is not supported.
     Qmrs,
 }
 
@@ -148,22 +157,19 @@ pub struct JdParams {
     /// Stop after this many outer iterations. Default 100,000.
     pub max_outer: usize,
     /// Inner steps cap per correction equation; 0 gives Davidson steps (GD+k).
-    /// Default None = [`DEFAULT_MAXITS_QMRS`] for JDQMR (a cap only: its dynamic
-    /// rules stop earlier); for BiCGSTAB, 0 (GD+k: t = −K⁻¹r for the whole block
-    /// in one preconditioner call, PRIMME's GD+k) when the correction equations
-    /// are preconditioned, else [`DEFAULT_MAXITS_BICGSTAB`] (the paper's
-    /// BiCGSTAB(3): cheap corrections and few outer iterations without a
-    /// preconditioner). The rule follows measured costs: with ILU(0) or Jacobi,
-    /// GD+k took 0.56–0.80× the time of BiCGSTAB(3) on lap3d:40, bcsstk13 and
-    /// bcsstk15 (outer iterations cost less than the inner steps they replace);
-    /// without a preconditioner BiCGSTAB(3) took 0.35× GD+k's on lap3d:40 (GD+k
-    /// needs 4× the outer iterations). Solve groups always default to BiCGSTAB(3)
-    /// (balancing times the correction equations).
+    /// Default None = [`DEFAULT_MAXITS_QMRS`] for JDQMR and for `Auto`'s JDQMR
+    /// phases (a cap only: JDQMR's dynamic rules stop earlier); for BiCGSTAB, 0
+    /// (GD+k: t = −K⁻¹r for the whole block in one preconditioner call, PRIMME's
+    /// GD+k) when the correction equations are preconditioned, else
+    /// [`DEFAULT_MAXITS_BICGSTAB`] (the paper's BiCGSTAB(3)). Solve groups default
+    /// to [`crate::optimal_m::DEFAULT_MAXITS_GROUPS`] (balancing times the
+    /// correction equations).
     pub maxits: Option<usize>,
     /// Inner stopping rule. Default `Adaptive` (2^−iter; with `Qmrs`: JDQMR's
     /// dynamic rules).
     pub inner: InnerStop,
-    /// Inner Krylov solver. Default `Bicgstab`.
+    /// How the correction equations are solved. Default `Auto` (GD+k and block
+    /// JDQMR by measured cost; see [`InnerSolver::Auto`]).
     pub inner_solver: InnerSolver,
     /// Preconditioner. Default `Auto` (ILU(0) when stable, else Jacobi; see
     /// [`PrecondChoice::Auto`]).
@@ -205,7 +211,7 @@ impl Default for JdParams {
             max_outer: 100_000,
             maxits: None,
             inner: InnerStop::Adaptive,
-            inner_solver: InnerSolver::Bicgstab,
+            inner_solver: InnerSolver::Auto,
             precond: PrecondChoice::Auto,
             precond_shift: None,
             ilut_fill: 20,
@@ -239,10 +245,13 @@ pub(crate) struct Sizes {
 }
 
 impl JdParams {
-    /// A copy with the defaults that depend on other fields filled in: the inner
-    /// step cap of the chosen solver.
+    /// A copy with the defaults that depend on other fields filled in: `Auto`
+    /// becomes BiCGSTAB (solve groups), and the inner step cap of the solver.
     pub fn resolved(&self) -> JdParams {
         let mut p = self.clone();
+        if p.inner_solver == InnerSolver::Auto {
+            p.inner_solver = InnerSolver::Bicgstab;
+        }
         p.maxits.get_or_insert(match p.inner_solver {
             InnerSolver::Qmrs => DEFAULT_MAXITS_QMRS,
             _ => DEFAULT_MAXITS_BICGSTAB,
@@ -250,13 +259,22 @@ impl JdParams {
         p
     }
 
-    /// The same as [`JdParams::resolved`], for correction equations that are
-    /// `preconditioned` or not: BiCGSTAB's default cap is then 0 (GD+k) with a
-    /// preconditioner (see [`JdParams::maxits`]).
+    /// The same as [`JdParams::resolved`], for serial and fine-grain correction
+    /// equations that are `preconditioned` or not: `Auto` stays (dynamic) when
+    /// preconditioned and becomes `Qmrs` when not (with `InnerStop::Time`,
+    /// `Bicgstab`); BiCGSTAB's default cap is 0 (GD+k) with a preconditioner (see
+    /// [`JdParams::maxits`]).
     pub fn resolved_for(&self, preconditioned: bool) -> JdParams {
         let mut p = self.clone();
+        if p.inner_solver == InnerSolver::Auto {
+            if matches!(p.inner, InnerStop::Time { .. }) {
+                p.inner_solver = InnerSolver::Bicgstab;
+            } else if !preconditioned {
+                p.inner_solver = InnerSolver::Qmrs;
+            }
+        }
         p.maxits.get_or_insert(match p.inner_solver {
-            InnerSolver::Qmrs => DEFAULT_MAXITS_QMRS,
+            InnerSolver::Qmrs | InnerSolver::Auto => DEFAULT_MAXITS_QMRS,
             _ if preconditioned => 0,
             _ => DEFAULT_MAXITS_BICGSTAB,
         });

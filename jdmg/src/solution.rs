@@ -18,6 +18,12 @@ pub struct Stats {
     /// Why the JDQMR inner solves stopped (all zero with BiCGSTAB): the counts tell
     /// whether `maxits` caps them (`steps`) or the dynamic rules do.
     pub inner_stops: InnerStops,
+    /// Outer iterations whose correction was a GD+k step (t = −K⁻¹r).
+    pub gdk_iterations: usize,
+    /// Outer iterations whose correction was a block JDQMR solve.
+    pub jdqmr_iterations: usize,
+    /// Switches between the two under `InnerSolver::Auto` (measured progress).
+    pub method_switches: usize,
     /// Global reductions (all-reduce calls) issued by the solver.
     pub global_sums: u64,
     /// Thick restarts.

@@ -48,10 +48,13 @@ fn lap3d(n: usize) -> CsrMatrix {
     generate(&spec).unwrap()
 }
 
+/// A fixed correction method: `InnerSolver::Auto` switches on timings, and these
+/// tests compare the steps of two runs.
 fn params() -> JdParams {
     JdParams {
         nev: 4,
         tol: 1e-10,
+        inner_solver: jdmg::InnerSolver::Bicgstab,
         ..JdParams::default()
     }
 }

@@ -102,9 +102,10 @@ pub struct SolveArgs {
     /// Shift σ of the preconditioner (A − σI); finite.
     #[arg(long, allow_hyphen_values = true)]
     pub precond_shift: Option<f64>,
-    /// Inner steps cap per correction equation (0: Davidson steps, GD+k); default
-    /// 40 with qmrs (a cap: its dynamic rules stop earlier); with bicgstab 0 (GD+k)
-    /// when preconditioned, 3 with --precond none; and 150 in solve groups
+    /// Inner steps cap per correction equation (0: Davidson steps, GD+k only);
+    /// default 40 with qmrs and auto (a cap: JDQMR's dynamic rules stop earlier);
+    /// with bicgstab 0 (GD+k) when preconditioned, 3 with --precond none; and 150
+    /// in solve groups
     /// (--groups), where each phase runs the optimal m of McCombs et al. §4 (CG
     /// bound at 2^-iter) up to this cap.
     #[arg(long)]
@@ -113,8 +114,12 @@ pub struct SolveArgs {
     /// for qmrs).
     #[arg(long, value_enum)]
     pub inner: Option<Inner>,
-    /// Inner solver: bicgstab (the paper's; default) or qmrs (symmetric QMR, one
-    /// matvec per step, JDQMR's dynamic stopping; serial and fine grain).
+    /// How the correction equations are solved: auto (default: with a
+    /// preconditioner, GD+k steps and block JDQMR by measured progress per
+    /// second; without, block JDQMR; bicgstab in solve groups), bicgstab (the
+    /// paper's) or qmrs (symmetric QMR, one matvec per step, JDQMR's dynamic
+    /// stopping; serial and fine grain). auto's switches follow timings: pick
+    /// bicgstab or qmrs for counters that repeat run to run.
     #[arg(long, value_parser = named::<InnerSolver>())]
     pub inner_solver: Option<InnerSolver>,
     /// Verification pass for copies of multiple eigenvalues the block missed:

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use jdmg::Checkpoint;
 
-const PROBLEM: [&str; 7] = [
+/// A fixed correction method (`--inner-solver auto` switches on timings, and
+/// these tests compare the steps of two runs).
+const PROBLEM: [&str; 9] = [
     "solve",
     "--generate",
     "lap3d:24",
@@ -25,6 +27,8 @@ const PROBLEM: [&str; 7] = [
     "4",
     "--tol",
     "1e-10",
+    "--inner-solver",
+    "bicgstab",
 ];
 
 fn jdmg() -> Command {
@@ -167,6 +171,8 @@ fn solve_at(tol: &str, extra: &[&str]) -> Command {
         "8",
         "--tol",
         tol,
+        "--inner-solver",
+        "bicgstab",
         "--quiet",
         "--json",
     ])

@@ -73,6 +73,61 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         self.stats.precond_applications += s as u64;
     }
 
+    /// JDQMR for all `sel` pairs in lockstep (see [`crate::block_jdqmr`]): the
+    /// corrections go into the first columns of t. Returns inner steps per pair.
+    pub(super) fn correct_qmr_block(
+        &mut self,
+        solver: &mut BlockJdQmr,
+        x: &[f64],
+        r: &[f64],
+        sel: &[Sel],
+    ) -> Vec<usize> {
+        let (n, b) = (self.n, sel.len());
+        let shifts: Vec<f64> = sel.iter().map(|s| self.shift_for(s)).collect();
+        let inners: Vec<Inner<'_>> = shifts.iter().map(|&s| self.inner_for(s)).collect();
+        let inner = BlockInner::from_inners(&inners);
+        let maxits = self.prm.maxits();
+        let setups: Vec<QmrSetup> = sel
+            .iter()
+            .zip(&shifts)
+            .map(|(s, &shift)| QmrSetup {
+                theta: s.theta,
+                shift,
+                target: self.target,
+                maxits,
+                conv_tol: self.tol_for(s.theta),
+                ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
+                etol_factor: QMR_ETOL,
+                fixed: self.prm.inner == InnerStop::Fixed,
+            })
+            .collect();
+        let eq = BlockEquations {
+            locked: &self.xl,
+            nl: self.nl(),
+            x: &x[..n * b],
+            r: &r[..n * b],
+            shifts: &shifts,
+            setups: &setups,
+            threads: self.prm.threads,
+        };
+        let out = solver.solve(&self.op, self.pb.comm, &inner, &eq, &mut self.t);
+        self.stats.matvecs += out.matvecs;
+        self.stats.precond_applications += out.precond_applies;
+        self.stats.precond_seconds += out.precond_seconds;
+        self.stats.global_sums += out.global_sums;
+        out.per_eq
+            .iter()
+            .map(|q| {
+                self.count(&Outcome {
+                    steps: q.steps,
+                    qmr_stop: Some(q.stop),
+                    ..Outcome::default()
+                });
+                q.steps
+            })
+            .collect()
+    }
+
     /// Solves the correction equation for one targeted pair into column `slot` of t
     /// with the shared [`CorrectionSolver`]. Returns the inner steps taken.
     pub(super) fn correct(

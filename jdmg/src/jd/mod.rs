@@ -20,6 +20,7 @@
 mod checks;
 mod convergence;
 mod correct;
+mod dynamic;
 mod ortho;
 mod projection;
 mod restart;
@@ -31,6 +32,7 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
+use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr};
 use crate::checkpoint::{CheckpointRequest, CheckpointSink, Checkpointing};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
@@ -461,7 +463,18 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         // observer waits for the loop top when a sink takes a last checkpoint.
         let mut poll_armed = false;
         let mut stop_pending = false;
-        let mut solver = CorrectionSolver::new(n, self.prm.inner_solver, nev + self.sz.k);
+        // One-equation-at-a-time solver (BiCGSTAB), built when first needed.
+        let mut solver: Option<CorrectionSolver> = None;
+        // The block's JDQMR equations advance together (serial and fine grain).
+        let mut block_qmr = (self.backend.is_none()
+            && matches!(self.prm.inner_solver, InnerSolver::Qmrs | InnerSolver::Auto)
+            && self.prm.maxits() > 0)
+            .then(|| BlockJdQmr::new(n, k));
+        // `Auto` with a preconditioner: GD+k or block JDQMR by measured progress.
+        let mut dynamic = (self.backend.is_none()
+            && self.prm.inner_solver == InnerSolver::Auto
+            && self.prm.maxits() > 0)
+            .then(dynamic::Dynamic::new);
         // Ritz vectors and residuals of the selected pairs (at most k), sized once;
         // each batch is computed in place after the pairs selected so far.
         let mut xsel = vec![0.0; n * k];
@@ -571,6 +584,20 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 pos += cnt;
             }
             last_ritz = ritz_seen.clone();
+            if let Some(dy) = dynamic.as_mut() {
+                let phi = dynamic::potential(&ritz_seen, remaining, |th| self.tol_for(th));
+                let mut secs = [self.start.elapsed().as_secs_f64()];
+                if dy.window_due() && self.pb.comm.size() > 1 {
+                    // One clock for every process: the slowest's.
+                    self.pb.comm.all_reduce(&mut secs, ReduceOp::Max);
+                    self.stats.global_sums += 1;
+                }
+                let before = dy.method();
+                dy.observe(phi, secs[0]);
+                if dy.method() != before {
+                    self.stats.method_switches += 1;
+                }
+            }
             // A verification pass ends only when its best pair converges and locks
             // (`next_verification`): a Ritz value θ with residual ‖r‖ bounds *an*
             // eigenvalue within ‖r‖ of θ, not the smallest one left, so an
@@ -659,6 +686,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     // pairs being locked.
                     stop_pending = stop;
                     b = self.fresh_block();
+                    if let Some(dy) = dynamic.as_mut() {
+                        dy.reset_window();
+                    }
                     continue;
                 }
                 if !locked_pos.is_empty() {
@@ -745,13 +775,24 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 };
                 steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);
                 self.backend = Some(be);
-            } else if self.prm.maxits() == 0 {
+            } else if self.prm.maxits() == 0
+                || dynamic
+                    .as_ref()
+                    .is_some_and(|d| d.method() == dynamic::Method::Gdk)
+            {
                 self.davidson_block(&rsel, &sel);
+                self.stats.gdk_iterations += 1;
                 steps = vec![0; sel.len()];
+            } else if let Some(bq) = block_qmr.as_mut() {
+                steps = self.correct_qmr_block(bq, &xsel, &rsel, &sel);
+                self.stats.jdqmr_iterations += 1;
             } else {
+                let solver = solver.get_or_insert_with(|| {
+                    CorrectionSolver::new(n, self.prm.inner_solver, nev + self.sz.k)
+                });
                 for (i, s) in sel.iter().enumerate() {
                     let st = self.correct(
-                        &mut solver,
+                        solver,
                         &xsel[i * n..(i + 1) * n],
                         &rsel[i * n..(i + 1) * n],
                         s,

@@ -1,0 +1,1004 @@
+//! Block JDQMR: the correction equations of a block, each solved by JDQMR's
+//! symmetric QMR with its dynamic stopping rules (see [`crate::jdqmr`]),
+//! advancing in lockstep so that every step applies A and the preconditioner to
+//! all active equations at once (one blocked SpMV and one blocked K⁻¹ instead of
+//! one per equation), and reduces the scalars of all equations together (four
+//! global sums per step for the block).
+//!
+//! Equation j is (I − Q_jQ_jᵀ)(A − σ_j I)(I − Q_jQ_jᵀ) s_j = r_j with
+//! Q_j = [X_locked, x_j], exactly as in [`crate::correction`]; the
+//! preconditioner keeps the oblique projection of Sleijpen and van der Vorst for
+//! x_j, z = K⁻¹g − K⁻¹x_j (x_jᵀK⁻¹g)/(x_jᵀK⁻¹x_j), and is orthogonal for the
+//! locked vectors. Projections, recurrences and inner products of a step are
+//! fused into few passes over each equation's vectors.
+//!
+//! An equation that stops leaves the active set (its vectors move behind the
+//! active ones), so that the blocked products always see contiguous columns. The
+//! scalar recurrences of each equation are those of [`crate::jdqmr`].
+
+use lblib::{Comm, ReduceOp};
+use precond::{Operator, Preconditioner};
+
+use crate::correction::{shifted_jacobi, Inner};
+use crate::dense::{dot, gemm_sub, gemm_tn};
+use crate::jdqmr::{QmrOutcome, QmrSetup, QmrStop};
+use crate::params::Target;
+
+/// Scalar state of one equation's QMRs recurrences.
+#[derive(Clone, Copy)]
+struct Recur {
+    /// Which equation (column of the inputs).
+    idx: usize,
+    rnorm: f64,
+    rho_prev: f64,
+    tau_prev: f64,
+    theta_prev: f64,
+    delta_prev: f64,
+    beta_prev: f64,
+    phi_prev: f64,
+    psi_prev: f64,
+    gamma_prev: f64,
+    eval_prev: f64,
+    eres: f64,
+    /// ‖g‖² (reduced) after the last step: ρ without a preconditioner.
+    gg: f64,
+    out: QmrOutcome,
+}
+
+/// Inputs of one block solve.
+pub(crate) struct BlockEquations<'x> {
+    /// Locked vectors (n × `nl`).
+    pub locked: &'x [f64],
+    pub nl: usize,
+    /// Selected Ritz vectors and their residuals (n × b each).
+    pub x: &'x [f64],
+    pub r: &'x [f64],
+    /// Shift σ_j and JDQMR setup of every equation (b of each).
+    pub shifts: &'x [f64],
+    pub setups: &'x [QmrSetup],
+    /// Threads for the blocked products.
+    pub threads: usize,
+}
+
+/// The preconditioner of the block: none, Jacobi refreshed per equation
+/// (`diag`, a shift per equation), or a built K applied to blocks.
+pub(crate) enum BlockInner<'a> {
+    Identity,
+    Diagonal { diag: &'a [f64], shifts: Vec<f64> },
+    Built(&'a (dyn Preconditioner + Send + Sync)),
+}
+
+impl<'a> BlockInner<'a> {
+    /// The block form of the per-equation `inner`s of [`crate::correction`].
+    pub fn from_inners(inners: &[Inner<'a>]) -> Self {
+        match inners.first() {
+            Some(Inner::Built(m)) => BlockInner::Built(*m),
+            Some(Inner::Diagonal { diag, .. }) => BlockInner::Diagonal {
+                diag,
+                shifts: inners
+                    .iter()
+                    .map(|i| match i {
+                        Inner::Diagonal { shift, .. } => *shift,
+                        _ => 0.0,
+                    })
+                    .collect(),
+            },
+            _ => BlockInner::Identity,
+        }
+    }
+
+    fn is_identity(&self) -> bool {
+        matches!(self, BlockInner::Identity)
+    }
+
+    /// `dst[:, c] = K_{idx[c]}⁻¹ src[:, c]` for the first `idx.len()` columns.
+    fn apply(&self, src: &[f64], dst: &mut [f64], n: usize, idx: &[usize], threads: usize) {
+        let na = idx.len();
+        let (src, dst) = (&src[..n * na], &mut dst[..n * na]);
+        match self {
+            BlockInner::Identity => dst.copy_from_slice(src),
+            BlockInner::Diagonal { diag, shifts } => {
+                for (c, &e) in idx.iter().enumerate() {
+                    let cols = c * n..(c + 1) * n;
+                    shifted_jacobi(diag, shifts[e], &src[cols.clone()], &mut dst[cols]);
+                }
+            }
+            BlockInner::Built(m) => {
+                if threads > 1 && na > 1 {
+                    // Half of the columns on each of two threads (the
+                    // substitutions are sequential within a column).
+                    let h = na / 2;
+                    let ((s1, s2), (d1, d2)) = (src.split_at(h * n), dst.split_at_mut(h * n));
+                    rayon::join(
+                        || m.apply_block(s1, d1, h),
+                        || m.apply_block(s2, d2, na - h),
+                    );
+                } else {
+                    m.apply_block(src, dst, na);
+                }
+            }
+        }
+    }
+}
+
+/// What a block solve did.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct BlockOutcome {
+    /// Per equation, in input order.
+    pub per_eq: Vec<QmrOutcome>,
+    pub matvecs: u64,
+    pub precond_applies: u64,
+    pub precond_seconds: f64,
+    pub global_sums: u64,
+}
+
+/// Work space of [`BlockJdQmr::solve`], sized once per outer solve: a solve
+/// allocates only vectors of the block's size (scalars).
+pub(crate) struct BlockJdQmr {
+    n: usize,
+    kmax: usize,
+    g: Vec<f64>,
+    d: Vec<f64>,
+    w: Vec<f64>,
+    delta: Vec<f64>,
+    sol: Vec<f64>,
+    /// K_j⁻¹ x_j, by equation (input order).
+    kx: Vec<f64>,
+    /// X_lockedᵀ K_j⁻¹ x_j (nl per equation) and μ_j = x_jᵀ K_j⁻¹ x_j.
+    pl: Vec<f64>,
+    mu: Vec<f64>,
+    /// Global-sum buffer and X_locked coefficients.
+    buf: Vec<f64>,
+    cl: Vec<f64>,
+}
+
+/// Views of column `c` (n rows) of a column-major buffer.
+fn col(v: &[f64], n: usize, c: usize) -> &[f64] {
+    &v[c * n..(c + 1) * n]
+}
+
+fn col_mut(v: &mut [f64], n: usize, c: usize) -> &mut [f64] {
+    &mut v[c * n..(c + 1) * n]
+}
+
+impl BlockJdQmr {
+    /// Work space for up to `kmax` equations of `n` local rows.
+    pub fn new(n: usize, kmax: usize) -> Self {
+        let v = || vec![0.0; n * kmax];
+        Self {
+            n,
+            kmax,
+            g: v(),
+            d: v(),
+            w: v(),
+            delta: v(),
+            sol: v(),
+            kx: v(),
+            pl: Vec::new(),
+            mu: vec![0.0; kmax],
+            buf: Vec::new(),
+            cl: Vec::new(),
+        }
+    }
+
+    /// Sums `self.buf` over the processes.
+    fn reduce<C: Comm + ?Sized>(&mut self, comm: &C, out: &mut BlockOutcome) {
+        comm.all_reduce(&mut self.buf, ReduceOp::Sum);
+        out.global_sums += 1;
+    }
+
+    /// X_lockedᵀ of the first `na` columns of `v` into `self.cl` (nl × na, local).
+    fn locked_coefs(cl: &mut Vec<f64>, eq: &BlockEquations<'_>, v: &[f64], n: usize, na: usize) {
+        cl.clear();
+        cl.resize(eq.nl * na, 0.0);
+        gemm_tn(cl, eq.locked, n, eq.nl, &v[..n * na], na, eq.threads);
+    }
+
+    /// Solves the `b = eq.setups.len()` equations; the JD corrections
+    /// t_j = −s_j go into the first b columns of `t` (input order). An equation
+    /// whose QMRs gives nothing usable (no step, or a breakdown at once) gets the
+    /// projected Davidson step t_j = −P_j K_j⁻¹ r_j.
+    pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        op: &A,
+        comm: &C,
+        inner: &BlockInner<'_>,
+        eq: &BlockEquations<'_>,
+        t: &mut [f64],
+    ) -> BlockOutcome {
+        let (n, nl) = (self.n, eq.nl);
+        let b = eq.setups.len();
+        assert!(
+            b <= self.kmax,
+            "block JDQMR: {b} equations for {} columns",
+            self.kmax
+        );
+        let mut out = BlockOutcome::default();
+        if b == 0 {
+            return out;
+        }
+        let all: Vec<usize> = (0..b).collect();
+        // g = (I − Q_jQ_jᵀ) r_j and ‖g‖ (two global sums).
+        self.g[..n * b].copy_from_slice(&eq.r[..n * b]);
+        self.project_own(eq, &all, comm, &mut out);
+        self.buf.clear();
+        self.buf
+            .extend((0..b).map(|c| dot(col(&self.g, n, c), col(&self.g, n, c))));
+        self.reduce(comm, &mut out);
+        let rnorm: Vec<f64> = self.buf.iter().map(|v| v.max(0.0).sqrt()).collect();
+        self.sol[..n * b].fill(0.0);
+        self.delta[..n * b].fill(0.0);
+        // K_j⁻¹ x_j, X_lockedᵀ K_j⁻¹ x_j and μ_j (one global sum).
+        self.mu[..b].fill(0.0);
+        if !inner.is_identity() {
+            let t0 = std::time::Instant::now();
+            inner.apply(eq.x, &mut self.kx, n, &all, eq.threads);
+            out.precond_seconds += t0.elapsed().as_secs_f64();
+            out.precond_applies += b as u64;
+            Self::locked_coefs(&mut self.cl, eq, &self.kx, n, b);
+            self.buf.clear();
+            self.buf.extend_from_slice(&self.cl);
+            self.buf
+                .extend((0..b).map(|c| dot(col(eq.x, n, c), col(&self.kx, n, c))));
+            self.reduce(comm, &mut out);
+            self.pl.clear();
+            self.pl.extend_from_slice(&self.buf[..nl * b]);
+            for e in 0..b {
+                let mu = self.buf[nl * b + e];
+                self.mu[e] = if mu.is_finite() && mu.abs() > 0.0 {
+                    mu
+                } else {
+                    0.0
+                };
+            }
+        }
+        let mut rec: Vec<Recur> = (0..b)
+            .map(|e| Recur {
+                idx: e,
+                rnorm: rnorm[e],
+                rho_prev: 0.0,
+                tau_prev: rnorm[e],
+                theta_prev: 0.0,
+                delta_prev: 0.0,
+                beta_prev: 0.0,
+                phi_prev: 0.0,
+                psi_prev: 0.0,
+                gamma_prev: 0.0,
+                eval_prev: eq.setups[e].theta,
+                eres: rnorm[e],
+                gg: rnorm[e] * rnorm[e],
+                out: QmrOutcome {
+                    steps: 0,
+                    matvecs: 0,
+                    precond_applies: 0,
+                    global_sums: 0,
+                    stop: QmrStop::Linear,
+                    eval: eq.setups[e].theta,
+                    eres: rnorm[e],
+                },
+            })
+            .collect();
+        // Equations with nothing to solve leave at once.
+        let mut na = b;
+        let mut c = 0;
+        while c < na {
+            let r = &rec[c];
+            if !(r.rnorm > 0.0 && r.rnorm.is_finite()) || eq.setups[r.idx].maxits == 0 {
+                self.retire(&mut rec, c, na);
+                na -= 1;
+            } else {
+                c += 1;
+            }
+        }
+        // d = P K⁻¹ g, ρ = gᵀd.
+        if na > 0 {
+            na = self.next_direction(inner, eq, &mut rec, na, true, comm, &mut out);
+        }
+        while na > 0 {
+            na = self.step(op, eq, &mut rec, na, comm, &mut out);
+            if na > 0 {
+                na = self.next_direction(inner, eq, &mut rec, na, false, comm, &mut out);
+            }
+        }
+        // Corrections t_j = −s_j in input order (rec[p] describes the equation
+        // whose vectors sit in column p).
+        out.per_eq = vec![rec[0].out; b];
+        let mut fallback = Vec::new();
+        for (p, r) in rec.iter().enumerate() {
+            let mut o = r.out;
+            o.matvecs = o.steps as u64;
+            out.per_eq[r.idx] = o;
+            let sol = col(&self.sol, n, p);
+            if crate::correction::usable_correction(r.out.steps, sol) {
+                let dst = col_mut(t, n, r.idx);
+                dst.iter_mut().zip(sol).for_each(|(t, s)| *t = -s);
+            } else {
+                fallback.push(r.idx);
+            }
+        }
+        if !fallback.is_empty() {
+            // g ← P_j r_j for those equations, then t_j = −P_j K_j⁻¹ g.
+            for (c, &e) in fallback.iter().enumerate() {
+                col_mut(&mut self.g, n, c).copy_from_slice(col(eq.r, n, e));
+            }
+            self.project_own(eq, &fallback, comm, &mut out);
+            let t0 = std::time::Instant::now();
+            inner.apply(&self.g, &mut self.w, n, &fallback, eq.threads);
+            if !inner.is_identity() {
+                out.precond_seconds += t0.elapsed().as_secs_f64();
+                out.precond_applies += fallback.len() as u64;
+            }
+            let (_, _, coefs) = self.oblique_coefs(inner, eq, &fallback, comm, &mut out);
+            for (c, &e) in fallback.iter().enumerate() {
+                let (alpha, own) = coefs[c];
+                self.subtract_projection(eq, &fallback, c, alpha, own);
+                let z = col(&self.w, n, c);
+                col_mut(t, n, e)
+                    .iter_mut()
+                    .zip(z)
+                    .for_each(|(t, z)| *t = -z);
+            }
+        }
+        out
+    }
+
+    /// `g[:, c] ← (I − Q_eQ_eᵀ) g[:, c]` for the equations `idx` (one global sum).
+    fn project_own<C: Comm + ?Sized>(
+        &mut self,
+        eq: &BlockEquations<'_>,
+        idx: &[usize],
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) {
+        let (n, nl, na) = (self.n, eq.nl, idx.len());
+        Self::locked_coefs(&mut self.cl, eq, &self.g, n, na);
+        self.buf.clear();
+        self.buf.extend_from_slice(&self.cl);
+        self.buf.extend(
+            idx.iter()
+                .enumerate()
+                .map(|(c, &e)| dot(col(eq.x, n, e), col(&self.g, n, c))),
+        );
+        self.reduce(comm, out);
+        gemm_sub(
+            &mut self.g[..n * na],
+            eq.locked,
+            n,
+            nl,
+            &self.buf[..nl * na],
+            na,
+            eq.threads,
+        );
+        for (c, &e) in idx.iter().enumerate() {
+            let a = self.buf[nl * na + c];
+            let (g, x) = (col_mut(&mut self.g, n, c), col(eq.x, n, e));
+            g.iter_mut().zip(x).for_each(|(g, x)| *g -= a * x);
+        }
+    }
+
+    /// For z = K⁻¹g in `w` (first `idx.len()` columns): the reduced x_jᵀz, gᵀz and
+    /// gᵀK⁻¹x_j with X_lockedᵀz (one global sum). Returns per column
+    /// (gᵀz, gᵀK⁻¹x_j, (α, own)) folded into ρ, and the coefficients (α of K⁻¹x_j,
+    /// `own` of x_j) of the projection; the locked coefficients are left in
+    /// `self.cl` (already corrected for the oblique part).
+    #[allow(clippy::type_complexity)]
+    fn oblique_coefs<C: Comm + ?Sized>(
+        &mut self,
+        inner: &BlockInner<'_>,
+        eq: &BlockEquations<'_>,
+        idx: &[usize],
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) -> (Vec<f64>, Vec<f64>, Vec<(f64, f64)>) {
+        let (n, nl, na) = (self.n, eq.nl, idx.len());
+        Self::locked_coefs(&mut self.cl, eq, &self.w, n, na);
+        self.buf.clear();
+        self.buf.extend_from_slice(&self.cl);
+        let identity = inner.is_identity();
+        for (c, &e) in idx.iter().enumerate() {
+            let (z, g, x) = (col(&self.w, n, c), col(&self.g, n, c), col(eq.x, n, e));
+            let (xz, gz, gk) = if identity {
+                (dot(x, z), dot(g, z), 0.0)
+            } else {
+                let k = col(&self.kx, n, e);
+                let (xz, gz) = dot2(z, x, g);
+                (xz, gz, dot(g, k))
+            };
+            self.buf.extend_from_slice(&[xz, gz, gk]);
+        }
+        self.reduce(comm, out);
+        let mut gz = Vec::with_capacity(na);
+        let mut gk = Vec::with_capacity(na);
+        let mut coefs = Vec::with_capacity(na);
+        for (c, &e) in idx.iter().enumerate() {
+            let s = &self.buf[nl * na + 3 * c..nl * na + 3 * c + 3];
+            let mu = self.mu[e];
+            // Oblique for x_j when μ_j is usable, else orthogonal.
+            let (alpha, own) = if !identity && mu != 0.0 {
+                (s[0] / mu, 0.0)
+            } else {
+                (0.0, s[0])
+            };
+            gz.push(s[1]);
+            gk.push(s[2]);
+            coefs.push((alpha, own));
+            let pl = &self.pl;
+            for i in 0..nl {
+                self.buf[c * nl + i] -= if alpha != 0.0 {
+                    alpha * pl[e * nl + i]
+                } else {
+                    0.0
+                };
+            }
+        }
+        self.cl.clear();
+        self.cl.extend_from_slice(&self.buf[..nl * na]);
+        (gz, gk, coefs)
+    }
+
+    /// `w[:, c] −= α K⁻¹x_e + own·x_e + X_locked cl[:, c]` (the projection of
+    /// [`Self::oblique_coefs`], one column).
+    fn subtract_projection(
+        &mut self,
+        eq: &BlockEquations<'_>,
+        idx: &[usize],
+        c: usize,
+        alpha: f64,
+        own: f64,
+    ) {
+        let (n, nl, e) = (self.n, eq.nl, idx[c]);
+        if nl > 0 {
+            let cl = self.cl[c * nl..(c + 1) * nl].to_vec();
+            gemm_sub(col_mut(&mut self.w, n, c), eq.locked, n, nl, &cl, 1, 1);
+        }
+        let (w, x, k) = (
+            col_mut(&mut self.w, n, c),
+            col(eq.x, n, e),
+            col(&self.kx, n, e),
+        );
+        if alpha != 0.0 {
+            w.iter_mut()
+                .zip(k)
+                .zip(x)
+                .for_each(|((w, k), x)| *w -= alpha * k + own * x);
+        } else if own != 0.0 {
+            w.iter_mut().zip(x).for_each(|(w, x)| *w -= own * x);
+        }
+    }
+
+    /// z = P_j K⁻¹ g for the active equations, ρ = gᵀz, and the new direction
+    /// d = z + β d (d = z when `first`). Equations with a vanishing ρ stop
+    /// (breakdown). Returns the number still active.
+    #[allow(clippy::too_many_arguments)]
+    fn next_direction<C: Comm + ?Sized>(
+        &mut self,
+        inner: &BlockInner<'_>,
+        eq: &BlockEquations<'_>,
+        rec: &mut [Recur],
+        mut na: usize,
+        first: bool,
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) -> usize {
+        let n = self.n;
+        if inner.is_identity() {
+            // z = g (already orthogonal to Q_j) and ρ = ‖g‖²: no pass, no sum.
+            for (c, r) in rec[..na].iter_mut().enumerate() {
+                let cols = c * n..(c + 1) * n;
+                let (d, g) = (&mut self.d[cols.clone()], &self.g[cols]);
+                if first {
+                    d.copy_from_slice(g);
+                } else {
+                    let beta = r.gg / r.rho_prev;
+                    d.iter_mut().zip(g).for_each(|(d, g)| *d = g + beta * *d);
+                }
+                r.rho_prev = r.gg;
+            }
+            return na;
+        }
+        let idx: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
+        let t0 = std::time::Instant::now();
+        inner.apply(&self.g, &mut self.w, n, &idx, eq.threads);
+        out.precond_seconds += t0.elapsed().as_secs_f64();
+        out.precond_applies += na as u64;
+        let (gz, gk, mut coefs) = self.oblique_coefs(inner, eq, &idx, comm, out);
+        // Locked part of the projection, for the whole block at once.
+        if eq.nl > 0 {
+            let cl = std::mem::take(&mut self.cl);
+            gemm_sub(
+                &mut self.w[..n * na],
+                eq.locked,
+                n,
+                eq.nl,
+                &cl,
+                na,
+                eq.threads,
+            );
+            self.cl = cl;
+        }
+        // ρ = gᵀ(z − αK⁻¹x − own·x − X c) = gᵀz − α gᵀK⁻¹x (g ⟂ Q_j).
+        let mut rho: Vec<f64> = (0..na).map(|c| gz[c] - coefs[c].0 * gk[c]).collect();
+        for c in (0..na).rev() {
+            if !rho[c].is_finite() || rho[c] == 0.0 {
+                rec[c].out.stop = QmrStop::Breakdown;
+                swap_cols(&mut self.w, n, c, na - 1);
+                rho.swap(c, na - 1);
+                coefs.swap(c, na - 1);
+                self.retire(rec, c, na);
+                na -= 1;
+            }
+        }
+        for c in 0..na {
+            let e = rec[c].idx;
+            let (alpha, own) = coefs[c];
+            let (w, x) = (col(&self.w, n, c), col(eq.x, n, e));
+            let k = col(&self.kx, n, e);
+            let d = col_mut(&mut self.d, n, c);
+            let beta = if first { 0.0 } else { rho[c] / rec[c].rho_prev };
+            if first {
+                // d may hold anything (a previous solve's last direction).
+                d.fill(0.0);
+            }
+            if alpha != 0.0 {
+                for (((d, w), k), x) in d.iter_mut().zip(w).zip(k).zip(x) {
+                    *d = (w - alpha * k - own * x) + beta * *d;
+                }
+            } else {
+                for ((d, w), x) in d.iter_mut().zip(w).zip(x) {
+                    *d = (w - own * x) + beta * *d;
+                }
+            }
+            rec[c].rho_prev = rho[c];
+        }
+        na
+    }
+
+    /// One QMRs step for the `na` active equations: w = P_j(A − σ_j)d_j, the
+    /// recurrences, the estimates and the stopping rules. Stopped equations
+    /// retire. Returns the number still active.
+    fn step<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        op: &A,
+        eq: &BlockEquations<'_>,
+        rec: &mut [Recur],
+        mut na: usize,
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) -> usize {
+        let (n, nl) = (self.n, eq.nl);
+        op.apply_block(&self.d[..n * na], &mut self.w[..n * na], na);
+        out.matvecs += na as u64;
+        // w −= σ d; dᵀw, x_jᵀw and X_lockedᵀw (one global sum).
+        Self::locked_coefs(&mut self.cl, eq, &self.w, n, na);
+        self.buf.clear();
+        self.buf.extend_from_slice(&self.cl);
+        let mut tail = Vec::with_capacity(2 * na);
+        for (c, r) in rec[..na].iter().enumerate() {
+            let sh = eq.shifts[r.idx];
+            let (d, w, x) = (
+                col(&self.d, n, c),
+                col_mut(&mut self.w, n, c),
+                col(eq.x, n, r.idx),
+            );
+            let (dw, xw) = shift_dot2(w, d, sh, x);
+            tail.extend_from_slice(&[dw, xw]);
+        }
+        // X_lockedᵀ(w − σd) = X_lockedᵀw, as d ⟂ X_locked.
+        self.buf.extend_from_slice(&tail);
+        self.reduce(comm, out);
+        if nl > 0 {
+            let cl = self.buf[..nl * na].to_vec();
+            gemm_sub(&mut self.w[..n * na], eq.locked, n, nl, &cl, na, eq.threads);
+        }
+        // g −= α P w and ‖g‖² (one global sum).
+        let mut alpha = vec![0.0; na];
+        let mut sig = vec![0.0; na];
+        let mut broke = vec![false; na];
+        let mut gg = vec![0.0; na];
+        for c in 0..na {
+            let (s, xw) = (self.buf[nl * na + 2 * c], self.buf[nl * na + 2 * c + 1]);
+            sig[c] = s;
+            let a = rec[c].rho_prev / s;
+            if !s.is_finite()
+                || s == 0.0
+                || !a.is_finite()
+                || a.abs() < f64::EPSILON
+                || a.abs() > 1.0 / f64::EPSILON
+            {
+                broke[c] = true;
+                continue;
+            }
+            alpha[c] = a;
+            let e = rec[c].idx;
+            let (g, w, x) = (
+                col_mut(&mut self.g, n, c),
+                col(&self.w, n, c),
+                col(eq.x, n, e),
+            );
+            gg[c] = sub_proj_norm2(g, a, w, xw, x);
+        }
+        self.buf.clear();
+        self.buf.extend_from_slice(&gg);
+        self.reduce(comm, out);
+        let gg = self.buf.clone();
+        for (r, g) in rec[..na].iter_mut().zip(&gg) {
+            r.gg = *g;
+        }
+        // Solution updates and ‖s‖² (one global sum).
+        let mut coefs = vec![(0.0f64, 0.0f64, 0.0f64); na];
+        let mut ss = vec![0.0; na];
+        for c in 0..na {
+            if broke[c] {
+                continue;
+            }
+            let r = &rec[c];
+            let th = gg[c].max(0.0).sqrt() / r.tau_prev;
+            let c2 = 1.0 / (1.0 + th * th);
+            let tau = r.tau_prev * th * c2.sqrt();
+            let gamma = c2 * r.theta_prev * r.theta_prev;
+            let eta = alpha[c] * c2;
+            coefs[c] = (th, tau, gamma);
+            let cols = c * n..(c + 1) * n;
+            ss[c] = qmr_update(
+                gamma,
+                eta,
+                &self.d[cols.clone()],
+                &mut self.delta[cols.clone()],
+                &mut self.sol[cols],
+            );
+        }
+        self.buf.clear();
+        self.buf.extend_from_slice(&ss);
+        self.reduce(comm, out);
+        let ss = self.buf.clone();
+        // Estimates and stops, per equation.
+        let mut stop: Vec<Option<QmrStop>> = vec![None; na];
+        for c in 0..na {
+            if broke[c] {
+                stop[c] = Some(QmrStop::Breakdown);
+                continue;
+            }
+            let (th, tau, gamma) = coefs[c];
+            let r = &mut rec[c];
+            let s = &eq.setups[r.idx];
+            let eta = alpha[c] / (1.0 + th * th);
+            r.out.steps += 1;
+            let ts = s.theta - s.shift;
+            let delta_c = gamma * r.delta_prev + eta * r.rho_prev;
+            let beta_c = r.beta_prev - delta_c;
+            let phi = gamma * gamma * r.phi_prev + eta * eta * sig[c];
+            let psi = gamma * r.psi_prev + gamma * r.phi_prev;
+            let gamma_c = r.gamma_prev + 2.0 * psi + phi;
+            let ssc = 1.0 + ss[c];
+            let eval = s.shift + (ts + 2.0 * beta_c + gamma_c) / ssc;
+            let e2 = tau * tau / ssc + (ts + beta_c) * (ts + beta_c) / ssc
+                - (eval - s.shift) * (eval - s.shift);
+            let eres_prev = r.eres;
+            let eres = if e2 >= 0.0 {
+                e2.sqrt()
+            } else {
+                (tau * tau / ssc).sqrt()
+            };
+            r.eres = eres;
+            r.out.eval = eval;
+            r.out.eres = eres;
+            stop[c] = if !(tau.is_finite() && eval.is_finite() && eres.is_finite()) {
+                Some(QmrStop::Breakdown)
+            } else if tau <= s.ltol {
+                Some(QmrStop::Linear)
+            } else if r.out.steps >= s.maxits {
+                Some(QmrStop::Steps)
+            } else if s.fixed {
+                None
+            } else if r.out.steps > 1 && (r.tau_prev <= eres || eres_prev <= tau) {
+                Some(QmrStop::Stagnation)
+            } else if match s.target {
+                Target::Smallest => eval > r.eval_prev,
+                Target::Largest => eval < r.eval_prev,
+                Target::Closest(_) => (s.theta - eval).abs() > r.rnorm + eres,
+            } {
+                Some(QmrStop::Ritz)
+            } else if r.out.steps > 1 && eres <= s.conv_tol {
+                Some(QmrStop::Converged)
+            } else if r.out.steps > 1 && eres < s.etol_factor * r.rnorm {
+                Some(QmrStop::Reduced)
+            } else {
+                None
+            };
+            r.eval_prev = eval;
+            r.tau_prev = tau;
+            r.theta_prev = th;
+            r.delta_prev = delta_c;
+            r.beta_prev = beta_c;
+            r.phi_prev = phi;
+            r.psi_prev = psi;
+            r.gamma_prev = gamma_c;
+        }
+        // Retire the stopped equations, from the back: a column swapped into
+        // position c comes from behind it and was examined already.
+        for c in (0..na).rev() {
+            if let Some(s) = stop[c] {
+                rec[c].out.stop = s;
+                self.retire(rec, c, na);
+                na -= 1;
+            }
+        }
+        na
+    }
+
+    /// Moves the equation at position `c` of the `na` active ones to position
+    /// na − 1 (swapping its vectors and record with that position's), where it
+    /// stays: later retirements only swap among lower positions.
+    fn retire(&mut self, rec: &mut [Recur], c: usize, na: usize) {
+        let last = na - 1;
+        if c != last {
+            let n = self.n;
+            for v in [&mut self.g, &mut self.d, &mut self.delta, &mut self.sol] {
+                swap_cols(v, n, c, last);
+            }
+            rec.swap(c, last);
+        }
+    }
+}
+
+/// Swaps columns `a` and `b` (n rows each) of `v`.
+fn swap_cols(v: &mut [f64], n: usize, a: usize, b: usize) {
+    if a == b {
+        return;
+    }
+    let (lo, hi) = (a.min(b), a.max(b));
+    let (x, y) = v.split_at_mut(hi * n);
+    x[lo * n..(lo + 1) * n].swap_with_slice(&mut y[..n]);
+}
+
+/// Four partial sums per reduction, so that fused loops vectorize.
+const LANES: usize = 4;
+
+/// (zᵀa, zᵀb) in one pass.
+fn dot2(z: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) {
+    let len = z.len() - z.len() % LANES;
+    let (mut s, mut t) = ([0.0f64; LANES], [0.0f64; LANES]);
+    for ((zv, av), bv) in z[..len]
+        .chunks_exact(LANES)
+        .zip(a[..len].chunks_exact(LANES))
+        .zip(b[..len].chunks_exact(LANES))
+    {
+        for l in 0..LANES {
+            s[l] += zv[l] * av[l];
+            t[l] += zv[l] * bv[l];
+        }
+    }
+    let (mut s0, mut t0) = (0.0, 0.0);
+    for i in len..z.len() {
+        s0 += z[i] * a[i];
+        t0 += z[i] * b[i];
+    }
+    (
+        (s[0] + s[1]) + (s[2] + s[3]) + s0,
+        (t[0] + t[1]) + (t[2] + t[3]) + t0,
+    )
+}
+
+/// w ← w − σd, returning (dᵀw, xᵀw) of the new w, in one pass.
+fn shift_dot2(w: &mut [f64], d: &[f64], sigma: f64, x: &[f64]) -> (f64, f64) {
+    let len = w.len() - w.len() % LANES;
+    let (mut s, mut t) = ([0.0f64; LANES], [0.0f64; LANES]);
+    {
+        let (wc, dc, xc) = (&mut w[..len], &d[..len], &x[..len]);
+        for ((wv, dv), xv) in wc
+            .chunks_exact_mut(LANES)
+            .zip(dc.chunks_exact(LANES))
+            .zip(xc.chunks_exact(LANES))
+        {
+            for l in 0..LANES {
+                wv[l] -= sigma * dv[l];
+                s[l] += dv[l] * wv[l];
+                t[l] += xv[l] * wv[l];
+            }
+        }
+    }
+    let (mut s0, mut t0) = (0.0, 0.0);
+    for i in len..w.len() {
+        w[i] -= sigma * d[i];
+        s0 += d[i] * w[i];
+        t0 += x[i] * w[i];
+    }
+    (
+        (s[0] + s[1]) + (s[2] + s[3]) + s0,
+        (t[0] + t[1]) + (t[2] + t[3]) + t0,
+    )
+}
+
+/// w ← w − c·x (the projection of x out of w) and g ← g − α w, returning ‖g‖²,
+/// in one pass.
+fn sub_proj_norm2(g: &mut [f64], alpha: f64, w: &[f64], c: f64, x: &[f64]) -> f64 {
+    let len = g.len() - g.len() % LANES;
+    let mut s = [0.0f64; LANES];
+    {
+        let (gc, wc, xc) = (&mut g[..len], &w[..len], &x[..len]);
+        for ((gv, wv), xv) in gc
+            .chunks_exact_mut(LANES)
+            .zip(wc.chunks_exact(LANES))
+            .zip(xc.chunks_exact(LANES))
+        {
+            for l in 0..LANES {
+                gv[l] -= alpha * (wv[l] - c * xv[l]);
+                s[l] += gv[l] * gv[l];
+            }
+        }
+    }
+    let mut s0 = 0.0;
+    for i in len..g.len() {
+        g[i] -= alpha * (w[i] - c * x[i]);
+        s0 += g[i] * g[i];
+    }
+    (s[0] + s[1]) + (s[2] + s[3]) + s0
+}
+
+/// QMRs' solution update δ ← γδ + ηd, s ← s + δ, returning ‖s‖², in one pass.
+fn qmr_update(gamma: f64, eta: f64, d: &[f64], delta: &mut [f64], sol: &mut [f64]) -> f64 {
+    let len = d.len() - d.len() % LANES;
+    let mut acc = [0.0f64; LANES];
+    {
+        let (dc, lc, sc) = (&d[..len], &mut delta[..len], &mut sol[..len]);
+        for ((dv, lv), sv) in dc
+            .chunks_exact(LANES)
+            .zip(lc.chunks_exact_mut(LANES))
+            .zip(sc.chunks_exact_mut(LANES))
+        {
+            for l in 0..LANES {
+                lv[l] = gamma * lv[l] + eta * dv[l];
+                sv[l] += lv[l];
+                acc[l] += sv[l] * sv[l];
+            }
+        }
+    }
+    let mut tail = 0.0;
+    for i in len..d.len() {
+        delta[i] = gamma * delta[i] + eta * d[i];
+        sol[i] += delta[i];
+        tail += sol[i] * sol[i];
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::correction::{CorrectionSolver, Equation};
+    use crate::params::InnerSolver;
+    use lblib::SelfComm;
+
+    /// Tridiagonal A with a distinct diagonal (symmetric).
+    struct Tri {
+        n: usize,
+    }
+    impl Operator for Tri {
+        fn nrows(&self) -> usize {
+            self.n
+        }
+        fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+            let n = self.n;
+            for c in 0..k {
+                let (x, y) = (&x[c * n..(c + 1) * n], &mut y[c * n..(c + 1) * n]);
+                for i in 0..n {
+                    let mut v = (2.0 + 0.1 * i as f64) * x[i];
+                    if i > 0 {
+                        v -= x[i - 1];
+                    }
+                    if i + 1 < n {
+                        v -= x[i + 1];
+                    }
+                    y[i] = v;
+                }
+            }
+        }
+    }
+
+    /// The lockstep block gives each equation the steps and the correction of
+    /// the one-equation JDQMR of `crate::correction` (same projectors, same
+    /// recurrences), with and without a (Jacobi) preconditioner and locked vectors.
+    #[test]
+    fn block_equals_one_equation_at_a_time() {
+        let (n, b, nl) = (80, 3, 2);
+        let op = Tri { n };
+        let diag: Vec<f64> = (0..n).map(|i| 2.0 + 0.1 * i as f64).collect();
+        // X_sel = e_0..e_{b−1}, X_locked = e_b..e_{b+nl−1}; residuals orthogonal to both.
+        let unit = |j: usize| {
+            let mut v = vec![0.0; n];
+            v[j] = 1.0;
+            v
+        };
+        let x: Vec<f64> = (0..b).flat_map(unit).collect();
+        let locked: Vec<f64> = (b..b + nl).flat_map(unit).collect();
+        let mut r = vec![0.0; n * b];
+        for j in 0..b {
+            for i in b + nl..n {
+                r[j * n + i] = ((i * (j + 3)) % 7) as f64 - 3.0 + 0.01 * i as f64;
+            }
+        }
+        let shifts: Vec<f64> = (0..b).map(|j| 0.5 + 0.2 * j as f64).collect();
+        let setups: Vec<QmrSetup> = shifts
+            .iter()
+            .map(|&s| QmrSetup {
+                theta: s,
+                shift: s,
+                target: Target::Smallest,
+                maxits: 25,
+                conv_tol: 0.0,
+                ltol: 1e-14,
+                etol_factor: 0.0,
+                fixed: true,
+            })
+            .collect();
+        let comm = SelfComm::new();
+        for jacobi in [false, true] {
+            let inners: Vec<Inner<'_>> = shifts
+                .iter()
+                .map(|&s| {
+                    if jacobi {
+                        Inner::Diagonal {
+                            diag: &diag,
+                            shift: s,
+                        }
+                    } else {
+                        Inner::Identity
+                    }
+                })
+                .collect();
+            let eq = BlockEquations {
+                locked: &locked,
+                nl,
+                x: &x,
+                r: &r,
+                shifts: &shifts,
+                setups: &setups,
+                threads: 1,
+            };
+            let mut t = vec![0.0; n * b];
+            let mut blk = BlockJdQmr::new(n, b);
+            let out = blk.solve(&op, &comm, &BlockInner::from_inners(&inners), &eq, &mut t);
+            for j in 0..b {
+                let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
+                let e = Equation {
+                    x: &x[j * n..(j + 1) * n],
+                    r: &r[j * n..(j + 1) * n],
+                    shift: shifts[j],
+                    qmr: Some(QmrSetup { ..setups[j] }),
+                };
+                let mut tj = vec![0.0; n];
+                let inner = if jacobi {
+                    Inner::Diagonal {
+                        diag: &diag,
+                        shift: shifts[j],
+                    }
+                } else {
+                    Inner::Identity
+                };
+                let o = one.solve(
+                    &op,
+                    &comm,
+                    &locked,
+                    nl,
+                    inner,
+                    &e,
+                    &mut |_, _, _| true,
+                    &mut tj,
+                );
+                assert_eq!(
+                    o.steps, out.per_eq[j].steps,
+                    "jacobi {jacobi}, equation {j}"
+                );
+                let scale = dot(&tj, &tj).sqrt();
+                let err = tj
+                    .iter()
+                    .zip(&t[j * n..(j + 1) * n])
+                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    err <= 1e-10 * scale,
+                    "jacobi {jacobi}, equation {j}: corrections differ by {err:e} (‖t‖ {scale:e})"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! `InnerSolver::Auto` with a preconditioner: the choice between GD+k steps and
+//! block JDQMR by measured progress per second (PRIMME's DYNAMIC method, which
+//! models both costs; here both are measured in turn).
+//!
+//! Progress is the drop of the potential Φ = Σ ln(max(‖r_i‖, tol_i)/tol_i) over
+//! the wanted pairs not yet locked (0 when all converged). A window runs one
+//! method for at least [`MIN_WINDOW`] outer iterations of its own; its rate is
+//! (Φ at its start − Φ at its end) / its wall time, the time agreed over the
+//! processes (one global max per window). The first window runs GD+k (cheap
+//! iterations finish easy problems at once), the second JDQMR; then the faster
+//! one runs, and the other is tried again once the winner has run
+//! [`RETRY_TIME`] times the other's last window, so that a phase change (a locked pair, a harder eigenvalue next)
+//! is seen at a bounded cost. A window whose potential rose counts as no
+//! progress.
+
+/// The correction of one outer iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Method {
+    /// t = −K⁻¹r for the whole block (no inner iteration).
+    Gdk,
+    /// Block JDQMR (see [`crate::block_jdqmr`]).
+    Jdqmr,
+}
+
+impl Method {
+    fn slot(self) -> usize {
+        match self {
+            Method::Gdk => 0,
+            Method::Jdqmr => 1,
+        }
+    }
+
+    fn other(self) -> Method {
+        match self {
+            Method::Gdk => Method::Jdqmr,
+            Method::Jdqmr => Method::Gdk,
+        }
+    }
+}
+
+/// Outer iterations of a window, per method: GD+k iterations are cheap and each
+/// moves the potential little, JDQMR's are long.
+pub(super) const MIN_WINDOW: [usize; 2] = [8, 2];
+/// The faster method runs this many times the other's last window before the
+/// other is measured again.
+pub(super) const RETRY_TIME: f64 = 8.0;
+/// The other method must be this much faster to take over.
+const MARGIN: f64 = 1.1;
+
+/// The state of the choice.
+#[derive(Debug, Clone)]
+pub(super) struct Dynamic {
+    method: Method,
+    /// Potential and agreed seconds at the start of the window; None: the window
+    /// starts at the next observation.
+    start: Option<(f64, f64)>,
+    iters: usize,
+    /// Last measured rate of each method (potential drop per second).
+    rate: [Option<f64>; 2],
+    /// Duration of each method's last window, and the seconds the current
+    /// method has run since the other was last measured.
+    window_secs: [f64; 2],
+    since: f64,
+    pub switches: usize,
+}
+
+impl Dynamic {
+    pub fn new() -> Self {
+        Self {
+            method: Method::Gdk,
+            start: None,
+            iters: 0,
+            rate: [None, None],
+            window_secs: [0.0; 2],
+            since: 0.0,
+            switches: 0,
+        }
+    }
+
+    /// The method of the current outer iteration's correction.
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// Forgets the current window (the wanted set changed: a verification pass
+    /// or a new block; the potential jumps).
+    pub fn reset_window(&mut self) {
+        self.start = None;
+        self.iters = 0;
+    }
+
+    /// Whether the next observation ends a window (the caller then agrees on
+    /// the time over the processes).
+    pub fn window_due(&self) -> bool {
+        self.start.is_none() || self.iters + 1 >= MIN_WINDOW[self.method.slot()]
+    }
+
+    /// One outer iteration done with the current method: `phi` is the potential
+    /// after it, `seconds` the solve's elapsed time (agreed over the processes
+    /// whenever [`Dynamic::window_due`] said so). Ends the window when due and
+    /// picks the method of the next one.
+    pub fn observe(&mut self, phi: f64, seconds: f64) {
+        let Some((phi0, t0)) = self.start else {
+            self.start = Some((phi, seconds));
+            self.iters = 0;
+            return;
+        };
+        self.iters += 1;
+        if self.iters < MIN_WINDOW[self.method.slot()] {
+            return;
+        }
+        let dt = seconds - t0;
+        self.window_secs[self.method.slot()] = dt;
+        self.since += dt;
+        if dt > 0.0 && phi.is_finite() && phi0.is_finite() {
+            // A window that lost ground (residuals rising after a switch or a
+            // restart) counts as no progress.
+            self.rate[self.method.slot()] = Some((phi0 - phi).max(0.0) / dt);
+        }
+        let next = self.choose();
+
+        if next != self.method {
+            self.switches += 1;
+            self.method = next;
+        }
+        self.start = Some((phi, seconds));
+        self.iters = 0;
+    }
+
+    /// The method of the next window.
+    fn choose(&mut self) -> Method {
+        let (cur, other) = (self.method, self.method.other());
+        let Some(rc) = self.rate[cur.slot()] else {
+            return cur;
+        };
+        let switch = match self.rate[other.slot()] {
+            // Never measured: measure it.
+            None => true,
+            Some(ro) => {
+                (ro > MARGIN * rc && ro > 0.0)
+                    // Measure the other again (phases change), at most a
+                    // 1/(RETRY_TIME + 1) share of the time.
+                    || self.since >= RETRY_TIME * self.window_secs[other.slot()]
+            }
+        };
+        if switch {
+            self.since = 0.0;
+            other
+        } else {
+            cur
+        }
+    }
+}
+
+/// The potential Φ of the wanted pairs (position < `remaining`) whose residuals
+/// were computed, `seen` = (θ, ‖r‖) in target order, tolerances by `tol`; wanted
+/// pairs beyond those seen count as the largest term seen.
+pub(super) fn potential(seen: &[(f64, f64)], remaining: usize, tol: impl Fn(f64) -> f64) -> f64 {
+    let terms: Vec<f64> = seen
+        .iter()
+        .take(remaining)
+        .map(|&(th, rn)| {
+            let t = tol(th).max(f64::MIN_POSITIVE);
+            (rn.max(t) / t).ln()
+        })
+        .collect();
+    let top = terms.iter().copied().fold(0.0f64, f64::max);
+    terms.iter().sum::<f64>() + remaining.saturating_sub(terms.len()) as f64 * top
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drives the choice with a method whose potential falls `fast` per second
+    /// and one whose falls `slow`, one second per iteration.
+    fn run(gd_rate: f64, qmr_rate: f64, iters: usize) -> (Vec<Method>, Dynamic) {
+        let mut d = Dynamic::new();
+        let (mut phi, mut t) = (100.0, 0.0);
+        let mut used = Vec::new();
+        d.observe(phi, t);
+        for _ in 0..iters {
+            let m = d.method();
+            used.push(m);
+            phi -= if m == Method::Gdk { gd_rate } else { qmr_rate };
+            t += 1.0;
+            d.observe(phi, t);
+        }
+        (used, d)
+    }
+
+    #[test]
+    fn keeps_the_faster_method_most_of_the_time() {
+        for (gd, qmr, winner) in [(1.0, 3.0, Method::Jdqmr), (3.0, 1.0, Method::Gdk)] {
+            let (used, _) = run(gd, qmr, 400);
+            let share = used.iter().filter(|&&m| m == winner).count() as f64 / used.len() as f64;
+            assert!(share > 0.8, "{winner:?} used {share:.2} of the time");
+            // Both were measured.
+            assert!(used.contains(&Method::Gdk) && used.contains(&Method::Jdqmr));
+        }
+    }
+
+    #[test]
+    fn starts_with_gdk_for_a_full_window() {
+        let (used, _) = run(1.0, 1.0, MIN_WINDOW[0]);
+        assert!(used.iter().all(|&m| m == Method::Gdk));
+    }
+
+    #[test]
+    fn potential_counts_unseen_wanted_pairs_and_ignores_converged_ones() {
+        let tol = |_: f64| 1e-8;
+        // Converged pairs count 0.
+        assert_eq!(potential(&[(1.0, 1e-9), (2.0, 1e-10)], 2, tol), 0.0);
+        let one = potential(&[(1.0, 1e-4)], 1, tol);
+        assert!((one - 1e4f64.ln()).abs() < 1e-12);
+        // A wanted pair not seen counts as the largest seen term.
+        let two = potential(&[(1.0, 1e-4)], 2, tol);
+        assert!((two - 2.0 * one).abs() < 1e-12);
+    }
+}
