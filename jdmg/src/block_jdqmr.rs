@@ -162,7 +162,8 @@ fn col_mut(v: &mut [f64], n: usize, c: usize) -> &mut [f64] {
 }
 
 impl BlockJdQmr {
-    /// Work space for up to `kmax` equations of `n` local rows.
+    /// Work space for up to `kmax` equations of `n` local rows (five n×kmax
+    /// arrays; the sixth, scratch for A·d and K⁻¹g, is lent to each solve).
     pub fn new(n: usize, kmax: usize) -> Self {
         let v = || vec![0.0; n * kmax];
         Self {
@@ -170,7 +171,7 @@ impl BlockJdQmr {
             kmax,
             g: v(),
             d: v(),
-            w: v(),
+            w: Vec::new(),
             delta: v(),
             sol: v(),
             kx: v(),
@@ -197,8 +198,31 @@ impl BlockJdQmr {
     /// Solves the `b = eq.setups.len()` equations; the JD corrections
     /// t_j = −s_j go into the first b columns of `t` (input order). An equation
     /// whose QMRs gives nothing usable (no step, or a breakdown at once) gets the
-    /// projected Davidson step t_j = −P_j K_j⁻¹ r_j.
+    /// projected Davidson step t_j = −P_j K_j⁻¹ r_j. `scratch` (at least n×b) is
+    /// overwritten.
     pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        op: &A,
+        comm: &C,
+        inner: &BlockInner<'_>,
+        eq: &BlockEquations<'_>,
+        t: &mut [f64],
+        scratch: &mut Vec<f64>,
+    ) -> BlockOutcome {
+        let (n, b) = (self.n, eq.setups.len());
+        assert!(
+            b <= self.kmax && scratch.len() >= n * b,
+            "block JDQMR: {b} equations for {} columns, scratch {}",
+            self.kmax,
+            scratch.len()
+        );
+        std::mem::swap(&mut self.w, scratch);
+        let out = self.solve_in(op, comm, inner, eq, t);
+        std::mem::swap(&mut self.w, scratch);
+        out
+    }
+
+    fn solve_in<A: Operator + ?Sized, C: Comm + ?Sized>(
         &mut self,
         op: &A,
         comm: &C,
@@ -208,11 +232,6 @@ impl BlockJdQmr {
     ) -> BlockOutcome {
         let (n, nl) = (self.n, eq.nl);
         let b = eq.setups.len();
-        assert!(
-            b <= self.kmax,
-            "block JDQMR: {b} equations for {} columns",
-            self.kmax
-        );
         let mut out = BlockOutcome::default();
         if b == 0 {
             return out;
@@ -395,15 +414,18 @@ impl BlockJdQmr {
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
         let identity = inner.is_identity();
-        for (c, &e) in idx.iter().enumerate() {
-            let (z, g, x) = (col(&self.w, n, c), col(&self.g, n, c), col(eq.x, n, e));
-            let (xz, gz, gk) = if identity {
+        let kx = &self.kx;
+        let (w, g) = (&self.w, &self.g);
+        let dots: Vec<(f64, f64, f64)> = run_cols(na, eq.threads, |c| {
+            let (z, g, e) = (col(w, n, c), col(g, n, c), idx[c]);
+            let x = col(eq.x, n, e);
+            if identity {
                 (dot(x, z), dot(g, z), 0.0)
             } else {
-                let k = col(&self.kx, n, e);
-                let (xz, gz) = dot2(z, x, g);
-                (xz, gz, dot(g, k))
-            };
+                dot3(z, x, g, col(kx, n, e))
+            }
+        });
+        for (xz, gz, gk) in dots {
             self.buf.extend_from_slice(&[xz, gz, gk]);
         }
         self.reduce(comm, out);
@@ -528,13 +550,17 @@ impl BlockJdQmr {
                 na -= 1;
             }
         }
-        for c in 0..na {
-            let e = rec[c].idx;
-            let (alpha, own) = coefs[c];
-            let (w, x) = (col(&self.w, n, c), col(eq.x, n, e));
-            let k = col(&self.kx, n, e);
-            let d = col_mut(&mut self.d, n, c);
-            let beta = if first { 0.0 } else { rho[c] / rec[c].rho_prev };
+        let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
+        let betas: Vec<f64> = (0..na)
+            .map(|c| if first { 0.0 } else { rho[c] / rec[c].rho_prev })
+            .collect();
+        let kx = &self.kx;
+        let (dd, ww) = (ColsMut::new(&mut self.d, n), &self.w);
+        run_cols(na, eq.threads, |c| {
+            // SAFETY: each call writes only column c of d.
+            let (d, w) = (unsafe { dd.col(c) }, col(ww, n, c));
+            let (e, (alpha, own), beta) = (ids[c], coefs[c], betas[c]);
+            let (x, k) = (col(eq.x, n, e), col(kx, n, e));
             if first {
                 // d may hold anything (a previous solve's last direction).
                 d.fill(0.0);
@@ -548,7 +574,9 @@ impl BlockJdQmr {
                     *d = (w - own * x) + beta * *d;
                 }
             }
-            rec[c].rho_prev = rho[c];
+        });
+        for (r, rh) in rec[..na].iter_mut().zip(&rho) {
+            r.rho_prev = *rh;
         }
         na
     }
@@ -572,17 +600,14 @@ impl BlockJdQmr {
         Self::locked_coefs(&mut self.cl, eq, &self.w, n, na);
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
-        let mut tail = Vec::with_capacity(2 * na);
-        for (c, r) in rec[..na].iter().enumerate() {
-            let sh = eq.shifts[r.idx];
-            let (d, w, x) = (
-                col(&self.d, n, c),
-                col_mut(&mut self.w, n, c),
-                col(eq.x, n, r.idx),
-            );
-            let (dw, xw) = shift_dot2(w, d, sh, x);
-            tail.extend_from_slice(&[dw, xw]);
-        }
+        let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
+        let (w, d) = (ColsMut::new(&mut self.w, n), &self.d);
+        let tail: Vec<(f64, f64)> = run_cols(na, eq.threads, |c| {
+            // SAFETY: each call writes only column c of w.
+            let w = unsafe { w.col(c) };
+            shift_dot2(w, col(d, n, c), eq.shifts[ids[c]], col(eq.x, n, ids[c]))
+        });
+        let tail: Vec<f64> = tail.into_iter().flat_map(|(a, b)| [a, b]).collect();
         // X_lockedᵀ(w − σd) = X_lockedᵀw, as d ⟂ X_locked.
         self.buf.extend_from_slice(&tail);
         self.reduce(comm, out);
@@ -594,10 +619,11 @@ impl BlockJdQmr {
         let mut alpha = vec![0.0; na];
         let mut sig = vec![0.0; na];
         let mut broke = vec![false; na];
-        let mut gg = vec![0.0; na];
+        let mut xws = vec![0.0; na];
         for c in 0..na {
             let (s, xw) = (self.buf[nl * na + 2 * c], self.buf[nl * na + 2 * c + 1]);
             sig[c] = s;
+            xws[c] = xw;
             let a = rec[c].rho_prev / s;
             if !s.is_finite()
                 || s == 0.0
@@ -609,14 +635,16 @@ impl BlockJdQmr {
                 continue;
             }
             alpha[c] = a;
-            let e = rec[c].idx;
-            let (g, w, x) = (
-                col_mut(&mut self.g, n, c),
-                col(&self.w, n, c),
-                col(eq.x, n, e),
-            );
-            gg[c] = sub_proj_norm2(g, a, w, xw, x);
         }
+        let (g, w) = (ColsMut::new(&mut self.g, n), &self.w);
+        let gg: Vec<f64> = run_cols(na, eq.threads, |c| {
+            if broke[c] {
+                return 0.0;
+            }
+            // SAFETY: each call writes only column c of g.
+            let g = unsafe { g.col(c) };
+            sub_proj_norm2(g, alpha[c], col(w, n, c), xws[c], col(eq.x, n, ids[c]))
+        });
         self.buf.clear();
         self.buf.extend_from_slice(&gg);
         self.reduce(comm, out);
@@ -626,7 +654,7 @@ impl BlockJdQmr {
         }
         // Solution updates and ‖s‖² (one global sum).
         let mut coefs = vec![(0.0f64, 0.0f64, 0.0f64); na];
-        let mut ss = vec![0.0; na];
+        let mut ge = vec![(0.0f64, 0.0f64); na];
         for c in 0..na {
             if broke[c] {
                 continue;
@@ -636,17 +664,22 @@ impl BlockJdQmr {
             let c2 = 1.0 / (1.0 + th * th);
             let tau = r.tau_prev * th * c2.sqrt();
             let gamma = c2 * r.theta_prev * r.theta_prev;
-            let eta = alpha[c] * c2;
             coefs[c] = (th, tau, gamma);
-            let cols = c * n..(c + 1) * n;
-            ss[c] = qmr_update(
-                gamma,
-                eta,
-                &self.d[cols.clone()],
-                &mut self.delta[cols.clone()],
-                &mut self.sol[cols],
-            );
+            ge[c] = (gamma, alpha[c] * c2);
         }
+        let (delta, sol, d) = (
+            ColsMut::new(&mut self.delta, n),
+            ColsMut::new(&mut self.sol, n),
+            &self.d,
+        );
+        let ss: Vec<f64> = run_cols(na, eq.threads, |c| {
+            if broke[c] {
+                return 0.0;
+            }
+            // SAFETY: each call writes only column c of delta and sol.
+            let (delta, sol) = unsafe { (delta.col(c), sol.col(c)) };
+            qmr_update(ge[c].0, ge[c].1, col(d, n, c), delta, sol)
+        });
         self.buf.clear();
         self.buf.extend_from_slice(&ss);
         self.reduce(comm, out);
@@ -741,6 +774,59 @@ impl BlockJdQmr {
     }
 }
 
+/// Runs `f(c)` for the columns c in 0..na and collects the results: on this
+/// thread, or with `threads > 1` the two halves of the columns on two threads
+/// (the per-equation passes are bound by memory bandwidth, which two cores
+/// share less than fully).
+fn run_cols<T: Send, F: Fn(usize) -> T + Sync>(na: usize, threads: usize, f: F) -> Vec<T> {
+    if threads > 1 && na > 1 {
+        let h = na.div_ceil(2);
+        let (mut a, b) = rayon::join(
+            || (0..h).map(&f).collect::<Vec<T>>(),
+            || (h..na).map(&f).collect::<Vec<T>>(),
+        );
+        a.extend(b);
+        a
+    } else {
+        (0..na).map(f).collect()
+    }
+}
+
+/// Columns of a column-major buffer that [`run_cols`]'s calls write, each its
+/// own column.
+#[derive(Clone, Copy)]
+struct ColsMut<'a> {
+    p: *mut f64,
+    n: usize,
+    cols: usize,
+    _life: std::marker::PhantomData<&'a mut [f64]>,
+}
+
+// SAFETY: the calls of `run_cols` touch disjoint columns (see `ColsMut::col`).
+unsafe impl Send for ColsMut<'_> {}
+unsafe impl Sync for ColsMut<'_> {}
+
+impl<'a> ColsMut<'a> {
+    fn new(v: &'a mut [f64], n: usize) -> Self {
+        Self {
+            p: v.as_mut_ptr(),
+            n,
+            cols: v.len().checked_div(n).unwrap_or(0),
+            _life: std::marker::PhantomData,
+        }
+    }
+
+    /// Column `c`.
+    ///
+    /// # Safety
+    /// No other reference to column `c` may be alive while the result is.
+    unsafe fn col(self, c: usize) -> &'a mut [f64] {
+        assert!(c < self.cols, "column {c} of {}", self.cols);
+        // SAFETY: in bounds (checked), and exclusive by the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.p.add(c * self.n), self.n) }
+    }
+}
+
 /// Swaps columns `a` and `b` (n rows each) of `v`.
 fn swap_cols(v: &mut [f64], n: usize, a: usize, b: usize) {
     if a == b {
@@ -754,29 +840,30 @@ fn swap_cols(v: &mut [f64], n: usize, a: usize, b: usize) {
 /// Four partial sums per reduction, so that fused loops vectorize.
 const LANES: usize = 4;
 
-/// (zᵀa, zᵀb) in one pass.
-fn dot2(z: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) {
+/// (zᵀx, zᵀg, gᵀk) in one pass.
+fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
     let len = z.len() - z.len() % LANES;
-    let (mut s, mut t) = ([0.0f64; LANES], [0.0f64; LANES]);
-    for ((zv, av), bv) in z[..len]
+    let (mut s, mut t, mut u) = ([0.0f64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
+    for (((zv, xv), gv), kv) in z[..len]
         .chunks_exact(LANES)
-        .zip(a[..len].chunks_exact(LANES))
-        .zip(b[..len].chunks_exact(LANES))
+        .zip(x[..len].chunks_exact(LANES))
+        .zip(g[..len].chunks_exact(LANES))
+        .zip(k[..len].chunks_exact(LANES))
     {
         for l in 0..LANES {
-            s[l] += zv[l] * av[l];
-            t[l] += zv[l] * bv[l];
+            s[l] += zv[l] * xv[l];
+            t[l] += zv[l] * gv[l];
+            u[l] += gv[l] * kv[l];
         }
     }
-    let (mut s0, mut t0) = (0.0, 0.0);
+    let (mut s0, mut t0, mut u0) = (0.0, 0.0, 0.0);
     for i in len..z.len() {
-        s0 += z[i] * a[i];
-        t0 += z[i] * b[i];
+        s0 += z[i] * x[i];
+        t0 += z[i] * g[i];
+        u0 += g[i] * k[i];
     }
-    (
-        (s[0] + s[1]) + (s[2] + s[3]) + s0,
-        (t[0] + t[1]) + (t[2] + t[3]) + t0,
-    )
+    let sum = |a: [f64; LANES], r: f64| (a[0] + a[1]) + (a[2] + a[3]) + r;
+    (sum(s, s0), sum(t, t0), sum(u, u0))
 }
 
 /// w ← w − σd, returning (dᵀw, xᵀw) of the new w, in one pass.
@@ -932,7 +1019,7 @@ mod tests {
             })
             .collect();
         let comm = SelfComm::new();
-        for jacobi in [false, true] {
+        for (jacobi, threads) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
             let inners: Vec<Inner<'_>> = shifts
                 .iter()
                 .map(|&s| {
@@ -953,11 +1040,19 @@ mod tests {
                 r: &r,
                 shifts: &shifts,
                 setups: &setups,
-                threads: 1,
+                threads,
             };
             let mut t = vec![0.0; n * b];
             let mut blk = BlockJdQmr::new(n, b);
-            let out = blk.solve(&op, &comm, &BlockInner::from_inners(&inners), &eq, &mut t);
+            let mut scratch = vec![0.0; n * b];
+            let out = blk.solve(
+                &op,
+                &comm,
+                &BlockInner::from_inners(&inners),
+                &eq,
+                &mut t,
+                &mut scratch,
+            );
             for j in 0..b {
                 let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
                 let e = Equation {

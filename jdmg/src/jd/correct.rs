@@ -110,7 +110,15 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             setups: &setups,
             threads: self.prm.threads,
         };
-        let out = solver.solve(&self.op, self.pb.comm, &inner, &eq, &mut self.t);
+        // W_T is free until the next extension: it is the solve's scratch.
+        let out = solver.solve(
+            &self.op,
+            self.pb.comm,
+            &inner,
+            &eq,
+            &mut self.t,
+            &mut self.wt,
+        );
         self.stats.matvecs += out.matvecs;
         self.stats.precond_applications += out.precond_applies;
         self.stats.precond_seconds += out.precond_seconds;
