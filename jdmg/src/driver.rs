@@ -358,3 +358,52 @@ fn check_square(a: &CsrMatrix) -> Result<(), JdError> {
         ),
     ))
 }
+
+/// Collects the whole eigenvectors of a distributed solve on every process:
+/// `r`, the outcome of [`solve_distributed`] (or [`crate::solve_multigrain`])
+/// on this process of `comm`, whose rank order is the order of the row
+/// blocks, becomes the same outcome with `eigenvectors` of all `n` rows
+/// (`n_local = n`, `row_offset = 0`). The partial solutions of
+/// `NotConverged` and `Stopped` are gathered too; other errors pass through.
+/// Collective (when `r` is `Ok`, `NotConverged` or `Stopped` on every
+/// process, as the solvers return).
+///
+/// # Errors
+/// `r`'s error, with its partial solution gathered.
+pub fn gather_eigenvectors<C: Comm + ?Sized>(
+    comm: &C,
+    n: usize,
+    r: Result<Solution, JdError>,
+) -> Result<Solution, JdError> {
+    let (mut s, boxed, stopped) = match r {
+        Ok(s) => (s, false, false),
+        Err(JdError::NotConverged { partial, .. }) => (*partial, true, false),
+        Err(JdError::Stopped { partial, .. }) => (*partial, true, true),
+        Err(e) => return Err(e),
+    };
+    let nloc = s.n_local;
+    let nvec = s.eigenvalues.len();
+    let mut counts = vec![0u64; comm.size()];
+    comm.all_gather_u64(&[nloc as u64], &mut counts);
+    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
+    let mut full = vec![0.0; n * nvec];
+    let mut col = vec![0.0; n];
+    for j in 0..nvec {
+        comm.all_gather_v(s.eigenvector(j), &counts, &mut col);
+        full[j * n..(j + 1) * n].copy_from_slice(&col);
+    }
+    s.eigenvectors = full;
+    s.n_local = n;
+    s.row_offset = 0;
+    if boxed {
+        let wanted = s.eigenvalues.len();
+        let partial = Box::new(s);
+        Err(if stopped {
+            JdError::Stopped { wanted, partial }
+        } else {
+            JdError::NotConverged { wanted, partial }
+        })
+    } else {
+        Ok(s)
+    }
+}

@@ -125,7 +125,8 @@ pub enum PrecondChoice {
 }
 
 /// Parameters of [`crate::solve`]. Every field has a documented default
-/// (`JdParams::default()`); `validate` checks them against the problem size.
+/// (`JdParams::default()`); [`JdParams::check`] checks what does not depend on
+/// the problem, the solvers the rest against the problem size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JdParams {
@@ -298,25 +299,16 @@ impl JdParams {
         self.maxits.unwrap_or(DEFAULT_MAXITS_BICGSTAB)
     }
 
-    /// Checks the parameters against the global dimension `n` and resolves the
-    /// size defaults.
+    /// Checks the parameters that do not depend on the problem (every check
+    /// of the solvers but those against the dimension n): positive finite
+    /// `tol` and `anorm`, a finite target σ and preconditioner shift, a
+    /// finite `ilut_drop` ≥ 0, a time budget ≥ 0 (with BiCGSTAB), at least one
+    /// thread.
     ///
     /// # Errors
     /// [`crate::JdError::InvalidParams`] naming the offending field.
-    pub(crate) fn resolve(&self, n: usize) -> Result<Sizes, crate::JdError> {
+    pub fn check(&self) -> Result<(), crate::JdError> {
         let bad = |field: &'static str, m: String| Err(crate::JdError::invalid(field, m));
-        if n == 0 {
-            return bad("matrix", "the matrix is empty (n = 0)".into());
-        }
-        if self.nev == 0 {
-            return bad("nev", "nev must be at least 1".into());
-        }
-        if self.nev > n {
-            return bad(
-                "nev",
-                format!("nev = {} exceeds the matrix dimension n = {n}", self.nev),
-            );
-        }
         if !(self.tol.is_finite() && self.tol > 0.0) {
             return bad(
                 "tol",
@@ -350,6 +342,44 @@ impl JdParams {
         if self.threads == 0 {
             return bad("threads", "threads must be at least 1".into());
         }
+        // every preconditioner refuses a non-finite shift, Jacobi included
+        if let Some(s) = self.precond_shift {
+            if !s.is_finite() {
+                return bad(
+                    "precond_shift",
+                    format!("precond_shift must be finite, got {s}"),
+                );
+            }
+        }
+        if !(self.ilut_drop.is_finite() && self.ilut_drop >= 0.0) {
+            return bad(
+                "ilut_drop",
+                format!("ilut_drop must be finite and >= 0, got {}", self.ilut_drop),
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks the parameters against the global dimension `n` and resolves the
+    /// size defaults.
+    ///
+    /// # Errors
+    /// [`crate::JdError::InvalidParams`] naming the offending field.
+    pub(crate) fn resolve(&self, n: usize) -> Result<Sizes, crate::JdError> {
+        let bad = |field: &'static str, m: String| Err(crate::JdError::invalid(field, m));
+        if n == 0 {
+            return bad("matrix", "the matrix is empty (n = 0)".into());
+        }
+        if self.nev == 0 {
+            return bad("nev", "nev must be at least 1".into());
+        }
+        if self.nev > n {
+            return bad(
+                "nev",
+                format!("nev = {} exceeds the matrix dimension n = {n}", self.nev),
+            );
+        }
+        self.check()?;
         let k = if self.block == 0 {
             self.nev.min(DEFAULT_BLOCK_CAP)
         } else {
