@@ -328,6 +328,8 @@ pub fn solve_distributed_with<C: Comm + ?Sized>(
     let block = precond::preconditioners::diagonal_block(&local, 0..local.nrows(), range.start)
         .map_err(|e| JdError::Preconditioner(e.to_string()))?;
     let pc = build_preconditioner(params, &block, precond_shift(params, a))?;
+    // Only the preconditioner needed the diagonal block: free it for the solve.
+    drop(block);
     let setup = t0.elapsed().as_secs_f64();
     let initial = crate::jd::local_rows("initial", spaces.initial, a.nrows(), range.clone())?;
     let deflation = crate::jd::local_rows("deflation", spaces.deflation, a.nrows(), range.clone())?;
