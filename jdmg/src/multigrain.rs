@@ -33,13 +33,14 @@ use precond::dist::{DistCsrOperator, DistOptions};
 use precond::preconditioners::BoxedPreconditioner;
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::driver::{build_preconditioner, precond_shift, with_setup};
 use crate::jd::{solve_with, CorrectionBackend, CorrectionCtx, Problem};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to, DEFAULT_MAXITS_GROUPS};
 use crate::params::{InnerStop, JdParams, PrecondChoice};
 use crate::repartition::{
-    move_rows, Monitor, ProjectionClock, RepartitionParams, RepartitionStats,
+    move_rows, Monitor, RateClock, RepartitionParams, RepartitionStats, WaitTimer,
 };
 use crate::solution::{JdError, Solution, Stats};
 
@@ -363,20 +364,25 @@ impl Mover {
 }
 
 struct Backend<'g, W, G: Comm> {
-    /// The fine-grain communicator; its busy clock stops during the backend's
-    /// work (correction phases, locked-vector copies) for [`crate::repartition`].
-    world: &'g ProjectionClock<'g, W>,
-    group: &'g G,
+    /// The fine-grain communicator.
+    world: &'g W,
+    /// Where each correction phase's busy time and work are credited, for the
+    /// rates of [`crate::repartition`].
+    rates: &'g RateClock<'g, W>,
+    /// The solve group's communicator, with the time spent in its collectives.
+    group: &'g WaitTimer<G>,
+    /// Nonzeros of this rank's group rows (the work of one group matvec).
+    group_nnz: f64,
     /// This process's all-to-all group (hierarchical scheme, §6), traced for the
     /// imbalance metric; `None`: the exchanges run over `world`.
     a2a: Option<&'g lblib::Traced<G>>,
-    lbs: Option<GroupLbs<'g, G, G>>,
+    lbs: Option<GroupLbs<'g, WaitTimer<G>, G>>,
     balance: Balance,
     rate_kind: lblib::RateKind,
     ngroups: usize,
     my_group: usize,
     mover: Mover,
-    op: DistCsrOperator<'g, G>,
+    op: DistCsrOperator<'g, WaitTimer<G>>,
     pc: Option<BoxedPreconditioner>,
     diag: Vec<f64>,
     nf: usize,
@@ -391,7 +397,6 @@ struct Backend<'g, W, G: Comm> {
 
 impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
     fn on_lock(&mut self, x: &[f64], stats: &mut Stats) {
-        self.world.pause();
         // every group needs the locked vector in its own layout
         let dest: Vec<usize> = (0..self.ngroups).collect();
         let xs: Vec<f64> = (0..self.ngroups).flat_map(|_| x.iter().copied()).collect();
@@ -410,7 +415,6 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         self.xl.extend_from_slice(&y);
         self.nl += 1;
-        self.world.resume();
     }
 
     fn correct_block(
@@ -419,7 +423,6 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         t: &mut [f64],
         stats: &mut Stats,
     ) -> Vec<usize> {
-        self.world.pause();
         let s = ctx.shifts.len();
         let (nf, ng) = (self.nf, self.ng);
         self.stats.phases += 1;
@@ -572,7 +575,6 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         stats.inner_steps += total as u64;
         stats.matvecs += all[s] as u64;
         stats.precond_applications += all[s + 1] as u64;
-        self.world.resume();
         all[..s].iter().map(|&v| v as usize).collect()
     }
 }
@@ -615,12 +617,18 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         };
         let group = self.group;
         let sums = std::cell::Cell::new(0);
+        // the group's products, timed for the rates of re-partitioning
+        let op = &Metered {
+            op: &self.op,
+            group,
+            rates: self.rates,
+            nnz: self.group_nnz,
+        };
         let o = if section && !self.decided {
             // first phase (§4 step 1): a fixed count, timed to measure the rates
             let mut rule = steps_rule(InnerStop::Fixed, m, ctx.rel, ctx.floors[i]);
-            self.corr.solve(
-                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
-            )
+            self.corr
+                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
         } else if section {
             let kind = self.rate_kind;
             let lbs = self.lbs.as_mut().expect("balanced");
@@ -648,24 +656,72 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
                 }
                 c
             };
-            self.corr.solve(
-                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
-            )
+            self.corr
+                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
         } else if let InnerStop::Time { seconds } = ctx.inner {
             let mut rule = time_rule(group, seconds, ctx.maxits, &sums);
-            self.corr.solve(
-                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
-            )
+            self.corr
+                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
         } else {
             let mut rule = steps_rule(ctx.inner, m, ctx.rel, ctx.floors[i]);
-            self.corr.solve(
-                &self.op, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
-            )
+            self.corr
+                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
         };
         *ops += o.steps;
         // Reductions inside the group are the group's own; `Stats::global_sums`
         // counts the fine-grain (all-process) ones only.
         o
+    }
+}
+
+/// The re-partitioning monitor and the caller's sink, polled together: both
+/// polls run on every process (the monitor's is collective) and the larger
+/// request is the answer; both receive every checkpoint.
+struct Both<'m, 'c, 'd> {
+    monitor: Option<&'m mut dyn CheckpointSink>,
+    caller: Option<&'c mut (dyn CheckpointSink + 'd)>,
+}
+
+impl CheckpointSink for Both<'_, '_, '_> {
+    fn poll(&mut self, stats: &Stats) -> CheckpointRequest {
+        let m = self.monitor.as_mut().map(|s| s.poll(stats));
+        let c = self.caller.as_mut().map(|s| s.poll(stats));
+        // Continue < Save < SaveAndStop
+        m.max(c).unwrap_or(CheckpointRequest::Continue)
+    }
+
+    fn save(&mut self, checkpoint: &Checkpoint, last: bool) {
+        if let Some(s) = self.monitor.as_mut() {
+            s.save(checkpoint, last);
+        }
+        if let Some(s) = self.caller.as_mut() {
+            s.save(checkpoint, last);
+        }
+    }
+}
+
+/// A solve group's operator that credits every product to the rates of
+/// re-partitioning ([`RateClock::credit`]): its busy seconds (wall time minus the
+/// waits of its halo exchange) for the nonzeros of this rank's group rows times
+/// the vectors. The time per nonzero of a rank's own products does not change when
+/// its fine rows move, nor with the work of the rest of the inner step.
+struct Metered<'a, 'g, O, G, W> {
+    op: &'a O,
+    group: &'a WaitTimer<G>,
+    rates: &'a RateClock<'g, W>,
+    nnz: f64,
+}
+
+impl<O: precond::Operator, G: Comm, W: Comm> precond::Operator for Metered<'_, '_, O, G, W> {
+    fn nrows(&self) -> usize {
+        self.op.nrows()
+    }
+
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let (t0, w0) = (self.group.wtime(), self.group.waited());
+        self.op.apply_block(x, y, k);
+        let busy = (self.group.wtime() - t0) - (self.group.waited() - w0);
+        self.rates.credit(busy, self.nnz * k as f64);
     }
 }
 
@@ -1090,6 +1146,30 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
     params: &JdParams,
     mg: &MultigrainParams,
 ) -> Result<Solution, JdError> {
+    solve_multigrain_with_sink(a, world, base, params, mg, None)
+}
+
+/// [`solve_multigrain`] with a [`CheckpointSink`] polled at the top of every
+/// outer iteration, as in [`crate::solve_distributed_resumable`]: the largest
+/// request over all processes is granted, so that a `SaveAndStop` on one
+/// process (a signal, say) stops every process at the same iteration with
+/// [`JdError::Stopped`] and the pairs converged so far. The checkpoints it
+/// receives are of the current fine rows, which re-partitioning may change, so
+/// they are for stopping, not for resuming. A stop asked in the iteration where
+/// the solve re-partitions is granted at the next poll (a sink that keeps asking
+/// is obeyed one outer iteration later). Collective: give a sink on every
+/// process or on none.
+///
+/// # Errors
+/// As [`solve_multigrain`].
+pub fn solve_multigrain_with_sink<W: Comm, B: Comm>(
+    a: &CsrMatrix,
+    world: &W,
+    base: &B,
+    params: &JdParams,
+    mg: &MultigrainParams,
+    mut sink: Option<&mut dyn CheckpointSink>,
+) -> Result<Solution, JdError> {
     let invalid = |e: &dyn std::fmt::Display| JdError::invalid("groups", e);
     // §4: solve groups iterate up to the paper's m = 150 unless told otherwise
     let mut group_params = params.clone();
@@ -1176,9 +1256,9 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
         overlap: false,
         max_block: sizes.max_basis,
     };
-    // the fine-grain communicator, with the busy clock of the projection phase
-    let clock = ProjectionClock::new(world);
-    let (mut fop, mut fdiag) = fine_operator(a, &fine, &clock, fopts)?;
+    // the correction phases' rates, for re-partitioning
+    let clock = RateClock::new(world);
+    let (mut fop, mut fdiag) = fine_operator(a, &fine, world, fopts)?;
     // semi-static re-partitioning (Boudet et al. §4.5): only where rows follow rates
     let mut monitor = if mg.rate_weighted_rows && mg.repartition.enabled && np > 1 {
         let nnz = fine.nnz_per_part(a).map_err(|e| invalid(&e))?;
@@ -1200,7 +1280,7 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
         .iter()
         .position(|&r| r == me)
         .ok_or_else(|| invalid(&"rank not in its group"))?;
-    let group = base.split(my_group, key);
+    let group = WaitTimer::new(base.split(my_group, key));
     // All-to-all group m = the owners of coarse part m, ordered by group (§6).
     let a2a = shape.map(|_| lblib::Traced::new(base.split(key, my_group)));
     if let (Some(c), Some((k, _))) = (&a2a, shape) {
@@ -1257,7 +1337,9 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
     };
     let ng = glocal.nrows();
     let mut backend = Backend {
-        world: &clock,
+        world,
+        rates: &clock,
+        group_nnz: glocal.nnz() as f64,
         group: &group,
         a2a: a2a.as_ref(),
         lbs,
@@ -1311,18 +1393,21 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
     let res = loop {
         let pb = Problem {
             a: &fop,
-            comm: &clock,
+            comm: world,
             n_global: n,
             row_offset: fine.range(me).start,
             diagonal: Some(&fdiag),
             precond: None,
             spaces: Default::default(),
         };
+        let mut both = Both {
+            monitor: monitor.as_mut().map(|m| m as &mut dyn CheckpointSink),
+            caller: sink.as_deref_mut(),
+        };
+        let any = both.monitor.is_some() || both.caller.is_some();
         let ck = crate::checkpoint::Checkpointing {
             resume: resume.as_ref(),
-            sink: monitor
-                .as_mut()
-                .map(|m| m as &mut dyn crate::checkpoint::CheckpointSink),
+            sink: any.then_some(&mut both as &mut dyn CheckpointSink),
         };
         let res = solve_with(&pb, params, None, Some(&mut backend), ck);
         let Some((mon, h)) = monitor
@@ -1335,13 +1420,13 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
         // measured rates (within each coarse part when hierarchical)
         let t0 = Instant::now();
         let new = build_layout(a, &groups_w, Some(&h.weights), shape.is_some())?;
-        let (moved, sent) = move_rows(&clock, &fine, &new.fine, &h.snapshot)?;
-        (fop, fdiag) = fine_operator(a, &new.fine, &clock, fopts)?;
+        let (moved, sent) = move_rows(world, &fine, &new.fine, &h.snapshot)?;
+        (fop, fdiag) = fine_operator(a, &new.fine, world, fopts)?;
         backend.mover.to_group = new.to_group;
         backend.mover.from_group = new.from_group;
         backend.nf = new.fine.len(me);
         let mut total = [sent];
-        clock.all_reduce_u64(&mut total, lblib::ReduceOp::Sum);
+        world.all_reduce_u64(&mut total, lblib::ReduceOp::Sum);
         let nnz = new.fine.nnz_per_part(a).map_err(|e| invalid(&e))?;
         let rows = (rows_of(&fine), rows_of(&new.fine));
         let it = moved.stats.outer_iterations;

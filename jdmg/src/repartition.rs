@@ -9,14 +9,17 @@
 //! computed in a given phase to load-balance the work for the next phase", with a
 //! redistribution of the data between phases.
 //!
-//! Here a phase is a stretch of outer iterations. `ProjectionClock` wraps the
-//! fine-grain communicator and measures each rank's *busy* time in the projection
-//! phase (wall time minus the time inside fine-grain collectives and minus the
-//! correction phases); an lblib [`Lbs`] on that clock turns it into rates (rows'
-//! nonzeros per busy second, `RateKind::Average` over the stretch or LBLIB's
+//! Here a phase is a stretch of outer iterations. The rates are those of each
+//! rank's correction phases ([`RateClock`]): nonzeros of its solve group's rows
+//! per busy second of its group products (wall time minus the waits of their
+//! halo exchanges), which
+//! do not change when fine rows move, so that the split converges to the ratio of
+//! the speeds instead of overshooting it. An lblib [`Lbs`] on that clock turns
+//! them into rates (`RateKind::Average` over the stretch or LBLIB's
 //! instantaneous rate over the last window). `Monitor`, polled at the top of
-//! every outer iteration as a [`CheckpointSink`], compares the ranks every
-//! [`RepartitionParams::check_every`] iterations; when the measured imbalance stays
+//! every outer iteration as a [`CheckpointSink`], compares the busy times the
+//! ranks' fine rows would take at those rates every
+//! [`RepartitionParams::check_every`] iterations; when that imbalance stays
 //! above [`RepartitionParams::threshold`] for [`RepartitionParams::consecutive`]
 //! checks it stops the solve with a snapshot of its state. The caller
 //! ([`crate::solve_multigrain`]) computes a rate-weighted row partition, moves
@@ -45,8 +48,8 @@ pub struct RepartitionParams {
     /// (`MultigrainParams::rate_weighted_rows`), so that a deterministic solve
     /// (`--balance none`) stays deterministic.
     pub enabled: bool,
-    /// Measured imbalance of the projection phase, `1 − mean(tᵢ)/max(tᵢ)` over the
-    /// ranks' busy times tᵢ, above which a re-partition is considered (the share
+    /// Imbalance of the projection phase, `1 − mean(tᵢ)/max(tᵢ)` over the times
+    /// tᵢ = nonzeros of rank i's fine rows / its measured rate, above which a re-partition is considered (the share
     /// of the phase an average rank spends waiting). Default 0.10. A re-partition
     /// also needs the predicted gain `1 − max(tᵢ')/max(tᵢ)` to reach half of it.
     pub threshold: f64,
@@ -109,14 +112,15 @@ impl RepartitionParams {
 pub struct RepartitionEvent {
     /// Outer iterations done when it happened.
     pub outer_iteration: usize,
-    /// Measured imbalance of the projection phase before (the check that
+    /// Imbalance of the projection phase at the measured rates before (the check that
     /// triggered it).
     pub imbalance_before: f64,
     /// Imbalance predicted for the new rows from the same rates.
     pub imbalance_predicted: f64,
     /// Imbalance measured at the next check (`None` when the solve ended first).
     pub imbalance_after: Option<f64>,
-    /// Each rank's measured rate (nonzeros per busy second of the projection phase).
+    /// Each rank's measured rate (nonzeros of its group rows per busy second of
+    /// its correction phases).
     pub rates: Vec<f64>,
     /// Fine rows of each rank before and after.
     pub rows_before: Vec<usize>,
@@ -153,93 +157,128 @@ pub struct RepartitionStats {
     pub errors: Vec<String>,
 }
 
-/// How a [`ProjectionClock`]'s owner wraps the fine-grain communicator.
-enum Inner<'a, W> {
-    Borrowed(&'a W),
-    Owned(W),
+/// The clock of the re-partitioning rates, on the fine-grain communicator: its
+/// [`Comm::wtime`] is the busy time credited so far ([`RateClock::credit`]: the
+/// products of this rank's solve-group operator in the correction phases, each
+/// timed without the waits of its halo exchange), not the wall time; its
+/// collectives are those of the fine-grain communicator. An lblib [`Lbs`] on it
+/// measures each rank's rate: nonzeros of its group rows per busy second.
+///
+/// Why the correction phase and not the projection phase: the work of a
+/// correction phase on a rank (products with its solve group's rows) does not
+/// depend on the fine rows, so its rate stays the same when rows move, and a
+/// split weighted by it converges to the speed ratio. (Timing the products
+/// alone, not the whole phase, keeps out the work of a phase that does not grow
+/// with its steps, which made a fast rank in a slow group measure 20 % slow.) The projection phase's own
+/// busy time does not: it holds work that every rank repeats whatever its rows
+/// (the Rayleigh-Ritz problem, small dense products), so a rank that lost rows
+/// measured slower per nonzero and lost more at the next check (lap3d:14 at
+/// slowdowns 1,1,4,4: a quarter of the slow ranks' fair share after three
+/// re-partitions). And on a core shared by time slices, the projection's short
+/// spans between global sums run at full speed (the loaded rank is descheduled
+/// while it waits), which made a loaded rank look as fast as a free one; a
+/// flexible phase runs long enough to see the real share of the core.
+pub(crate) struct RateClock<'a, W> {
+    comm: &'a W,
+    /// Busy seconds of correction phases credited so far.
+    busy: Cell<f64>,
+    /// Their work: nonzeros of this rank's group rows × vectors multiplied.
+    work: Cell<f64>,
 }
 
-/// The fine-grain communicator with a clock of projection-phase *busy* time:
-/// [`Comm::wtime`] is the wrapped clock minus the time spent inside this
-/// communicator's collectives and minus the paused spans (the correction phases,
-/// [`ProjectionClock::pause`]). Everything else is forwarded unchanged, so the
-/// solve takes the same steps as on the wrapped communicator.
-pub(crate) struct ProjectionClock<'a, W> {
-    inner: Inner<'a, W>,
-    /// Seconds excluded so far (collectives and paused spans).
-    excluded: Cell<f64>,
-    /// Wrapped clock at [`ProjectionClock::pause`], while paused.
-    paused_at: Cell<Option<f64>>,
-}
-
-impl<'a, W: Comm> ProjectionClock<'a, W> {
+impl<'a, W: Comm> RateClock<'a, W> {
     pub(crate) fn new(world: &'a W) -> Self {
         Self {
-            inner: Inner::Borrowed(world),
-            excluded: Cell::new(0.0),
-            paused_at: Cell::new(None),
+            comm: world,
+            busy: Cell::new(0.0),
+            work: Cell::new(0.0),
         }
     }
 
-    fn comm(&self) -> &W {
-        match &self.inner {
-            Inner::Borrowed(w) => w,
-            Inner::Owned(w) => w,
+    /// Credits `seconds` of busy time for `work` nonzeros (figures that are not
+    /// finite and positive are ignored).
+    pub(crate) fn credit(&self, seconds: f64, work: f64) {
+        if seconds.is_finite() && seconds > 0.0 && work.is_finite() && work > 0.0 {
+            self.busy.set(self.busy.get() + seconds);
+            self.work.set(self.work.get() + work);
         }
     }
 
-    /// Stops the clock (start of a correction phase); nested calls are ignored.
-    pub(crate) fn pause(&self) {
-        if self.paused_at.get().is_none() {
-            self.paused_at.set(Some(self.comm().wtime()));
+    /// The work credited so far.
+    pub(crate) fn work(&self) -> f64 {
+        self.work.get()
+    }
+
+    fn via<T>(&self, f: impl FnOnce(&W) -> T) -> T {
+        f(self.comm)
+    }
+}
+
+impl<W: Comm> Comm for RateClock<'_, W> {
+    fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+    fn size(&self) -> usize {
+        self.comm.size()
+    }
+    /// Busy seconds of the correction phases credited so far.
+    fn wtime(&self) -> f64 {
+        self.busy.get()
+    }
+    lblib::forward_collectives!(via);
+    /// Not used: [`Monitor`] never splits its clock.
+    fn split(&self, _color: usize, _key: usize) -> Self {
+        unimplemented!("RateClock is not split")
+    }
+}
+
+/// A communicator that adds up the seconds spent inside its collectives
+/// ([`WaitTimer::waited`]); everything else, the clock included, is forwarded
+/// unchanged. On a solve group's communicator it separates a rank's own work in a
+/// correction phase from its waits for the other members.
+pub(crate) struct WaitTimer<G> {
+    inner: G,
+    waited: Cell<f64>,
+}
+
+impl<G: Comm> WaitTimer<G> {
+    pub(crate) fn new(inner: G) -> Self {
+        Self {
+            inner,
+            waited: Cell::new(0.0),
         }
     }
 
-    /// Restarts the clock (end of a correction phase).
-    pub(crate) fn resume(&self) {
-        if let Some(t) = self.paused_at.take() {
-            let dt = (self.comm().wtime() - t).max(0.0);
-            self.excluded.set(self.excluded.get() + dt);
-        }
+    /// Seconds (of the wrapped clock) spent inside collectives so far.
+    pub(crate) fn waited(&self) -> f64 {
+        self.waited.get()
     }
 
-    /// Runs a collective, excluding its duration from the clock.
-    fn timed<T>(&self, f: impl FnOnce(&W) -> T) -> T {
-        if self.paused_at.get().is_some() {
-            return f(self.comm());
-        }
-        let t0 = self.comm().wtime();
-        let out = f(self.comm());
-        let dt = (self.comm().wtime() - t0).max(0.0);
-        self.excluded.set(self.excluded.get() + dt);
+    fn timed<T>(&self, f: impl FnOnce(&G) -> T) -> T {
+        let t0 = self.inner.wtime();
+        let out = f(&self.inner);
+        let dt = (self.inner.wtime() - t0).max(0.0);
+        self.waited.set(self.waited.get() + dt);
         out
     }
 }
 
-impl<W: Comm> Comm for ProjectionClock<'_, W> {
+impl<G: Comm> Comm for WaitTimer<G> {
     fn rank(&self) -> usize {
-        self.comm().rank()
+        self.inner.rank()
     }
     fn size(&self) -> usize {
-        self.comm().size()
+        self.inner.size()
     }
-    /// Busy seconds of the projection phase (see the type's documentation).
     fn wtime(&self) -> f64 {
-        let now = self.comm().wtime();
-        let paused = self.paused_at.get().map_or(0.0, |t| (now - t).max(0.0));
-        now - self.excluded.get() - paused
+        self.inner.wtime()
     }
     lblib::forward_collectives!(timed);
     fn set_slowdown(&self, factor: f64) -> bool {
-        self.comm().set_slowdown(factor)
+        self.inner.set_slowdown(factor)
     }
-    /// A fresh clock on the split of the wrapped communicator.
     fn split(&self, color: usize, key: usize) -> Self {
-        Self {
-            inner: Inner::Owned(self.timed(|c| c.split(color, key))),
-            excluded: Cell::new(0.0),
-            paused_at: Cell::new(None),
-        }
+        Self::new(self.timed(|c| c.split(color, key)))
     }
 }
 
@@ -279,20 +318,20 @@ struct Pending {
 /// See [`Monitor::new`].
 pub(crate) type Planner<'c> = Box<dyn Fn(&[f64]) -> Option<Vec<usize>> + 'c>;
 
-/// Measures the projection phase on every rank and decides when to re-partition
+/// Measures every rank's rate and decides when to re-partition
 /// (see the module documentation). Polled by the solver as a
 /// [`CheckpointSink`]: at every loop top on every rank (collective).
 pub(crate) struct Monitor<'c, W: Comm> {
-    lbs: Lbs<'c, ProjectionClock<'c, W>>,
+    lbs: Lbs<'c, RateClock<'c, W>>,
+    clock: &'c RateClock<'c, W>,
     prm: RepartitionParams,
     kind: RateKind,
     /// Nonzeros of each fine rank's rows (the work of one projection phase is
     /// proportional to them on every rank).
     nnz: Vec<usize>,
-    me: usize,
-    /// Projection phases timed in the open section and their operations.
+    /// Outer iterations in the open section, and the clock's work at its start.
     phases: usize,
-    ops: f64,
+    work0: f64,
     above: usize,
     handover: Option<Handover>,
     /// The decision of the last check that asked to stop.
@@ -313,7 +352,7 @@ impl<'c, W: Comm> Monitor<'c, W> {
     /// # Errors
     /// `InvalidParams` for bad parameters or window.
     pub(crate) fn new(
-        clock: &'c ProjectionClock<'c, W>,
+        clock: &'c RateClock<'c, W>,
         prm: RepartitionParams,
         kind: RateKind,
         window: f64,
@@ -328,13 +367,13 @@ impl<'c, W: Comm> Monitor<'c, W> {
         };
         let lbs = Lbs::with_config(clock, cfg).map_err(|e| JdError::invalid("rate_window", e))?;
         Ok(Self {
-            me: clock.rank(),
+            clock,
             lbs,
             prm,
             kind,
             nnz,
             phases: 0,
-            ops: 0.0,
+            work0: 0.0,
             above: 0,
             handover: None,
             pending: None,
@@ -384,9 +423,13 @@ impl<'c, W: Comm> Monitor<'c, W> {
     /// Ends the open section and gathers every rank's rate (collective). `None`
     /// (with the error recorded) when a rank could not measure one.
     fn measure(&mut self) -> Option<Vec<f64>> {
-        let ops = self.ops.max(f64::MIN_POSITIVE);
-        if let Err(e) = self.lbs.section_end(ops) {
-            self.stats.errors.push(format!("section_end: {e}"));
+        let ops = self.clock.work() - self.work0;
+        match self.lbs.section_end(ops) {
+            // no correction work here in this stretch (a group without an
+            // equation): the rank's previous rate, if any, stays in force
+            Err(lblib::LbError::NoElapsedTime { .. }) if ops == 0.0 => {}
+            Err(e) => self.stats.errors.push(format!("section_end: {e}")),
+            Ok(_) => {}
         }
         // every rank calls decide, even after a local failure (it reports it)
         let res = self
@@ -467,16 +510,16 @@ impl<W: Comm> CheckpointSink for Monitor<'_, W> {
         if !self.lbs.in_section() {
             // first loop top of a (resumed) solve: start timing
             self.phases = 0;
-            self.ops = 0.0;
+            self.work0 = self.clock.work();
             if let Err(e) = self.lbs.section_start() {
                 self.stats.errors.push(format!("section_start: {e}"));
             }
             return CheckpointRequest::Continue;
         }
         self.phases += 1;
-        self.ops += self.nnz[self.me] as f64;
         // the instantaneous rate's window moves at phase ends
-        let _ = self.lbs.should_continue_with(self.ops, 0.0, self.kind);
+        let ops = self.clock.work() - self.work0;
+        let _ = self.lbs.should_continue_with(ops, 0.0, self.kind);
         if self.phases < self.prm.check_every {
             return CheckpointRequest::Continue;
         }
@@ -485,7 +528,7 @@ impl<W: Comm> CheckpointSink for Monitor<'_, W> {
             CheckpointRequest::SaveAndStop
         } else {
             self.phases = 0;
-            self.ops = 0.0;
+            self.work0 = self.clock.work();
             if let Err(e) = self.lbs.section_start() {
                 self.stats.errors.push(format!("section_start: {e}"));
             }
@@ -611,27 +654,109 @@ mod tests {
         }
     }
 
-    /// The busy clock of the thread backend's manual clock: time inside
-    /// collectives and paused spans is excluded.
+    /// On the thread backend's manual clock: the wait timer counts the time
+    /// inside collectives only, and the rate clock moves only by credited busy
+    /// seconds, so that an Lbs on it measures the credited work per busy second.
     #[test]
-    fn projection_clock_excludes_waits_and_pauses() {
+    fn wait_timer_and_rate_clock() {
         use lblib::{ClockMode, ThreadComm, ThreadConfig};
         let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0], ClockMode::Manual);
-        let busy = ThreadComm::run_with(cfg, |comm| {
-            let clock = ProjectionClock::new(&comm);
-            let t0 = clock.wtime();
+        let out = ThreadComm::run_with(cfg, |comm| {
+            let group = WaitTimer::new(comm.split(0, comm.rank()));
+            let clock = RateClock::new(&comm);
+            let t0 = group.wtime();
             // rank 1 works 3 s, rank 0 1 s: rank 0 waits 2 s in the reduction
             comm.advance(if comm.rank() == 1 { 3.0 } else { 1.0 });
             let mut b = [1.0];
-            clock.all_reduce(&mut b, ReduceOp::Sum);
+            group.all_reduce(&mut b, ReduceOp::Sum);
             assert_eq!(b[0], 2.0);
-            clock.pause();
-            comm.advance(5.0);
-            clock.resume();
-            comm.advance(0.5);
-            clock.wtime() - t0
+            let (wall, waited) = (group.wtime() - t0, group.waited());
+            let mut lbs = Lbs::with_config(
+                &clock,
+                LbsConfig {
+                    first_section_ops: 0.0,
+                    ..LbsConfig::default()
+                },
+            )
+            .unwrap();
+            lbs.section_start().unwrap();
+            clock.credit(wall - waited, 6.0e6);
+            clock.credit(f64::NAN, 1.0);
+            clock.credit(1.0, 0.0);
+            assert_eq!(clock.work(), 6.0e6);
+            let rate = lbs.section_end(clock.work()).unwrap();
+            (wall, waited, rate)
         });
-        assert!((busy[0] - 1.5).abs() < 1e-12, "{busy:?}");
-        assert!((busy[1] - 3.5).abs() < 1e-12, "{busy:?}");
+        assert_eq!(out[0], (3.0, 2.0, 6.0e6));
+        assert_eq!(out[1], (3.0, 0.0, 2.0e6));
+    }
+
+    /// Each rank's nonzeros under rows weighted by `w` (4000 in all).
+    fn plan(w: &[f64]) -> Option<Vec<usize>> {
+        let s: f64 = w.iter().sum();
+        Some(
+            w.iter()
+                .map(|x| (4000.0 * x / s).round() as usize)
+                .collect(),
+        )
+    }
+
+    /// Deterministic (manual clocks): ranks of speeds 1, 1, 1/4, 1/4 start with
+    /// equal rows. Their projection phase also holds work every rank repeats
+    /// whatever its rows (which made the former busy rate of a rank fall as it
+    /// lost rows, and the split overshoot); the correction rates do not move with
+    /// the rows, so the first re-partition lands on the speed ratio and the next
+    /// checks leave it there.
+    #[test]
+    fn monitor_moves_rows_to_the_speed_ratio_once() {
+        use lblib::{ClockMode, ThreadComm, ThreadConfig};
+        let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0, 4.0, 4.0], ClockMode::Manual);
+        let out = ThreadComm::run_with(cfg, |comm| {
+            let clock = RateClock::new(&comm);
+            let prm = RepartitionParams::default();
+            let mut m = Monitor::new(
+                &clock,
+                prm,
+                RateKind::Average,
+                0.05,
+                vec![1000; 4],
+                Box::new(plan),
+            )
+            .unwrap();
+            let stats = Stats::default();
+            for it in 0..60 {
+                if let CheckpointRequest::SaveAndStop = m.poll(&stats) {
+                    let w = m.pending.as_ref().expect("a decision").weights.clone();
+                    let new = plan(&w).unwrap();
+                    let rows = (m.nnz.clone(), new.clone());
+                    m.record(new, rows, 0.0, (0, 0), it);
+                }
+                // projection: 1 µs per nonzero of its rows plus 0.5 ms that every
+                // rank repeats, then a fine-grain sum
+                comm.advance(1e-6 * m.nnz[comm.rank()] as f64 + 5e-4);
+                comm.barrier();
+                // correction: 200 group products of 1000 nonzeros, 1 µs each
+                let t0 = comm.wtime();
+                comm.advance(200.0 * 1000.0 * 1e-6);
+                clock.credit(comm.wtime() - t0, 200.0 * 1000.0);
+            }
+            (m.nnz.clone(), m.stats.clone())
+        });
+        for (nnz, st) in out {
+            assert_eq!(nnz, vec![1600, 1600, 400, 400], "{st:?}");
+            assert_eq!(st.count, 1, "{st:?}");
+            for (r, want) in st.events[0].rates.iter().zip([1e6, 1e6, 2.5e5, 2.5e5]) {
+                assert!((r / want - 1.0).abs() < 1e-12, "{st:?}");
+            }
+            assert!(st.errors.is_empty(), "{st:?}");
+            assert!(st.checks >= 10, "{st:?}");
+            // 1 − mean/max of the busy times 1, 1, 4, 4 ms before; 0 after
+            let imb = &st.measured_imbalance;
+            assert!(
+                imb[..2].iter().all(|i| (i - 0.375).abs() < 1e-12),
+                "{imb:?}"
+            );
+            assert!(imb[2..].iter().all(|&i| i < 1e-12), "{imb:?}");
+        }
     }
 }

@@ -385,3 +385,83 @@ fn default_settings_use_the_optimal_m_and_balance() {
         ub[0].1
     );
 }
+
+/// Asks to stop once, on one rank only, after `after` polls.
+struct StopOnce {
+    after: usize,
+    polls: usize,
+    saves: usize,
+}
+
+impl jdmg::CheckpointSink for StopOnce {
+    fn poll(&mut self, _stats: &jdmg::Stats) -> jdmg::CheckpointRequest {
+        self.polls += 1;
+        if self.polls == self.after {
+            jdmg::CheckpointRequest::SaveAndStop
+        } else {
+            jdmg::CheckpointRequest::Continue
+        }
+    }
+
+    fn save(&mut self, _ck: &jdmg::Checkpoint, _last: bool) {
+        self.saves += 1;
+    }
+}
+
+/// A sink's stop on one rank (a signal that reached one process) stops every
+/// rank of a balanced multigrain solve at the same outer iteration, with the
+/// pairs so far (issue #22: `--groups` had no collective stop).
+#[test]
+fn a_stop_on_one_rank_stops_every_rank_of_a_multigrain_solve() {
+    let a = generate(&"lap3d:14".parse::<GenSpec>().unwrap()).unwrap();
+    let params = JdParams {
+        nev: 4,
+        block: 2,
+        tol: 1e-300,
+        max_matvecs: 50_000_000,
+        ..JdParams::default()
+    };
+    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let keys = fine_rank_keys(&groups, true);
+    let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0, 2.0, 2.0], ClockMode::Virtual);
+    let out = ThreadComm::run_with(cfg, |comm| {
+        let world = comm.split(0, keys[comm.rank()]);
+        let mg = MultigrainParams {
+            groups: groups.clone(),
+            balance: Balance::Fastest,
+            rate_weighted_rows: true,
+            ..MultigrainParams::default()
+        };
+        // rank 2 asks at its 7th poll, the others never
+        let mut sink = StopOnce {
+            after: if comm.rank() == 2 { 7 } else { usize::MAX },
+            polls: 0,
+            saves: 0,
+        };
+        let r = jdmg::multigrain::solve_multigrain_with_sink(
+            &a,
+            &world,
+            &comm,
+            &params,
+            &mg,
+            Some(&mut sink),
+        );
+        match r {
+            Err(JdError::Stopped { wanted, partial }) => (
+                wanted,
+                partial.stats.outer_iterations,
+                partial.eigenvalues,
+                sink,
+            ),
+            other => panic!("rank {}: {other:?}", comm.rank()),
+        }
+    });
+    let it = out[0].1;
+    for (wanted, outer, vals, sink) in &out {
+        assert_eq!(*wanted, 4);
+        assert_eq!(*outer, it, "every rank stopped at the same outer iteration");
+        assert_eq!(vals.len(), 4);
+        assert!(vals.iter().all(|v| v.is_finite()), "{vals:?}");
+        assert!(sink.polls >= 7 && sink.saves >= 1);
+    }
+}

@@ -11,7 +11,7 @@ use std::cell::Cell;
 
 use jdmg::{
     fine_rank_keys, solve_distributed, solve_multigrain, Balance, InnerStop, JdParams,
-    MultigrainParams, MultigrainStats, Solution,
+    MultigrainParams, MultigrainStats, RepartitionParams, Solution,
 };
 use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig, Traced};
 use matrices::generate::{generate, GenSpec};
@@ -105,6 +105,23 @@ fn run(
     hierarchical: bool,
     repartition: bool,
 ) -> Vec<(Solution, MultigrainStats)> {
+    let rp = RepartitionParams {
+        enabled: repartition,
+        ..Default::default()
+    };
+    run_with(a, &params(), balance, slow, after, hierarchical, rp)
+}
+
+/// [`run`] with the given parameters.
+fn run_with(
+    a: &CsrMatrix,
+    params: &JdParams,
+    balance: Balance,
+    slow: usize,
+    after: usize,
+    hierarchical: bool,
+    repartition: RepartitionParams,
+) -> Vec<(Solution, MultigrainStats)> {
     let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
     let keys = fine_rank_keys(&groups, hierarchical);
     let cfg = ThreadConfig::with_slowdowns(&[1.0; 4], ClockMode::Virtual);
@@ -121,13 +138,10 @@ fn run(
             balance,
             rate_weighted_rows: balance != Balance::None,
             hierarchical,
-            repartition: jdmg::RepartitionParams {
-                enabled: repartition,
-                ..Default::default()
-            },
+            repartition: repartition.clone(),
             ..MultigrainParams::default()
         };
-        let mut out = solve_multigrain(a, &world, &comm, &params(), &mg).expect("converges");
+        let mut out = solve_multigrain(a, &world, &comm, params, &mg).expect("converges");
         let st = out.multigrain.take().expect("multigrain stats");
         (whole(&world, a.nrows(), out), st)
     })
@@ -235,5 +249,150 @@ fn unbalanced_runs_never_repartition_and_are_bit_identical() {
         assert_eq!(s1.stats.global_sums, s2.stats.global_sums);
         assert_eq!(m1.fine_rows, m2.fine_rows);
         common::assert_pairs(&a, s1, 1e-6);
+    }
+}
+
+/// The split converges to the speed ratio and does not overshoot it (issue #22):
+/// fine rank 3 becomes 4× slower early in the solve, from rows balanced for equal
+/// speeds. The rates are those of the correction phases, which do not change when
+/// rows move; before, the projection phase's busy rate of a rank fell as it lost
+/// rows (4.9, 2.6, then 1.7 M/s at slowdowns 1,1,4,4) and the slow ranks ended with
+/// a quarter of their share. Virtual clocks (CPU time × slowdown), no wall clock.
+#[test]
+fn the_split_converges_to_the_speed_ratio_without_overshoot() {
+    let a = generate(&"lap3d:15x16x17".parse::<GenSpec>().unwrap()).unwrap();
+    let prm = JdParams {
+        nev: 4,
+        tol: 1e-11,
+        ..params()
+    };
+    // eager: a check every 3 outer iterations, a re-partition at the first one
+    // above 3 %, so that the noise of the clocks (CPU time) re-partitions again:
+    // the split must not drift
+    let eager = RepartitionParams {
+        threshold: 0.03,
+        check_every: 3,
+        consecutive: 1,
+        ..Default::default()
+    };
+    // every re-partition, not only the last, lands near the speed ratio
+    for (hierarchical, rprm) in [
+        (false, RepartitionParams::default()),
+        (true, RepartitionParams::default()),
+        (false, eager),
+    ] {
+        let res = run_with(
+            &a,
+            &prm,
+            Balance::Fastest,
+            3,
+            20,
+            hierarchical,
+            rprm.clone(),
+        );
+        let (_, st) = &res[0];
+        let rp = &st.repartition;
+        eprintln!(
+            "hierarchical {hierarchical}: checks {:?}, outer {}",
+            rp.measured_imbalance, res[0].0.stats.outer_iterations
+        );
+        for ev in &rp.events {
+            eprintln!(
+                "  at {}: {:?} -> {:?}, rates {:?}",
+                ev.outer_iteration, ev.rows_before, ev.rows_after, ev.rates
+            );
+        }
+        assert!(rp.errors.is_empty(), "{:?}", rp.errors);
+        assert!(
+            rp.count >= 1,
+            "no re-partition: {:?}",
+            rp.measured_imbalance
+        );
+        // rank 3's fair share of the rows it competes for: 1/4 of a fast rank's
+        // (hierarchical: it shares coarse part 1 with rank 2 only)
+        let fair = |rows: &[usize]| -> f64 {
+            if hierarchical {
+                (rows[2] + rows[3]) as f64 / 5.0
+            } else {
+                rows.iter().sum::<usize>() as f64 / 13.0
+            }
+        };
+        for ev in &rp.events {
+            let f = fair(&ev.rows_after);
+            assert!(
+                ev.rows_after[3] as f64 >= 0.7 * f,
+                "overshoot: rank 3 holds {} rows, its share is {f:.0}: {:?}",
+                ev.rows_after[3],
+                ev.rows_after
+            );
+            // the other fast ranks keep equal shares
+            let fast: Vec<usize> = if hierarchical {
+                vec![ev.rows_after[0], ev.rows_after[1]]
+            } else {
+                ev.rows_after[..3].to_vec()
+            };
+            let (lo, hi) = (fast.iter().min().unwrap(), fast.iter().max().unwrap());
+            assert!(*hi as f64 <= 1.4 * *lo as f64, "{:?}", ev.rows_after);
+        }
+        let f = fair(&st.fine_rows);
+        let r3 = st.fine_rows[3] as f64;
+        assert!(
+            (0.7 * f..=1.45 * f).contains(&r3),
+            "rank 3 ends with {r3} rows, its share is {f:.0}: {:?}",
+            st.fine_rows
+        );
+        for (sol, _) in &res {
+            common::assert_pairs(&a, sol, 1e-8);
+        }
+    }
+}
+
+/// The issue's example at slowdowns 1,1,4,4 from the start (lap3d:14, nev 2,
+/// block 2, `--maxits 200 --inner fixed`): the start-up rows already follow the
+/// speeds, and re-partitioning keeps them there (before: [1097, 275, 1054, 318]
+/// became [1307, 65, 1296, 76] after three re-partitions).
+#[test]
+fn rows_that_follow_the_speeds_stay() {
+    let a = generate(&"lap3d:14".parse::<GenSpec>().unwrap()).unwrap();
+    let prm = JdParams {
+        nev: 2,
+        block: 2,
+        tol: 1e-9,
+        maxits: Some(200),
+        inner: InnerStop::Fixed,
+        max_matvecs: 400_000,
+        ..JdParams::default()
+    };
+    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let keys = fine_rank_keys(&groups, true);
+    let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0, 4.0, 4.0], ClockMode::Virtual);
+    let res = ThreadComm::run_with(cfg, |comm| {
+        let world = comm.split(0, keys[comm.rank()]);
+        let mg = MultigrainParams {
+            groups: groups.clone(),
+            balance: Balance::Fastest,
+            rate_weighted_rows: true,
+            ..MultigrainParams::default()
+        };
+        let out = solve_multigrain(&a, &world, &comm, &prm, &mg).expect("converges");
+        out.multigrain.expect("multigrain stats")
+    });
+    let st = &res[0];
+    let rp = &st.repartition;
+    eprintln!(
+        "rows {:?}, checks {:?}, events {:?}",
+        st.fine_rows, rp.measured_imbalance, rp.events
+    );
+    assert!(rp.active && rp.errors.is_empty(), "{:?}", rp.errors);
+    // fine ranks 1 and 3 are the slow base ranks 2 and 3; each shares a coarse
+    // part with a fast rank and should hold 1/5 of it
+    for (fast, slow) in [(0, 1), (2, 3)] {
+        let part = (st.fine_rows[fast] + st.fine_rows[slow]) as f64;
+        let share = st.fine_rows[slow] as f64 / part;
+        assert!(
+            (0.15..=0.27).contains(&share),
+            "slow rank {slow} holds {share:.3} of its coarse part: {:?}",
+            st.fine_rows
+        );
     }
 }
