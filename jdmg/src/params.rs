@@ -156,8 +156,16 @@ pub struct JdParams {
     /// thick restart). Default true.
     pub restart_keep_previous: bool,
     /// Stop after this many matrix-vector products (all, inner included). Default 10⁷.
-    /// Checked once per outer iteration: a solve may overshoot it by one
-    /// iteration's products (block × (inner steps + 1) and the locking checks).
+    /// Checked once per outer iteration, after its Rayleigh-Ritz step and before
+    /// its correction equations: the solve ends (`NotConverged`) at the first
+    /// check that finds the budget spent, so the total may exceed the budget by
+    /// up to one outer iteration's products: the correction equations (at most
+    /// `maxits` inner steps each, two products per BiCGSTAB step, one per JDQMR
+    /// step; one product per vector for Davidson steps, `maxits` 0), the
+    /// products of the new block, and the residuals recomputed for pairs locked
+    /// in the iteration (and a verification pass, if one starts). With block k
+    /// and BiCGSTAB that is at most k·(2·maxits + 1) plus the locking checks:
+    /// `max_matvecs` 10 with k 4 and maxits 20 ends at 158.
     pub max_matvecs: u64,
     /// Stop after this many outer iterations. Default 100,000.
     pub max_outer: usize,

@@ -59,14 +59,20 @@ impl<A: Operator + ?Sized> Operator for ScaledOperator<'_, A> {
 
 /// The power of two that brings `estimate` (a rough ‖A‖) to about 1, or 1 when
 /// `estimate` is 0, not finite, or already inside [`SCALE_BELOW`, `SCALE_ABOVE`].
+/// The exponent stays within ±[`MAX_SCALE_EXP`], so that the scale is a normal
+/// number: an estimate of 1e-310 (subnormal entries) gets 2^1000, which brings
+/// ‖A‖ to about 1e-9, inside the safe range (2^1030 would be infinite).
 pub(crate) fn scale_for(estimate: f64) -> f64 {
     if !(estimate.is_finite() && estimate > 0.0) || (SCALE_BELOW..=SCALE_ABOVE).contains(&estimate)
     {
         return 1.0;
     }
-    let e = estimate.log2().round() as i32;
+    let e = (estimate.log2().round() as i32).clamp(-MAX_SCALE_EXP, MAX_SCALE_EXP);
     2f64.powi(-e)
 }
+
+/// Largest |exponent| of the internal scale (see [`scale_for`]).
+const MAX_SCALE_EXP: i32 = 1000;
 
 #[cfg(test)]
 mod tests {
@@ -82,5 +88,10 @@ mod tests {
         assert!((s * 4e-200 - 1.0).abs() < 1.0);
         let s = scale_for(3e300);
         assert!((0.5..2.0).contains(&(s * 3e300)));
+        // subnormal: the largest normal power of two the range allows, finite
+        let s = scale_for(1e-310);
+        assert_eq!(s, 2f64.powi(1000));
+        assert!((SCALE_BELOW..=SCALE_ABOVE).contains(&(s * 1e-310)));
+        assert_eq!(scale_for(f64::MIN_POSITIVE / 4.0), 2f64.powi(1000));
     }
 }

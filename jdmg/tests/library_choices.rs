@@ -78,3 +78,45 @@ fn processes_disagreeing_on_nev_get_an_error() {
         }
     }
 }
+
+/// `max_matvecs` is checked once per outer iteration, before the correction
+/// equations (issue #22: `max_matvecs: 10` spent 32): the solve ends at the
+/// first check that finds the budget spent, past it by at most one outer
+/// iteration's products, k·(2·maxits + 1) with BiCGSTAB, as `JdParams`
+/// documents.
+#[test]
+fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
+    let a = generate(&"lap3d:20".parse::<GenSpec>().unwrap()).unwrap();
+    for (budget, block, maxits) in [(10, 4, 20), (10, 4, 3), (100, 8, 20), (1000, 2, 50)] {
+        let p = JdParams {
+            nev: block,
+            block,
+            maxits: Some(maxits),
+            precond: PrecondChoice::None,
+            max_matvecs: budget,
+            ..JdParams::default()
+        };
+        let used = match jdmg::solve_matrix(&a, &p, None) {
+            Err(JdError::NotConverged { partial, .. }) => partial.stats.matvecs,
+            other => panic!("budget {budget}: {other:?}"),
+        };
+        let iteration = (block * (2 * maxits + 1)) as u64;
+        assert!(
+            used >= budget && used < budget + iteration,
+            "budget {budget}, block {block}, maxits {maxits}: {used} matvecs"
+        );
+    }
+    // the figure of the documentation
+    let p = JdParams {
+        nev: 4,
+        block: 4,
+        maxits: Some(20),
+        precond: PrecondChoice::None,
+        max_matvecs: 10,
+        ..JdParams::default()
+    };
+    match jdmg::solve_matrix(&a, &p, None) {
+        Err(JdError::NotConverged { partial, .. }) => assert_eq!(partial.stats.matvecs, 158),
+        other => panic!("{other:?}"),
+    }
+}
