@@ -233,8 +233,8 @@ impl<W: Comm> Comm for RateClock<'_, W> {
 }
 
 /// A communicator that adds up the seconds spent inside its collectives
-/// ([`WaitTimer::waited`]); everything else, the clock included, is forwarded
-/// unchanged. On a solve group's communicator it separates a rank's own work in a
+/// ([`WaitTimer::waited`]; none on one process); everything else, the clock
+/// included, is forwarded unchanged. On a solve group's communicator it separates a rank's own work in a
 /// correction phase from its waits for the other members.
 pub(crate) struct WaitTimer<G> {
     inner: G,
@@ -255,6 +255,12 @@ impl<G: Comm> WaitTimer<G> {
     }
 
     fn timed<T>(&self, f: impl FnOnce(&G) -> T) -> T {
+        // alone, nobody is waited for: under MPI a lone rank's collective may
+        // still yield the core (Open MPI oversubscribed), and a loaded core's
+        // time slices taken there would make its products look fast
+        if self.inner.size() == 1 {
+            return f(&self.inner);
+        }
         let t0 = self.inner.wtime();
         let out = f(&self.inner);
         let dt = (self.inner.wtime() - t0).max(0.0);
