@@ -2,7 +2,7 @@
 //! a preconditioner choice the problem cannot honour, and processes that
 //! disagree on nev.
 
-use jdmg::{solve, JdError, JdParams, PrecondChoice, Problem};
+use jdmg::{solve, InnerSolver, JdError, JdParams, PrecondChoice, Problem};
 use lblib::{SelfComm, ThreadComm};
 use matrices::generate::{generate, GenSpec};
 use precond::{CsrOperator, IdentityPreconditioner};
@@ -93,6 +93,7 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
             block,
             maxits: Some(maxits),
             precond: PrecondChoice::None,
+            inner_solver: InnerSolver::Bicgstab,
             max_matvecs: budget,
             ..JdParams::default()
         };
@@ -112,6 +113,7 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
         block: 4,
         maxits: Some(20),
         precond: PrecondChoice::None,
+        inner_solver: InnerSolver::Bicgstab,
         max_matvecs: 10,
         ..JdParams::default()
     };
