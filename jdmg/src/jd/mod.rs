@@ -8,7 +8,9 @@
 //! (3–4) extend H = VᵀAV with one global sum; (5) Rayleigh-Ritz; (6–7) Ritz
 //! vectors and residuals of the targeted pairs; convergence test, locking,
 //! thick restart (keeping the previous Ritz directions, GD+k style);
-//! (8) correction equations by preconditioned BiCGSTAB.
+//! (8) the corrections: the paper's preconditioned BiCGSTAB, GD+k steps, or block
+//! JDQMR (`crate::block_jdqmr`), by default GD+k and block JDQMR chosen by
+//! measured progress per second (`dynamic`).
 //!
 //! The solver is split as PRIMME splits `src/eigs`: the main loop here,
 //! `ortho`, `projection` (basis, W = AV, H = VᵀAV, Rayleigh-Ritz), `convergence`
