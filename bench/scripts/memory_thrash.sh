@@ -27,7 +27,7 @@ CG=/sys/fs/cgroup/memory/jdmg_thrash
 SWAP=/tmp/jdmg_thrash.swap
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-[ -x "$JDMG" ] || { echo "memory_thrash: build $JDMG first (--features jdmg/mpi)" >&2; exit 2; }
+[ -x "$JDMG" ] || { echo "memory_thrash: build $JDMG first (--features jdmg-cli/mpi)" >&2; exit 2; }
 [ -d /sys/fs/cgroup/memory ] || { echo "memory_thrash: no cgroup v1 memory controller" >&2; exit 2; }
 
 made_swap=0

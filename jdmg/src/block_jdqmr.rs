@@ -64,15 +64,37 @@ pub(crate) struct BlockEquations<'x> {
 /// (`diag`, a shift per equation), or a built K applied to blocks.
 pub(crate) enum BlockInner<'a> {
     Identity,
-    Diagonal { diag: &'a [f64], shifts: Vec<f64> },
+    Diagonal {
+        diag: &'a [f64],
+        shifts: Vec<f64>,
+    },
     Built(&'a (dyn Preconditioner + Send + Sync)),
+    /// A K told each equation's shift ([`Preconditioner::apply_block_shifted`]).
+    Shifted {
+        pc: &'a (dyn Preconditioner + Send + Sync),
+        shifts: Vec<f64>,
+    },
 }
+
+/// Columns applied per call of [`Preconditioner::apply_block_shifted`] by
+/// [`BlockInner::apply`] (their shifts are gathered on the stack).
+const SHIFTED_CHUNK: usize = 16;
 
 impl<'a> BlockInner<'a> {
     /// The block form of the per-equation `inner`s of [`crate::correction`].
     pub fn from_inners(inners: &[Inner<'a>]) -> Self {
         match inners.first() {
             Some(Inner::Built(m)) => BlockInner::Built(*m),
+            Some(Inner::Shifted { pc, .. }) => BlockInner::Shifted {
+                pc: *pc,
+                shifts: inners
+                    .iter()
+                    .map(|i| match i {
+                        Inner::Shifted { shift, .. } => *shift,
+                        _ => 0.0,
+                    })
+                    .collect(),
+            },
             Some(Inner::Diagonal { diag, .. }) => BlockInner::Diagonal {
                 diag,
                 shifts: inners
@@ -115,6 +137,31 @@ impl<'a> BlockInner<'a> {
                     );
                 } else {
                     m.apply_block(src, dst, na);
+                }
+            }
+            BlockInner::Shifted { pc, shifts } => {
+                let apply = |idx: &[usize], src: &[f64], dst: &mut [f64]| {
+                    for (c, ids) in idx.chunks(SHIFTED_CHUNK).enumerate() {
+                        let mut sh = [0.0; SHIFTED_CHUNK];
+                        for (s, &e) in sh.iter_mut().zip(ids) {
+                            *s = shifts[e];
+                        }
+                        let cols = c * SHIFTED_CHUNK * n..(c * SHIFTED_CHUNK + ids.len()) * n;
+                        pc.apply_block_shifted(
+                            &src[cols.clone()],
+                            &mut dst[cols],
+                            ids.len(),
+                            &sh[..ids.len()],
+                        );
+                    }
+                };
+                if threads > 1 && na > 1 {
+                    let h = na / 2;
+                    let ((s1, s2), (d1, d2)) = (src.split_at(h * n), dst.split_at_mut(h * n));
+                    let (i1, i2) = idx.split_at(h);
+                    rayon::join(|| apply(i1, s1, d1), || apply(i2, s2, d2));
+                } else {
+                    apply(idx, src, dst);
                 }
             }
         }
@@ -729,6 +776,7 @@ impl BlockJdQmr {
                 Target::Smallest => eval > r.eval_prev,
                 Target::Largest => eval < r.eval_prev,
                 Target::Closest(_) => (s.theta - eval).abs() > r.rnorm + eres,
+                Target::LargestMagnitude => eval.abs() < r.eval_prev.abs(),
             } {
                 Some(QmrStop::Ritz)
             } else if r.out.steps > 1 && eres <= s.conv_tol {

@@ -33,6 +33,8 @@
 //! ([`Checkpoint::write_atomic`]): a solve killed while writing leaves the
 //! previous checkpoint intact.
 
+pub mod set;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

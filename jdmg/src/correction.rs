@@ -85,6 +85,13 @@ pub(crate) enum Inner<'a> {
     Diagonal { diag: &'a [f64], shift: f64 },
     /// A prebuilt preconditioner of A − σ₀I.
     Built(&'a (dyn Preconditioner + Send + Sync)),
+    /// A preconditioner told the shift of the equation
+    /// ([`Preconditioner::apply_block_shifted`]; `shift` in the units of the
+    /// operator it was given).
+    Shifted {
+        pc: &'a (dyn Preconditioner + Send + Sync),
+        shift: f64,
+    },
 }
 
 /// `z = (D − σI)⁻¹ r` with the entries of D − σI kept at least 1e-12·|D| away
@@ -130,6 +137,7 @@ impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
             Inner::Identity => z.copy_from_slice(r),
             Inner::Diagonal { diag, shift } => shifted_jacobi(diag, *shift, r, z),
             Inner::Built(m) => m.apply(r, z),
+            Inner::Shifted { pc, shift } => pc.apply_block_shifted(r, z, 1, &[*shift]),
         }
     }
 

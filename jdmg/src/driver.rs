@@ -10,7 +10,7 @@ use precond::spmv::CsrOperator;
 use precond::PrecondKind;
 
 use crate::checkpoint::Checkpointing;
-use crate::jd::{solve_resumable, Observer, Problem};
+use crate::jd::{solve_resumable, Observer, Problem, Spaces};
 use crate::params::{JdParams, PrecondChoice, Target};
 use crate::solution::{JdError, Solution};
 
@@ -60,6 +60,14 @@ pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
         Target::Closest(s) => s,
         Target::Smallest => 0.0,
         Target::Largest => gershgorin(a).1,
+        Target::LargestMagnitude => {
+            let (lo, hi) = gershgorin(a);
+            if hi.abs() >= lo.abs() {
+                hi
+            } else {
+                lo
+            }
+        }
     })
 }
 
@@ -148,9 +156,25 @@ pub fn solve_matrix_resumable<M: crate::input::AsCsr + ?Sized>(
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
+    solve_matrix_with(a, params, observer, ck, Spaces::default())
+}
+
+/// [`solve_matrix_resumable`] with start vectors and deflation vectors
+/// (`spaces`: n × p column-major blocks, see [`Spaces`]).
+///
+/// # Errors
+/// As [`solve_matrix_resumable`], plus `InvalidParams` when a block of
+/// `spaces` is not a whole number of vectors of n rows or holds NaN/Inf.
+pub fn solve_matrix_with<M: crate::input::AsCsr + ?Sized>(
+    a: &M,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
     let comm = SelfComm::new();
     let csr = a.as_csr()?;
-    solve_on(&csr, &comm, params, observer, ck)
+    solve_on(&csr, &comm, params, observer, ck, spaces)
 }
 
 /// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
@@ -163,7 +187,14 @@ pub fn solve_matrix_on<C: Comm + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
-    solve_on(a, comm, params, observer, Checkpointing::default())
+    solve_on(
+        a,
+        comm,
+        params,
+        observer,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
 }
 
 fn solve_on<C: Comm + ?Sized>(
@@ -172,8 +203,10 @@ fn solve_on<C: Comm + ?Sized>(
     params: &JdParams,
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
     check_square(a)?;
+    crate::symmetry::check_symmetric(a, params)?;
     let op = CsrOperator::new(a, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
     let diag = a.diagonal();
     let t0 = Instant::now();
@@ -186,7 +219,10 @@ fn solve_on<C: Comm + ?Sized>(
         row_offset: 0,
         diagonal: Some(&diag),
         precond: pc.as_deref(),
-    };
+        spaces: Spaces::default(),
+    }
+    .with_initial(spaces.initial)?
+    .with_deflation(spaces.deflation)?;
     with_setup(solve_resumable(&pb, params, observer, ck), setup)
 }
 
@@ -253,9 +289,27 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
+    solve_distributed_with(a, comm, params, observer, ck, Spaces::default())
+}
+
+/// [`solve_distributed_resumable`] with start vectors and deflation vectors:
+/// every process passes the same global n × p blocks (like the matrix) and
+/// keeps its rows.
+///
+/// # Errors
+/// As [`solve_distributed_resumable`] and [`solve_matrix_with`].
+pub fn solve_distributed_with<C: Comm + ?Sized>(
+    a: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
     use matrices::partition::RowPartition;
     use precond::dist::{DistCsrOperator, DistOptions};
     check_square(a)?;
+    crate::symmetry::check_symmetric(a, params)?;
     let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
     let part = RowPartition::balanced_by_nnz(a, comm.size()).map_err(|e| invalid(&e))?;
     let range = part.range(comm.rank());
@@ -274,7 +328,11 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
     let block = precond::preconditioners::diagonal_block(&local, 0..local.nrows(), range.start)
         .map_err(|e| JdError::Preconditioner(e.to_string()))?;
     let pc = build_preconditioner(params, &block, precond_shift(params, a))?;
+    // Only the preconditioner needed the diagonal block: free it for the solve.
+    drop(block);
     let setup = t0.elapsed().as_secs_f64();
+    let initial = crate::jd::local_rows("initial", spaces.initial, a.nrows(), range.clone())?;
+    let deflation = crate::jd::local_rows("deflation", spaces.deflation, a.nrows(), range.clone())?;
     let pb = Problem {
         a: &op,
         comm,
@@ -282,7 +340,9 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
         row_offset: range.start,
         diagonal: Some(&diag),
         precond: pc.as_deref(),
+        spaces: Spaces::default(),
     };
+    let pb = pb.with_initial(&initial)?.with_deflation(&deflation)?;
     with_setup(solve_resumable(&pb, params, observer, ck), setup)
 }
 
@@ -299,4 +359,53 @@ fn check_square(a: &CsrMatrix) -> Result<(), JdError> {
             a.ncols()
         ),
     ))
+}
+
+/// Collects the whole eigenvectors of a distributed solve on every process:
+/// `r`, the outcome of [`solve_distributed`] (or [`crate::solve_multigrain`])
+/// on this process of `comm`, whose rank order is the order of the row
+/// blocks, becomes the same outcome with `eigenvectors` of all `n` rows
+/// (`n_local = n`, `row_offset = 0`). The partial solutions of
+/// `NotConverged` and `Stopped` are gathered too; other errors pass through.
+/// Collective (when `r` is `Ok`, `NotConverged` or `Stopped` on every
+/// process, as the solvers return).
+///
+/// # Errors
+/// `r`'s error, with its partial solution gathered.
+pub fn gather_eigenvectors<C: Comm + ?Sized>(
+    comm: &C,
+    n: usize,
+    r: Result<Solution, JdError>,
+) -> Result<Solution, JdError> {
+    let (mut s, boxed, stopped) = match r {
+        Ok(s) => (s, false, false),
+        Err(JdError::NotConverged { partial, .. }) => (*partial, true, false),
+        Err(JdError::Stopped { partial, .. }) => (*partial, true, true),
+        Err(e) => return Err(e),
+    };
+    let nloc = s.n_local;
+    let nvec = s.eigenvalues.len();
+    let mut counts = vec![0u64; comm.size()];
+    comm.all_gather_u64(&[nloc as u64], &mut counts);
+    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
+    let mut full = vec![0.0; n * nvec];
+    let mut col = vec![0.0; n];
+    for j in 0..nvec {
+        comm.all_gather_v(s.eigenvector(j), &counts, &mut col);
+        full[j * n..(j + 1) * n].copy_from_slice(&col);
+    }
+    s.eigenvectors = full;
+    s.n_local = n;
+    s.row_offset = 0;
+    if boxed {
+        let wanted = s.eigenvalues.len();
+        let partial = Box::new(s);
+        Err(if stopped {
+            JdError::Stopped { wanted, partial }
+        } else {
+            JdError::NotConverged { wanted, partial }
+        })
+    } else {
+        Ok(s)
+    }
 }

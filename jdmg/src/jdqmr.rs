@@ -214,6 +214,7 @@ impl JdQmr {
                     Target::Smallest => eval > eval_prev,
                     Target::Largest => eval < eval_prev,
                     Target::Closest(_) => (s.theta - eval).abs() > rnorm + eres,
+                    Target::LargestMagnitude => eval.abs() < eval_prev.abs(),
                 } {
                     Some(QmrStop::Ritz)
                 } else if out.steps > 1 && eres <= s.conv_tol {

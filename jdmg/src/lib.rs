@@ -216,29 +216,34 @@ pub mod input;
 pub mod jd;
 mod jdqmr;
 pub mod multigrain;
+pub mod names;
 pub mod optimal_m;
 pub mod params;
 mod random;
 pub mod repartition;
+pub mod report;
 mod scaling;
 pub mod solution;
+pub mod st;
+pub mod symmetry;
 pub mod tall_skinny;
 
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,
 };
 pub use driver::{
-    solve_distributed, solve_distributed_resumable, solve_matrix, solve_matrix_on,
-    solve_matrix_resumable,
+    gather_eigenvectors, solve_distributed, solve_distributed_resumable, solve_distributed_with,
+    solve_matrix, solve_matrix_on, solve_matrix_resumable, solve_matrix_with,
 };
 pub use input::AsCsr;
-pub use jd::{solve, solve_resumable, Problem};
+pub use jd::{solve, solve_resumable, Problem, Spaces};
 pub use multigrain::{
-    fine_rank_keys, parse_groups, solve_multigrain, AlltoallScope, Balance, MultigrainParams,
-    MultigrainStats,
+    fine_rank_keys, fine_world, groups_on, parse_groups, solve_multigrain, AlltoallScope, Balance,
+    MultigrainParams, MultigrainStats,
 };
 pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
+pub use report::{ResumedFrom, RunMode, SolveReport};
 pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};
 
 /// What a user of the library needs, in one `use jdmg::prelude::*;`: the entry
@@ -247,11 +252,11 @@ pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};
 pub mod prelude {
     pub use crate::jd::Observer;
     pub use crate::{
-        solve, solve_distributed, solve_distributed_resumable, solve_matrix,
-        solve_matrix_resumable, solve_multigrain, solve_resumable, AsCsr, Balance, Checkpoint,
-        CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
-        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, PrecondChoice, Problem,
-        Solution, Stats, Target, Verify,
+        solve, solve_distributed, solve_distributed_resumable, solve_distributed_with,
+        solve_matrix, solve_matrix_resumable, solve_matrix_with, solve_multigrain, solve_resumable,
+        AsCsr, Balance, Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink,
+        Checkpointing, ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams,
+        MultigrainParams, PrecondChoice, Problem, Solution, Spaces, Stats, Target, Verify,
     };
     pub use lblib::{Comm, SelfComm, ThreadComm};
     pub use matrices::CsrMatrix;

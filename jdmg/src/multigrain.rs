@@ -72,7 +72,8 @@ pub enum AlltoallScope {
 }
 
 /// Per-run figures of the multigrain correction phases.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MultigrainStats {
     /// Number of solve groups.
     pub groups: usize,
@@ -1071,6 +1072,56 @@ pub fn parse_groups(spec: &str, nranks: usize, block: usize) -> Result<Vec<Vec<u
     Ok(groups)
 }
 
+/// The solve groups of a `jdmg solve --groups` spec over the processes of
+/// `base`: `host` gives one group per host (an all-gather of [`host_key`]:
+/// collective), anything else is [`parse_groups`] with the block size of
+/// `params` (`block`, or min(nev, [`crate::params::DEFAULT_BLOCK_CAP`]) when
+/// 0).
+///
+/// # Errors
+/// As [`parse_groups`], the same on every process.
+pub fn groups_on<B: Comm + ?Sized>(
+    spec: &str,
+    base: &B,
+    params: &JdParams,
+) -> Result<Vec<Vec<usize>>, JdError> {
+    if spec == "host" {
+        let mut keys = vec![0u64; base.size()];
+        base.all_gather_u64(&[host_key()], &mut keys);
+        return Ok(groups_by_key(&keys));
+    }
+    let k = if params.block == 0 {
+        params.nev.min(crate::params::DEFAULT_BLOCK_CAP)
+    } else {
+        params.block
+    };
+    parse_groups(spec, base.size(), k)
+}
+
+/// The fine-grain communicator of a solve on the processes of `base`: `base`
+/// split in the order of [`fine_rank_keys`] for `groups` (base order without
+/// groups), every collective first waiting `link_latency` seconds
+/// (`lblib::Delayed`: a slow link between solve groups; 0 for none) and traced (`lblib::Traced`: the §4 imbalance, its `report()`). Pass
+/// it as the `world` of [`solve_multigrain`] (with `base`) or of
+/// [`crate::solve_distributed`]; the solve groups' own collectives, on
+/// communicators split from `base`, are neither delayed nor traced.
+/// Collective.
+pub fn fine_world<B: Comm>(
+    base: &B,
+    groups: Option<&[Vec<usize>]>,
+    hierarchical: bool,
+    link_latency: f64,
+) -> lblib::Traced<lblib::Delayed<B>> {
+    let key = match groups {
+        Some(g) => fine_rank_keys(g, hierarchical)
+            .get(base.rank())
+            .copied()
+            .unwrap_or(base.rank()),
+        None => base.rank(),
+    };
+    lblib::Traced::new(lblib::Delayed::new(base.split(0, key), link_latency))
+}
+
 /// Multigrain (or coarse-grain, one process per group) block JD: fine-grain
 /// projection over `world`, correction equations solved by solve groups.
 ///
@@ -1134,6 +1185,7 @@ pub fn solve_multigrain_with_sink<W: Comm, B: Comm>(
     if a.nrows() != a.ncols() {
         return Err(JdError::invalid("matrix", "the matrix must be square"));
     }
+    crate::symmetry::check_symmetric(a, params)?;
     if mg.groups.is_empty() {
         return Err(JdError::invalid("groups", "no solve groups"));
     }
@@ -1346,6 +1398,7 @@ pub fn solve_multigrain_with_sink<W: Comm, B: Comm>(
             row_offset: fine.range(me).start,
             diagonal: Some(&fdiag),
             precond: None,
+            spaces: Default::default(),
         };
         let mut both = Both {
             monitor: monitor.as_mut().map(|m| m as &mut dyn CheckpointSink),

@@ -13,6 +13,11 @@ pub enum Target {
     Largest,
     /// The ones closest to σ (interior eigenvalues).
     Closest(f64),
+    /// The largest in absolute value (ARPACK's `LM`): the target of the
+    /// shift-and-invert transformation ([`crate::st`]), whose wanted
+    /// eigenvalues 1/(λ − σ) lie at both ends. `"largest_magnitude"` in config files.
+    #[serde(rename = "largest_magnitude")]
+    LargestMagnitude,
 }
 
 /// Convergence test for a Ritz pair (θ, x) with residual r = Ax − θx.
@@ -120,7 +125,8 @@ pub enum PrecondChoice {
 }
 
 /// Parameters of [`crate::solve`]. Every field has a documented default
-/// (`JdParams::default()`); `validate` checks them against the problem size.
+/// (`JdParams::default()`); [`JdParams::check`] checks what does not depend on
+/// the problem, the solvers the rest against the problem size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JdParams {
@@ -201,6 +207,13 @@ pub struct JdParams {
     /// inside it: a missed copy, which is locked, and the pass repeats). Default
     /// `Auto`.
     pub verify: Verify,
+    /// Refuse an explicit matrix that is not symmetric ([`crate::JdError::NotSymmetric`]:
+    /// some |a_ij − a_ji| above [`crate::symmetry::SYMMETRY_TOL`] times max |a_ij|)
+    /// before solving, in the drivers that take a matrix (`solve_matrix`,
+    /// `solve_distributed`, `solve_multigrain`, `st::solve_shift_invert`). One pass
+    /// over the nonzeros. Default true; false skips it (the solver then assumes
+    /// symmetry; operators given as a [`crate::Problem`] are never checked).
+    pub check_symmetry: bool,
 }
 
 impl Default for JdParams {
@@ -228,6 +241,7 @@ impl Default for JdParams {
             locking: true,
             threads: 1,
             verify: Verify::Auto,
+            check_symmetry: true,
         }
     }
 }
@@ -294,25 +308,16 @@ impl JdParams {
         self.maxits.unwrap_or(DEFAULT_MAXITS_BICGSTAB)
     }
 
-    /// Checks the parameters against the global dimension `n` and resolves the
-    /// size defaults.
+    /// Checks the parameters that do not depend on the problem (every check
+    /// of the solvers but those against the dimension n): positive finite
+    /// `tol` and `anorm`, a finite target σ and preconditioner shift, a
+    /// finite `ilut_drop` ≥ 0, a time budget ≥ 0 (with BiCGSTAB), at least one
+    /// thread.
     ///
     /// # Errors
     /// [`crate::JdError::InvalidParams`] naming the offending field.
-    pub(crate) fn resolve(&self, n: usize) -> Result<Sizes, crate::JdError> {
+    pub fn check(&self) -> Result<(), crate::JdError> {
         let bad = |field: &'static str, m: String| Err(crate::JdError::invalid(field, m));
-        if n == 0 {
-            return bad("matrix", "the matrix is empty (n = 0)".into());
-        }
-        if self.nev == 0 {
-            return bad("nev", "nev must be at least 1".into());
-        }
-        if self.nev > n {
-            return bad(
-                "nev",
-                format!("nev = {} exceeds the matrix dimension n = {n}", self.nev),
-            );
-        }
         if !(self.tol.is_finite() && self.tol > 0.0) {
             return bad(
                 "tol",
@@ -346,6 +351,44 @@ impl JdParams {
         if self.threads == 0 {
             return bad("threads", "threads must be at least 1".into());
         }
+        // every preconditioner refuses a non-finite shift, Jacobi included
+        if let Some(s) = self.precond_shift {
+            if !s.is_finite() {
+                return bad(
+                    "precond_shift",
+                    format!("precond_shift must be finite, got {s}"),
+                );
+            }
+        }
+        if !(self.ilut_drop.is_finite() && self.ilut_drop >= 0.0) {
+            return bad(
+                "ilut_drop",
+                format!("ilut_drop must be finite and >= 0, got {}", self.ilut_drop),
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks the parameters against the global dimension `n` and resolves the
+    /// size defaults.
+    ///
+    /// # Errors
+    /// [`crate::JdError::InvalidParams`] naming the offending field.
+    pub(crate) fn resolve(&self, n: usize) -> Result<Sizes, crate::JdError> {
+        let bad = |field: &'static str, m: String| Err(crate::JdError::invalid(field, m));
+        if n == 0 {
+            return bad("matrix", "the matrix is empty (n = 0)".into());
+        }
+        if self.nev == 0 {
+            return bad("nev", "nev must be at least 1".into());
+        }
+        if self.nev > n {
+            return bad(
+                "nev",
+                format!("nev = {} exceeds the matrix dimension n = {n}", self.nev),
+            );
+        }
+        self.check()?;
         let k = if self.block == 0 {
             self.nev.min(DEFAULT_BLOCK_CAP)
         } else {

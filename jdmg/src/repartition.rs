@@ -107,7 +107,8 @@ impl RepartitionParams {
 }
 
 /// One re-partition.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RepartitionEvent {
     /// Outer iterations done when it happened.
     pub outer_iteration: usize,
@@ -133,7 +134,8 @@ pub struct RepartitionEvent {
 
 /// Figures of semi-static re-partitioning in one solve (`--json`:
 /// `multigrain.repartition`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RepartitionStats {
     /// Whether re-partitioning was active.
     pub active: bool,

@@ -69,6 +69,16 @@ pub struct Stats {
     /// None: no verification was needed (`Verify::Auto`) or asked; Some(true): the
     /// wanted set was verified; Some(false): a pass was cut short by the budget.
     pub verified: Option<bool>,
+    /// Deflation vectors the basis was kept orthogonal to (after dropping the
+    /// linearly dependent ones; [`crate::Problem::with_deflation`]).
+    pub deflation_vectors: usize,
+    /// Start vectors that entered the basis ([`crate::Problem::with_initial`]).
+    pub initial_vectors: usize,
+    /// Shift-and-invert ([`crate::st`]): the number of eigenvalues of A below σ,
+    /// from the inertia of the LDLᵀ factorization of A − σI (the count of
+    /// negative pivots, Sylvester's law); None when the factorization does not
+    /// give it (LU) or without a spectral transformation.
+    pub eigenvalues_below_shift: Option<usize>,
 }
 
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).
@@ -185,6 +195,20 @@ pub enum JdError {
     /// [`crate::checkpoint::Checkpoint::check_compatible`]).
     #[error("resume: {0}")]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// The matrix is not symmetric ([`crate::JdParams::check_symmetry`]): jdmg
+    /// solves symmetric problems only.
+    #[error("the matrix is not symmetric: max |a_ij - a_ji| = {max_asymmetry:.3e}, relative {relative:.3e} (above {tol:e}); jdmg solves symmetric problems (JdParams::check_symmetry = false skips the check)", tol = crate::symmetry::SYMMETRY_TOL)]
+    NotSymmetric {
+        /// max |a_ij − a_ji|.
+        max_asymmetry: f64,
+        /// The same divided by max |a_ij|.
+        relative: f64,
+    },
+    /// A sparse direct factorization failed (the shift-and-invert
+    /// transformation, [`crate::st`]): K − σI is singular to working precision
+    /// (σ an eigenvalue), or the factorization ran out of memory.
+    #[error("factorization: {0}")]
+    Factorization(String),
     /// The observer asked to stop: `partial` as in `NotConverged`.
     #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
     Stopped {

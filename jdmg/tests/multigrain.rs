@@ -133,6 +133,49 @@ fn groups_from_keys_and_specs() {
     );
 }
 
+/// What `jdmg solve --groups` builds, from the library: the groups of a spec
+/// (`host`: one group on one machine), the fine-grain world, and the whole
+/// eigenvectors gathered on every rank.
+#[test]
+fn groups_world_and_gathered_vectors_from_the_library() {
+    let a = generate(&"lap3d:6".parse::<GenSpec>().unwrap()).unwrap();
+    let params = layout_params(2);
+    let out = ThreadComm::run(4, |comm| {
+        let host = jdmg::groups_on("host", &comm, &params).unwrap();
+        let groups = jdmg::groups_on("equal", &comm, &params).unwrap();
+        let world = jdmg::fine_world(&comm, Some(&groups), true, 0.0);
+        let mg = MultigrainParams {
+            groups: groups.clone(),
+            rate_weighted_rows: false,
+            balance: Balance::None,
+            ..MultigrainParams::default()
+        };
+        let r = solve_multigrain(&a, &world, &comm, &params, &mg);
+        let s = jdmg::gather_eigenvectors(&world, a.nrows(), r).unwrap();
+        let traced = world.report().unwrap().ranks;
+        (host, groups, traced, s)
+    });
+    for (host, groups, traced, s) in &out {
+        assert_eq!(host, &vec![vec![0, 1, 2, 3]]);
+        assert_eq!(groups, &vec![vec![0, 1], vec![2, 3]]);
+        assert_eq!(*traced, 4);
+        assert_eq!((s.n_local, s.row_offset), (a.nrows(), 0));
+        assert_eq!(s.eigenvectors, out[0].3.eigenvectors);
+        // whole eigenvectors: A x = λ x on every row
+        let mut ax = vec![0.0; a.nrows()];
+        for j in 0..2 {
+            a.mul_vec(s.eigenvector(j), &mut ax);
+            let r: f64 = ax
+                .iter()
+                .zip(s.eigenvector(j))
+                .map(|(y, x)| (y - s.eigenvalues[j] * x).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(r < 1e-8, "pair {j}: ‖Ax − λx‖ = {r:e}");
+        }
+    }
+}
+
 /// Multigrain on the thread backend with the given groups (fine rows split by equal
 /// nonzeros); the fine-grain communicator ordered by `fine_rank_keys`. Per rank: eigenvalues and multigrain stats.
 fn run_layout(

@@ -96,6 +96,7 @@ fn key(t: Target, l: f64) -> f64 {
         Target::Smallest => l,
         Target::Largest => -l,
         Target::Closest(s) => (l - s).abs(),
+        Target::LargestMagnitude => -l.abs(),
     }
 }
 

@@ -17,6 +17,16 @@
 //! | `aniso2d:N:EX,EY` | 5-point with coefficient `EX` along x, `EY` along y |
 //! | `aniso3d:N:EX,EY,EZ` | 7-point with coefficients per direction |
 //! | `spectrum:N:LO:HI[:SEED]` | `Q D Qᵀ`, `D` = N equispaced values in `[LO, HI]`, `Q` three layers of sparse Givens rotations (≤ 8 nonzeros per row) |
+//! | `fem1d:N`, `fem2d:N[xNY]`, `fem3d:N[xNYxNZ]`, then `:mass` or `:stiffness` | stiffness K (default) or consistent mass M of linear (1-D), bilinear (2-D) or trilinear (3-D) elements on the unit interval, square or cube, `N` interior nodes per direction, Dirichlet boundary (3, 9 or 27 nonzeros per row) |
+//!
+//! **Finite-element pairs.** With `h = 1/(N+1)`, the 1-D P1 matrices are
+//! `K₁ = tridiag(−1, 2, −1)/h` and `M₁ = h·tridiag(1, 4, 1)/6`; the tensor-product
+//! elements give `K = K₁⊗M₁⊗M₁ + M₁⊗K₁⊗M₁ + M₁⊗M₁⊗K₁` and `M = M₁⊗M₁⊗M₁` (fewer
+//! factors in 1-D and 2-D). `K₁` and `M₁` share the eigenvectors `sin(jkπ/(N+1))`,
+//! so the generalized eigenvalues of `K x = λ M x` are the sums `λ_i + λ_j + λ_k`
+//! of the 1-D ones `6(1 − cos θ)/(h²(2 + cos θ))`, `θ = jπ/(N+1)`
+//! ([`generalized_eigenvalues`]); on a square or cube they are multiple.
+//! [`fem_pair`] generates both matrices.
 
 use std::fmt;
 use std::str::FromStr;
@@ -90,6 +100,31 @@ pub enum GenSpec {
         /// Seed of the permutation and rotation angles.
         seed: u64,
     },
+    /// A matrix of the finite-element pair of tensor-product linear elements on
+    /// the unit interval, square or cube (see the module docs): `K x = λ M x`
+    /// has its eigenvalues in closed form ([`generalized_eigenvalues`]).
+    Fem {
+        /// Space dimension: 1, 2 or 3.
+        dim: usize,
+        /// Interior nodes along x.
+        nx: usize,
+        /// Interior nodes along y (1 in 1-D).
+        ny: usize,
+        /// Interior nodes along z (1 in 1-D and 2-D).
+        nz: usize,
+        /// The stiffness or the mass matrix.
+        part: FemPart,
+    },
+}
+
+/// Which matrix of a finite-element pair [`GenSpec::Fem`] generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FemPart {
+    /// The stiffness matrix K (spec suffix `:stiffness`, the default).
+    #[default]
+    Stiffness,
+    /// The consistent mass matrix M (spec suffix `:mass`).
+    Mass,
 }
 
 /// Why a spec string or spec was rejected.
@@ -133,6 +168,24 @@ impl GenSpec {
             | GenSpec::Stencil27 { nx, ny, nz }
             | GenSpec::Aniso3d { nx, ny, nz, .. } => [nx, ny, nz],
             GenSpec::Spectrum { n, .. } => [n, 1, 1],
+            GenSpec::Fem { nx, ny, nz, .. } => [nx, ny, nz],
+        }
+    }
+
+    /// The same finite-element spec with the other matrix of the pair `part`;
+    /// `None` for the other generators.
+    pub fn fem_part(&self, part: FemPart) -> Option<GenSpec> {
+        match *self {
+            GenSpec::Fem {
+                dim, nx, ny, nz, ..
+            } => Some(GenSpec::Fem {
+                dim,
+                nx,
+                ny,
+                nz,
+                part,
+            }),
+            _ => None,
         }
     }
 
@@ -171,6 +224,13 @@ impl GenSpec {
             }
             GenSpec::Spectrum { lo, hi, .. } if !(lo.is_finite() && hi.is_finite() && lo <= hi) => {
                 Err(invalid("need finite lo <= hi"))
+            }
+            GenSpec::Fem { dim, ny, nz, .. }
+                if !(1..=3).contains(dim) || (*dim < 3 && *nz != 1) || (*dim < 2 && *ny != 1) =>
+            {
+                Err(invalid(
+                    "fem: dimension 1, 2 or 3, and one node along the unused directions",
+                ))
             }
             _ => Ok(()),
         }
@@ -214,6 +274,14 @@ impl fmt::Display for GenSpec {
                 write!(f, ":{},{},{}", eps[0], eps[1], eps[2])
             }
             GenSpec::Spectrum { n, lo, hi, seed } => write!(f, "spectrum:{n}:{lo}:{hi}:{seed}"),
+            GenSpec::Fem { dim, part, .. } => {
+                write!(f, "fem{dim}d:")?;
+                fmt_dims(f, &[nx, ny, nz][..(*dim).clamp(1, 3)])?;
+                match part {
+                    FemPart::Stiffness => Ok(()),
+                    FemPart::Mass => write!(f, ":mass"),
+                }
+            }
         }
     }
 }
@@ -330,9 +398,30 @@ impl FromStr for GenSpec {
                 };
                 GenSpec::Spectrum { n, lo, hi, seed }
             }
+            "fem1d" | "fem2d" | "fem3d" => {
+                nargs(&[1, 2])?;
+                let dim = usize::from(kind.as_bytes()[3] - b'0');
+                let d = dims(parts[1], dim)?;
+                let part = match parts.get(2).map(|p| p.trim().to_ascii_lowercase()) {
+                    None => FemPart::Stiffness,
+                    Some(p) if p == "stiffness" || p == "k" => FemPart::Stiffness,
+                    Some(p) if p == "mass" || p == "m" => FemPart::Mass,
+                    Some(p) => {
+                        return Err(perr(format!("bad fem matrix {p:?} (stiffness or mass)")))
+                    }
+                };
+                GenSpec::Fem {
+                    dim,
+                    nx: d[0],
+                    ny: d.get(1).copied().unwrap_or(1),
+                    nz: d.get(2).copied().unwrap_or(1),
+                    part,
+                }
+            }
             _ => {
                 return Err(perr(
-                    "unknown generator (lap2d, lap3d, stencil27, aniso2d, aniso3d, spectrum)"
+                    "unknown generator (lap2d, lap3d, stencil27, aniso2d, aniso3d, spectrum, \
+                     fem1d, fem2d, fem3d)"
                         .into(),
                 ))
             }
@@ -382,7 +471,123 @@ pub fn generate(spec: &GenSpec) -> Result<CsrMatrix, GenError> {
             stencil(dims, &taps)
         }
         GenSpec::Spectrum { n, lo, hi, seed } => spectrum_matrix(n, lo, hi, seed),
+        GenSpec::Fem { dim, part, .. } => stencil(dims, &fem_taps(dim, dims, part)),
     })
+}
+
+/// The stiffness and mass matrices `(K, M)` of a finite-element spec (either
+/// part; see the module docs).
+///
+/// # Errors
+/// [`GenError::Invalid`] for a spec that is not [`GenSpec::Fem`], else as
+/// [`generate`].
+pub fn fem_pair(spec: &GenSpec) -> Result<(CsrMatrix, CsrMatrix), GenError> {
+    let (Some(k), Some(m)) = (
+        spec.fem_part(FemPart::Stiffness),
+        spec.fem_part(FemPart::Mass),
+    ) else {
+        return Err(GenError::Invalid {
+            spec: spec.to_string(),
+            reason: "not a finite-element spec (fem1d, fem2d, fem3d)".into(),
+        });
+    };
+    Ok((generate(&k)?, generate(&m)?))
+}
+
+/// The 1-D P1 element matrices on `m` interior nodes of the unit interval,
+/// `h = 1/(m+1)`: `(K₁[offset], M₁[offset])` for the offsets −1, 0, 1.
+fn p1_entries(m: usize) -> ([f64; 3], [f64; 3]) {
+    let h = 1.0 / (m as f64 + 1.0);
+    (
+        [-1.0 / h, 2.0 / h, -1.0 / h],
+        [h / 6.0, 4.0 * h / 6.0, h / 6.0],
+    )
+}
+
+/// Eigenvalues `(κ_j, μ_j)`, j = 1..m, of the 1-D P1 matrices of [`p1_entries`]
+/// (shared eigenvectors `sin(jkπ/(m+1))`).
+fn p1_eigenvalues(m: usize) -> Vec<(f64, f64)> {
+    let h = 1.0 / (m as f64 + 1.0);
+    (1..=m)
+        .map(|j| {
+            let c = (j as f64 * std::f64::consts::PI / (m as f64 + 1.0)).cos();
+            // 2 − 2cos θ = 4 sin²(θ/2), exact for small θ.
+            let s = (j as f64 * std::f64::consts::PI / (2.0 * (m as f64 + 1.0))).sin();
+            (4.0 * s * s / h, h * (2.0 + c) / 3.0)
+        })
+        .collect()
+}
+
+/// Taps of the tensor-product element matrix: for the offsets `o` (the unused
+/// directions only 0), K: `Σ_d K₁(o_d) Π_{e≠d} M₁(o_e)`, M: `Π_e M₁(o_e)`.
+/// Sorted by `(dz, dy, dx)`; the weight of `o` and `−o` are computed alike
+/// (exactly symmetric).
+fn fem_taps(dim: usize, dims: [usize; 3], part: FemPart) -> Vec<(i8, i8, i8, f64)> {
+    let el: Vec<([f64; 3], [f64; 3])> = (0..dim).map(|d| p1_entries(dims[d])).collect();
+    let range = |d: usize| if d < dim { -1..=1i8 } else { 0..=0i8 };
+    let mut taps = Vec::with_capacity(27);
+    for dz in range(2) {
+        for dy in range(1) {
+            for dx in range(0) {
+                let o = [dx, dy, dz];
+                let mass = |skip: usize| -> f64 {
+                    (0..dim)
+                        .filter(|&e| e != skip)
+                        .map(|e| el[e].1[(o[e] + 1) as usize])
+                        .product()
+                };
+                let w = match part {
+                    FemPart::Mass => mass(usize::MAX),
+                    FemPart::Stiffness => (0..dim)
+                        .map(|d| el[d].0[(o[d] + 1) as usize] * mass(d))
+                        .sum(),
+                };
+                taps.push((dx, dy, dz, w));
+            }
+        }
+    }
+    taps
+}
+
+/// The eigenvalues λ of the finite-element pair `K x = λ M x` of `spec` (either
+/// part), ascending: sums over the directions of the 1-D values
+/// `κ_j/μ_j = 6(1 − cos θ_j)/(h²(2 + cos θ_j))`. `None` for another or an invalid spec.
+pub fn generalized_eigenvalues(spec: &GenSpec) -> Option<Vec<f64>> {
+    spec.validate().ok()?;
+    let GenSpec::Fem { dim, .. } = *spec else {
+        return None;
+    };
+    let dims = spec.dims();
+    let mut out = vec![0.0];
+    for &m in &dims[..dim] {
+        let l: Vec<f64> = p1_eigenvalues(m).iter().map(|(k, m)| k / m).collect();
+        out = out
+            .iter()
+            .flat_map(|&a| l.iter().map(move |&b| a + b))
+            .collect();
+    }
+    out.par_sort_unstable_by(f64::total_cmp);
+    Some(out)
+}
+
+/// Eigenvalues of the stiffness or the mass matrix alone (for
+/// [`exact_eigenvalues`]): `Σ_d κ_d Π_{e≠d} μ_e` or `Π_e μ_e` over the index tuples.
+fn fem_matrix_eigenvalues(dim: usize, dims: [usize; 3], part: FemPart) -> Vec<f64> {
+    // (stiffness, mass) eigenvalue of the tensor product built direction by direction.
+    let mut out = vec![(0.0, 1.0)];
+    for &m in &dims[..dim] {
+        let e = p1_eigenvalues(m);
+        out = out
+            .iter()
+            .flat_map(|&(k, mm)| e.iter().map(move |&(ke, me)| (k * me + mm * ke, mm * me)))
+            .collect();
+    }
+    out.iter()
+        .map(|&(k, m)| match part {
+            FemPart::Stiffness => k,
+            FemPart::Mass => m,
+        })
+        .collect()
 }
 
 /// All eigenvalues of the generated matrix, ascending, where they are known
@@ -391,7 +596,8 @@ pub fn generate(spec: &GenSpec) -> Result<CsrMatrix, GenError> {
 /// 1D Dirichlet Laplacian of order m: `μ_k = 4 sin²(kπ / (2(m+1)))`; Laplacians
 /// and anisotropic operators are Kronecker sums `Σ e_d μ_{k_d}`; the 27-point
 /// stencil is `27 - Π_d (1 + 2 cos(k_d π / (n_d+1)))`; spectrum: equispaced
-/// `lo + (hi - lo) k / (n-1)`.
+/// `lo + (hi - lo) k / (n-1)`; the finite-element matrices alone: products and
+/// sums of the 1-D eigenvalues (the pair's are [`generalized_eigenvalues`]).
 pub fn exact_eigenvalues(spec: &GenSpec) -> Option<Vec<f64>> {
     spec.validate().ok()?;
     let [nx, ny, nz] = spec.dims();
@@ -437,6 +643,7 @@ pub fn exact_eigenvalues(spec: &GenSpec) -> Option<Vec<f64>> {
             out
         }
         GenSpec::Spectrum { n, lo, hi, .. } => spectrum_values(n, lo, hi),
+        GenSpec::Fem { dim, part, .. } => fem_matrix_eigenvalues(dim, spec.dims(), part),
     };
     ev.par_sort_unstable_by(f64::total_cmp);
     Some(ev)

@@ -29,6 +29,19 @@ pub trait Preconditioner {
     fn is_identity(&self) -> bool {
         false
     }
+    /// `z = M(σ_j)^{-1} r_j` for `k` column-major vectors, told the shift σ_j of
+    /// each column: the eigensolver calls it with the shift of each correction
+    /// equation (A − σ_j I), the current Ritz value θ_j (or the target of an
+    /// interior solve while the residual is large), in the units of the
+    /// operator it was given (PRIMME's `ShiftsForPreconditioner`). A
+    /// preconditioner that can follow the shift (e.g. [`crate::preconditioners::Jacobi`]
+    /// with [`follow_shifts`](crate::preconditioners::Jacobi::follow_shifts):
+    /// `diag(A) − σ_j`) overrides it; the default ignores the shifts and calls
+    /// [`Preconditioner::apply_block`]. `shifts.len() == k`.
+    fn apply_block_shifted(&self, r: &[f64], z: &mut [f64], k: usize, shifts: &[f64]) {
+        let _ = shifts;
+        self.apply_block(r, z, k)
+    }
 }
 
 /// `M = I`: no preconditioning.
@@ -67,5 +80,8 @@ impl<T: Preconditioner + ?Sized> Preconditioner for &T {
     }
     fn is_identity(&self) -> bool {
         (**self).is_identity()
+    }
+    fn apply_block_shifted(&self, r: &[f64], z: &mut [f64], k: usize, shifts: &[f64]) {
+        (**self).apply_block_shifted(r, z, k, shifts)
     }
 }

@@ -7,7 +7,7 @@
 //! They need `mpirun` and binaries built with MPI:
 //!
 //! ```text
-//! cargo build -p lbcomm -p lblib -p jdmg --features lbcomm/mpi,lblib/mpi,jdmg/mpi --bins --examples
+//! cargo build -p lbcomm -p lblib -p jdmg-cli --features lbcomm/mpi,lblib/mpi,jdmg-cli/mpi --bins --examples
 //! cargo test -p jdmg-tests --test mpi_scenarios
 //! ```
 //!
@@ -138,8 +138,8 @@ fn mpi(test: &str) -> Option<&'static Mpi> {
                 "JDMG_REQUIRE_MPI=1 but {why}"
             );
             say(&format!(
-                "skipped: {test} ({why}; build with: cargo build -p lbcomm -p lblib -p jdmg \
-                 --features lbcomm/mpi,lblib/mpi,jdmg/mpi --bins --examples)"
+                "skipped: {test} ({why}; build with: cargo build -p lbcomm -p lblib -p jdmg-cli \
+                 --features lbcomm/mpi,lblib/mpi,jdmg-cli/mpi --bins --examples)"
             ));
             None
         }

@@ -15,8 +15,8 @@
 //! phase per group; with a competitor, the medians before and after it and each
 //! group's share of the steps) and stored under `summary[i].rates` in the JSON.
 //!
-//! Usage (build first: `CARGO_TARGET_DIR=target-exp cargo build --release -p jdmg -p
-//! lblib --features jdmg/mpi,lblib/mpi --bins --examples`):
+//! Usage (build first: `CARGO_TARGET_DIR=target-exp cargo build --release -p jdmg-cli -p
+//! lblib --features jdmg-cli/mpi,lblib/mpi --bins --examples`):
 //!
 //! ```text
 //! CARGO_TARGET_DIR=target-exp cargo run --release -p bench --bin grid -- \
@@ -75,6 +75,7 @@ use std::time::{Duration, Instant};
 
 use bench::median;
 use clap::{Parser, ValueEnum};
+use jdmg::SolveReport;
 use matrices::generate::{exact_eigenvalues, GenSpec};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -107,7 +108,7 @@ struct Args {
     /// Which experiment.
     #[arg(long, value_enum)]
     experiment: Experiment,
-    /// The jdmg binary (built with --features jdmg/mpi).
+    /// The jdmg binary (built with --features jdmg-cli/mpi).
     #[arg(long, default_value = "target-exp/release/jdmg")]
     jdmg: PathBuf,
     /// MPI ranks per job.
@@ -418,35 +419,21 @@ impl Ctx {
         code: Option<i32>,
         secs: f64,
         killed: bool,
-        rep: usize,
+        rep_no: usize,
     ) -> Value {
         let so = fs::read_to_string(&r.out).unwrap_or_default();
-        let parsed: Option<Value> = so
+        // the report of `jdmg solve --json`; its figures are NaN when there is none
+        let rep: Option<SolveReport> = so
             .find('{')
             .and_then(|i| serde_json::from_str(so[i..].trim()).ok());
-        let j = parsed.unwrap_or(Value::Null);
-        let f = |p: &str| j.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        let arr = |p: &str| -> Vec<f64> {
-            j.pointer(p)
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default()
-        };
-        let rows = |p: &str| -> Vec<Vec<f64>> {
-            j.pointer(p)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|row| {
-                            row.as_array()
-                                .map(|r| r.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
-                                .unwrap_or_default()
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut ev = arr("/eigenvalues");
+        let f = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        let mg = rep.as_ref().and_then(|j| j.multigrain.as_ref());
+        let floats = |v: Option<&Vec<f64>>| v.cloned().unwrap_or_default();
+        let counts = |v: Option<Vec<f64>>| v.unwrap_or_default();
+        let mut ev = rep
+            .as_ref()
+            .map(|j| j.eigenvalues.clone())
+            .unwrap_or_default();
         ev.sort_by(f64::total_cmp);
         let err = if ev.len() == self.args.nev && self.exact.len() >= ev.len() {
             ev.iter()
@@ -456,35 +443,34 @@ impl Ctx {
         } else {
             f64::INFINITY
         };
-        let converged = j.get("converged").and_then(Value::as_bool).unwrap_or(false);
+        let converged = rep.as_ref().is_some_and(|j| j.converged);
         let same = err <= self.args.tol * self.anorm;
-        let wall = f("/wall_seconds");
-        let corr = f("/stats/correction_seconds");
-        let tail = if j.is_null() {
+        let wall = f(rep.as_ref().map(|j| j.wall_seconds));
+        let corr = f(rep.as_ref().map(|j| j.stats.correction_seconds));
+        let matvecs = f(rep.as_ref().map(|j| j.matvecs as f64));
+        let imbalance = f(rep.as_ref().and_then(|j| j.imbalance_percent));
+        let tail = if rep.is_none() {
             let se = fs::read_to_string(&r.err).unwrap_or_default();
             let n = se.len();
             se[n.saturating_sub(400)..].to_string()
         } else {
             String::new()
         };
-        if j.is_null() || !converged {
+        if rep.is_none() || !converged {
             eprintln!(
-                "grid: {} rep {rep}: exit {code:?} killed {killed} converged {converged}; {}",
+                "grid: {} rep {rep_no}: exit {code:?} killed {killed} converged {converged}; {}",
                 job.label,
                 tail.trim()
             );
         } else {
             eprintln!(
-                "grid: {} rep {rep}: {:.2} s, {} matvecs, imbalance {:.1}%, |dλ| {err:.1e}",
-                job.label,
-                wall,
-                f("/matvecs"),
-                f("/imbalance_percent")
+                "grid: {} rep {rep_no}: {:.2} s, {} matvecs, imbalance {:.1}%, |dλ| {err:.1e}",
+                job.label, wall, matvecs, imbalance
             );
         }
         json!({
             "label": job.label,
-            "rep": rep,
+            "rep": rep_no,
             "command": r.cmdline,
             "exit_code": code,
             "killed": killed,
@@ -493,22 +479,22 @@ impl Ctx {
             "same_eigenvalues": same,
             "eig_error": if err.is_finite() { json!(err) } else { Value::Null },
             "wall_seconds": wall,
-            "matvecs": f("/matvecs"),
-            "outer_iterations": f("/outer_iterations"),
-            "imbalance_percent": f("/imbalance_percent"),
-            "projection_seconds": f("/stats/projection_seconds"),
+            "matvecs": matvecs,
+            "outer_iterations": f(rep.as_ref().map(|j| j.outer_iterations as f64)),
+            "imbalance_percent": imbalance,
+            "projection_seconds": f(rep.as_ref().map(|j| j.stats.projection_seconds)),
             "correction_seconds": corr,
             "correction_fraction": corr / wall,
-            "alltoall_seconds": f("/multigrain/alltoall_seconds"),
-            "phases": f("/multigrain/phases"),
-            "group_inner_steps": arr("/multigrain/group_inner_steps"),
-            "group_rates": arr("/multigrain/group_rates"),
-            "time_limits": arr("/multigrain/time_limits"),
+            "alltoall_seconds": f(mg.map(|m| m.alltoall_seconds)),
+            "phases": f(mg.map(|m| m.phases as f64)),
+            "group_inner_steps": counts(mg.map(|m| m.group_inner_steps.iter().map(|&x| x as f64).collect())),
+            "group_rates": floats(mg.map(|m| &m.group_rates)),
+            "time_limits": floats(mg.map(|m| &m.time_limits)),
             // row k: every group's rate (inner steps/s) measured in correction phase k+1
-            "group_rate_history": rows("/multigrain/group_rate_history"),
-            "optimal_steps": arr("/multigrain/optimal_steps"),
-            "startup_rates": arr("/multigrain/startup_rates"),
-            "fine_rows": arr("/multigrain/fine_rows"),
+            "group_rate_history": mg.map(|m| m.group_rate_history.clone()).unwrap_or_default(),
+            "optimal_steps": counts(mg.map(|m| m.optimal_steps.iter().map(|&x| x as f64).collect())),
+            "startup_rates": floats(mg.map(|m| &m.startup_rates)),
+            "fine_rows": counts(mg.map(|m| m.fine_rows.iter().map(|&x| x as f64).collect())),
             "eigenvalues": ev,
             "stderr_tail": tail,
         })

@@ -20,6 +20,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             Target::Closest(s) => {
                 idx.sort_by(|&a, &b| (theta[a] - s).abs().total_cmp(&(theta[b] - s).abs()))
             }
+            Target::LargestMagnitude => {
+                idx.sort_by(|&a, &b| theta[b].abs().total_cmp(&theta[a].abs()))
+            }
         }
         idx
     }
@@ -38,6 +41,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             Target::Smallest => l,
             Target::Largest => -l,
             Target::Closest(s) => (l - s).abs(),
+            Target::LargestMagnitude => -l.abs(),
         }
     }
 
@@ -127,7 +131,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                         let (wk, wr) = self.wanted_boundary();
                         self.prm.locking
                             && self.pb.n_global <= PROBE_AUTO_BASES * self.sz.max_basis
-                            && self.nl() < self.pb.n_global
+                            && self.nproj() < self.pb.n_global
                             && self.probe_missed(wk, wr)
                     }
                 }
@@ -136,7 +140,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 return true;
             }
         }
-        if self.nl() >= self.pb.n_global {
+        if self.nproj() >= self.pb.n_global {
             self.stats.verified = Some(true);
             return true;
         }
@@ -175,7 +179,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// `Closest` the true residual ‖Az − ρz‖ is added to the distance to σ.
     /// Collective (matvecs and global sums, the same on every process).
     fn probe_missed(&mut self, wk: f64, wr: f64) -> bool {
-        let (n, nl) = (self.n, self.nl());
+        let (n, nl) = (self.n, self.nproj());
         let steps = PROBE_STEPS
             .min(self.pb.n_global.saturating_sub(nl))
             .min(self.sz.max_basis.saturating_sub(1));
@@ -260,7 +264,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut rn = [crate::dense::dot(&w, &w) / rq[1]];
         self.allreduce(&mut rn);
         let margin = match self.target {
-            Target::Closest(_) => rn[0].sqrt(),
+            Target::Closest(_) | Target::LargestMagnitude => rn[0].sqrt(),
             _ => self.tol_for(rho),
         };
         if self.key(rho) >= wk - (wr + margin) {

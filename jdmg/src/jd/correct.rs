@@ -17,7 +17,11 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     /// `shift` (scaled units): a built K, Jacobi on the diagonal, or none.
     fn inner_for(&self, shift: f64) -> Inner<'a> {
         match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
-            (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Built(m),
+            (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Shifted {
+                // the preconditioner's units: those of the operator given
+                pc: m,
+                shift: shift / self.op.scale(),
+            },
             (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(d), _) => Inner::Diagonal {
                 // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
                 // the scaled operator, which the Krylov solvers do not mind.
@@ -43,16 +47,22 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 t.iter_mut().zip(r).for_each(|(t, v)| *t = -v);
                 return;
             }
-            Inner::Built(m) => {
+            Inner::Built(m) | Inner::Shifted { pc: m, .. } => {
                 let t0 = Instant::now();
+                // Each column's shift, in the preconditioner's units.
+                let sh: Vec<f64> = shifts.iter().map(|x| x / self.op.scale()).collect();
                 if self.prm.threads > 1 && s > 1 {
                     // Half of the block's columns each on two threads (the
                     // substitutions are sequential within a column).
                     let h = s / 2;
                     let ((r1, r2), (t1, t2)) = (r.split_at(h * n), t.split_at_mut(h * n));
-                    rayon::join(|| m.apply_block(r1, t1, h), || m.apply_block(r2, t2, s - h));
+                    let (s1, s2) = sh.split_at(h);
+                    rayon::join(
+                        || m.apply_block_shifted(r1, t1, h, s1),
+                        || m.apply_block_shifted(r2, t2, s - h, s2),
+                    );
                 } else {
-                    m.apply_block(r, t, s);
+                    m.apply_block_shifted(r, t, s, &sh);
                 }
                 self.stats.precond_seconds += t0.elapsed().as_secs_f64();
             }
@@ -103,7 +113,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             .collect();
         let eq = BlockEquations {
             locked: &self.xl,
-            nl: self.nl(),
+            nl: self.nproj(),
             x: &x[..n * b],
             r: &r[..n * b],
             shifts: &shifts,
@@ -147,7 +157,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         slot: usize,
     ) -> usize {
         let n = self.n;
-        let nl = self.nl();
+        let nl = self.nproj();
         let shift = self.shift_for(s);
         let inner = self.inner_for(shift);
         let maxits = self.prm.maxits();

@@ -8,7 +8,9 @@
 //! (3–4) extend H = VᵀAV with one global sum; (5) Rayleigh-Ritz; (6–7) Ritz
 //! vectors and residuals of the targeted pairs; convergence test, locking,
 //! thick restart (keeping the previous Ritz directions, GD+k style);
-//! (8) correction equations by preconditioned BiCGSTAB.
+//! (8) the corrections: the paper's preconditioned BiCGSTAB, GD+k steps, or block
+//! JDQMR (`crate::block_jdqmr`), by default GD+k and block JDQMR chosen by
+//! measured progress per second (`dynamic`).
 //!
 //! The solver is split as PRIMME splits `src/eigs`: the main loop here,
 //! `ortho`, `projection` (basis, W = AV, H = VᵀAV, Rayleigh-Ritz), `convergence`
@@ -26,6 +28,10 @@ mod projection;
 mod restart;
 mod results;
 mod snapshot;
+mod spaces;
+
+pub(crate) use spaces::local_rows;
+pub use spaces::Spaces;
 
 use std::time::Instant;
 
@@ -59,6 +65,9 @@ pub struct Problem<'a, A: ?Sized, C: ?Sized> {
     /// A preconditioner of A − σI on the local rows (block-Jacobi across processes);
     /// used whenever given (see [`Problem::with_preconditioner`]).
     pub precond: Option<&'a (dyn Preconditioner + Send + Sync)>,
+    /// Start and deflation vectors ([`Problem::with_initial`],
+    /// [`Problem::with_deflation`]); none by default.
+    pub spaces: Spaces<'a>,
 }
 
 impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
@@ -89,6 +98,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
             row_offset,
             diagonal: None,
             precond: None,
+            spaces: Spaces::default(),
         })
     }
 
@@ -226,6 +236,10 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     /// The next verification pass starts from the probe's vector in `t`.
     probe_seeded: bool,
     start: Instant,
+    /// Deflation vectors at the front of `xl` (see `spaces`).
+    ndefl: usize,
+    /// Start vectors of the problem (agreed over the processes).
+    ninit: usize,
 }
 
 /// The p×p identity, column-major.
@@ -340,7 +354,16 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     // re-partitioning (`crate::repartition`) stops the solve with a snapshot and
     // resumes from it moved to new rows (the backend keeps its own state).
     let n = pb.a.nrows();
+    let [ninit, ndefl] = spaces::agreed_columns(pb)?;
     let mut st = State::new(pb, params, sz, n);
+    if backend.is_some() && ndefl > 0 {
+        return Err(JdError::invalid(
+            "deflation",
+            "deflation vectors are for serial and fine-grain solves, not solve groups",
+        ));
+    }
+    st.ninit = ninit;
+    st.install_deflation(ndefl)?;
     st.backend = backend;
     st.sink = ck.sink;
     let resumed = match ck.resume {
@@ -417,6 +440,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             full_repairs: 0,
             probe_seeded: false,
             start: Instant::now(),
+            ndefl: 0,
+            ninit: 0,
         }
     }
 
@@ -452,12 +477,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let nev = self.prm.nev;
         let mut b = match resumed {
             Some(b) => b,
-            None => {
-                for j in 0..k {
-                    self.fill_random(j);
-                }
-                k
-            }
+            None => self.start_block()?,
         };
         // Checkpoints: polled from the second loop top on; a stop asked by the
         // observer waits for the loop top when a sink takes a last checkpoint.
@@ -507,7 +527,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let m = self.m;
             let (theta, mut y) = self.rayleigh_ritz()?;
             self.stats.outer_iterations += 1;
-            let basis_full = self.nl() + m >= self.pb.n_global;
+            let basis_full = self.nproj() + m >= self.pb.n_global;
             // (6)-(7) residuals of targeted pairs, in batches, with locking.
             let remaining = self.goal.saturating_sub(self.nl());
             let mut sel: Vec<Sel> = Vec::new();
@@ -543,6 +563,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         self.prm.threads,
                     );
                     self.stats.basis_passes += 2;
+                }
+                if self.ndefl > 0 {
+                    self.deflate_residuals(&mut rsel[s0 * n..(s0 + cnt) * n], &mut nrm);
                 }
                 self.allreduce(&mut nrm);
                 for (j, nj) in nrm.iter().enumerate() {
@@ -629,6 +652,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
                     aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
                     nrm[j] = crate::dense::dot(aj, aj);
+                }
+                if self.ndefl > 0 {
+                    self.deflate_residuals(&mut ax, &mut nrm);
                 }
                 self.allreduce(&mut nrm);
                 let mut accepted = Vec::new();
@@ -724,7 +750,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     nev,
                     self.prm.threads,
                 );
-                self.xl = xs;
+                self.xl.truncate(self.ndefl * n);
+                self.xl.extend_from_slice(&xs);
                 self.lam = theta[..nev].to_vec();
                 self.res = ritz_seen.iter().take(nev).map(|r| r.1).collect();
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
@@ -856,6 +883,7 @@ mod tests {
             row_offset: 0,
             diagonal: None,
             precond: None,
+            spaces: Spaces::default(),
         };
         let prm = JdParams::default();
         let sz = prm.resolve(n).unwrap();

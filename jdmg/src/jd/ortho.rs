@@ -21,7 +21,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// once and costs one global sum; the first also carries the original norms),
     /// then CGS2 inside the block.
     pub(super) fn orthogonalize_block(&mut self, b: usize) -> usize {
-        let (n, nl, m) = (self.n, self.nl(), self.m);
+        let (n, nl, m) = (self.n, self.nproj(), self.m);
         let room = self.pb.n_global.saturating_sub(nl + m);
         let b = b.min(room);
         if b == 0 {
@@ -122,7 +122,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         full: bool,
         norm_before: f64,
     ) -> Column {
-        let (n, nl, m) = (self.n, self.nl(), self.m);
+        let (n, nl, m) = (self.n, self.nproj(), self.m);
         let ld = if full { nl + m + j } else { j };
         let mut c = vec![0.0; ld + 1];
         let mut norm0 = norm_before;

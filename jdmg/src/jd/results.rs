@@ -40,8 +40,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         items.sort_by(|a, b| self.key(a.0).total_cmp(&self.key(b.0)));
         items.truncate(self.prm.nev);
         let mut vecs = vec![0.0; n * items.len()];
+        let xl = self.locked_vectors();
         for (q, it) in items.iter().enumerate() {
-            vecs[q * n..(q + 1) * n].copy_from_slice(&self.xl[it.3 * n..(it.3 + 1) * n]);
+            vecs[q * n..(q + 1) * n].copy_from_slice(&xl[it.3 * n..(it.3 + 1) * n]);
         }
         let s = self.op.scale();
         Solution {

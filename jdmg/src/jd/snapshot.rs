@@ -40,7 +40,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             stats,
             locked_values: self.lam.clone(),
             locked_residuals: self.res.clone(),
-            locked_vectors: self.xl[..n * self.nl()].to_vec(),
+            locked_vectors: self.locked_vectors()[..n * self.nl()].to_vec(),
             basis_size: m,
             basis: self.v[..n * m].to_vec(),
             av: self.w[..n * m].to_vec(),
@@ -181,7 +181,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.verifying = ck.verifying;
         self.random_cols = ck.random_cols;
         self.full_repairs = ck.full_repairs;
-        self.xl.clear();
+        // The deflation vectors (installed at the start) stay in front.
+        self.xl.truncate(self.ndefl * n);
         self.xl.extend_from_slice(&ck.locked_vectors);
         self.lam = ck.locked_values.clone();
         self.res = ck.locked_residuals.clone();
@@ -228,6 +229,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         };
         differ("the block size", ck.block, self.sz.k)?;
         differ("the maximum basis size", ck.max_basis, self.sz.max_basis)?;
+        differ(
+            "the number of deflation vectors",
+            ck.stats.deflation_vectors,
+            self.ndefl,
+        )?;
         // Shapes against this run's buffers (a file passes its own shape check).
         let n = self.n;
         let fits = ck.basis_size <= self.sz.max_basis

@@ -8,39 +8,35 @@ use matrices::CsrMatrix;
 
 use super::blocked::{columns, for_column_groups, ColumnGroup, Scratch, MAX_GROUP};
 use super::{
-    check_nonneg, check_pivot_tol, guard_pivot, scale_diagonal, shifted_with_diagonal, IlutParams,
-    PivotParams, PrecondError,
+    check_nonneg, check_pivot_tol, check_square_finite, guard_pivot, IlutParams, PivotParams,
+    PrecondError,
 };
 use crate::operator::Preconditioner;
 use crate::spmv::prefetch_stream;
 
-/// Incomplete factors `L U ≈ A − σI` in one CSR array.
+/// Incomplete factors `L U ≈ A − σI`, stored once, in the layout of the substitutions.
 ///
-/// Row `i` stores, in increasing column order, the strictly lower entries of `L`
-/// (unit diagonal implied), then `1 / u_ii` at position `diag[i]`, then the strictly
-/// upper entries of `U`. Applying `M^{-1} = U^{-1} L^{-1}` to one vector is a forward
-/// then a backward substitution done in place in the output vector: no scratch, no
-/// allocation. Blocks of vectors are substituted together, up to 8 at a time, through a
-/// row-interleaved scratch grown on the first block apply (see `apply_block` of
-/// [`Ilu0`] / [`Ilut`], which forward to [`LuFactors`]).
+/// `L` (strictly lower, unit diagonal implied) row by row in increasing column order;
+/// the diagonal as `1 / u_ii`; `U` (strictly upper) in increasing column order within a
+/// row but with its rows in reverse order, so that each sweep streams only its own
+/// triangle forwards through memory. Applying `M^{-1} = U^{-1} L^{-1}` to one vector is
+/// a forward then a backward substitution done in place in the output vector: no
+/// scratch, no allocation. Blocks of vectors are substituted together, up to 8 at a
+/// time, through a row-interleaved scratch grown on the first block apply (see
+/// `apply_block` of [`Ilu0`] / [`Ilut`], which forward to [`LuFactors`]).
 ///
-/// For the substitutions the factors are also kept split (`TriSolve`): `L` rows in
-/// order, `U` rows in reverse order, so that each sweep streams only its own triangle
-/// forwards through memory (interleaved rows made each sweep read both).
+/// The factorizations write into this layout directly (no combined CSR copy of the
+/// factors, no shifted copy of `A`): 12 bytes per off-diagonal entry plus 24 per row.
 #[derive(Debug, Clone, Default)]
 pub struct LuFactors {
     n: usize,
-    indptr: Vec<usize>,
-    indices: Vec<u32>,
-    data: Vec<f64>,
-    diag: Vec<usize>,
     tri: TriSolve,
     /// Row-interleaved copy of a group of vectors for [`LuFactors::apply_block`].
     scratch: Scratch,
 }
 
-/// The split copy of [`LuFactors`] used by the substitutions.
-#[derive(Debug, Clone, Default)]
+/// The arrays of [`LuFactors`].
+#[derive(Debug, Clone, Default, PartialEq)]
 struct TriSolve {
     l_ptr: Vec<usize>,
     l_idx: Vec<u32>,
@@ -49,45 +45,96 @@ struct TriSolve {
     u_ptr: Vec<usize>,
     u_idx: Vec<u32>,
     u_val: Vec<f64>,
-    /// `1 / u_ii`.
+    /// `1 / u_ii` (during a factorization, first the diagonal of `A − σI`).
     dinv: Vec<f64>,
 }
 
 impl TriSolve {
-    fn from_combined(
-        n: usize,
-        indptr: &[usize],
-        indices: &[u32],
-        data: &[f64],
-        diag: &[usize],
-    ) -> Self {
+    /// Range of row `i` of `U` in `u_idx` / `u_val` (rows in reverse order).
+    #[inline]
+    fn u_row(&self, i: usize) -> std::ops::Range<usize> {
+        let q = self.u_ptr.len() - 2 - i;
+        self.u_ptr[q]..self.u_ptr[q + 1]
+    }
+
+    /// The pattern of `A` with the diagonal added, and the values of `A − shift·I` with
+    /// the diagonal then multiplied by `1 + diag_shift` (the values the factorizations
+    /// start from, bit for bit those of [`shifted_row`]). Arrays of exact size.
+    fn shifted_pattern(a: &CsrMatrix, shift: f64, diag_shift: f64) -> Self {
+        let n = a.nrows();
+        let (mut nl, mut nu) = (0, 0);
+        for i in 0..n {
+            let cols = a.row(i).0;
+            let lo = cols.partition_point(|&c| (c as usize) < i);
+            let hi = lo + usize::from(cols.get(lo) == Some(&(i as u32)));
+            nl += lo;
+            nu += cols.len() - hi;
+        }
         let mut t = TriSolve {
             l_ptr: Vec::with_capacity(n + 1),
+            l_idx: Vec::with_capacity(nl),
+            l_val: Vec::with_capacity(nl),
             u_ptr: Vec::with_capacity(n + 1),
+            u_idx: vec![0; nu],
+            u_val: vec![0.0; nu],
             dinv: Vec::with_capacity(n),
-            ..Default::default()
         };
         t.l_ptr.push(0);
-        for i in 0..n {
-            let (lo, d) = (indptr[i], diag[i]);
-            t.l_idx.extend_from_slice(&indices[lo..d]);
-            t.l_val.extend_from_slice(&data[lo..d]);
-            t.l_ptr.push(t.l_idx.len());
-            t.dinv.push(data[d]);
-        }
         t.u_ptr.push(0);
+        // U rows from the last one: u_ptr first, then the entries at their places.
         for i in (0..n).rev() {
-            let (d, hi) = (diag[i], indptr[i + 1]);
-            t.u_idx.extend_from_slice(&indices[d + 1..hi]);
-            t.u_val.extend_from_slice(&data[d + 1..hi]);
-            t.u_ptr.push(t.u_idx.len());
+            let cols = a.row(i).0;
+            let hi = cols.partition_point(|&c| (c as usize) <= i);
+            t.u_ptr.push(t.u_ptr.last().unwrap() + cols.len() - hi);
         }
+        for i in 0..n {
+            let (cols, vals) = a.row(i);
+            let lo = cols.partition_point(|&c| (c as usize) < i);
+            let has_diag = cols.get(lo) == Some(&(i as u32));
+            let hi = lo + usize::from(has_diag);
+            t.l_idx.extend_from_slice(&cols[..lo]);
+            t.l_val.extend_from_slice(&vals[..lo]);
+            t.l_ptr.push(t.l_idx.len());
+            let mut d = if has_diag { vals[lo] - shift } else { -shift };
+            if diag_shift != 0.0 {
+                d *= 1.0 + diag_shift;
+            }
+            t.dinv.push(d);
+            let u = t.u_row(i);
+            t.u_idx[u.clone()].copy_from_slice(&cols[hi..]);
+            t.u_val[u].copy_from_slice(&vals[hi..]);
+        }
+        t
+    }
+
+    /// Reverses the order of the `U` rows of factors whose `U` rows were stored first
+    /// to last (row `i` at `u_ptr[i]..u_ptr[i + 1]`), in place.
+    fn reverse_u_rows(&mut self) {
+        let total = self.u_idx.len();
+        self.u_idx.reverse();
+        self.u_val.reverse();
+        self.u_ptr.reverse();
+        for p in &mut self.u_ptr {
+            *p = total - *p;
+        }
+        for q in 0..self.u_ptr.len().saturating_sub(1) {
+            let r = self.u_ptr[q]..self.u_ptr[q + 1];
+            self.u_idx[r.clone()].reverse();
+            self.u_val[r].reverse();
+        }
+    }
+
+    /// Checks the invariant the substitutions rely on: every index is < n.
+    fn check_indices(&self) {
+        let n = self.dinv.len();
         // The substitutions gather without bounds checks: every index must be < n.
         assert!(
-            t.l_idx.iter().chain(&t.u_idx).all(|&c| (c as usize) < n),
+            self.l_idx
+                .iter()
+                .chain(&self.u_idx)
+                .all(|&c| (c as usize) < n),
             "ILU factor column index out of range"
         );
-        t
     }
 }
 
@@ -99,12 +146,12 @@ impl LuFactors {
 
     /// Stored entries of `L` and `U` together (diagonal included).
     pub fn nnz(&self) -> usize {
-        self.data.len()
+        self.tri.l_idx.len() + self.tri.u_idx.len() + self.n
     }
 
     /// `u_ii` (the pivot actually used, after any tiny-pivot replacement).
     pub fn pivot(&self, i: usize) -> f64 {
-        1.0 / self.data[self.diag[i]]
+        1.0 / self.tri.dinv[i]
     }
 
     /// Solves `L U z = r` for one vector (`r.len() == z.len() == n`).
@@ -132,7 +179,7 @@ impl LuFactors {
             if PF {
                 prefetch_ahead(&t.l_idx, &t.l_val, lo, &mut pf);
             }
-            // SAFETY: factor indices are < n (checked by `TriSolve::from_combined`) and
+            // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`) and
             // z.len() == n (asserted above).
             let d = unsafe {
                 eliminate::<1, true>(&t.l_idx[lo..hi], &t.l_val[lo..hi], z, [r[i]], prev)
@@ -156,31 +203,14 @@ impl LuFactors {
         }
     }
 
-    /// Factors from the combined CSR arrays (see the type's docs), with their split copy.
-    fn from_parts(
-        n: usize,
-        indptr: Vec<usize>,
-        indices: Vec<u32>,
-        data: Vec<f64>,
-        diag: Vec<usize>,
-    ) -> Self {
-        let mut lu = LuFactors {
-            n,
-            indptr,
-            indices,
-            data,
-            diag,
-            tri: TriSolve::default(),
+    /// Factors from finished arrays (indices checked here).
+    fn from_tri(tri: TriSolve) -> Self {
+        tri.check_indices();
+        LuFactors {
+            n: tri.dinv.len(),
+            tri,
             scratch: Scratch::default(),
-        };
-        lu.split();
-        lu
-    }
-
-    /// Rebuilds the split copy after `data` changed.
-    fn split(&mut self) {
-        self.tri =
-            TriSolve::from_combined(self.n, &self.indptr, &self.indices, &self.data, &self.diag);
+        }
     }
 
     /// `z = (LU)^{-1} r` for `k` column-major vectors.
@@ -282,7 +312,7 @@ fn substitute_il<const K: usize, const PF: bool>(
             prefetch_ahead(&t.l_idx, &t.l_val, lo, &mut pf);
         }
         let rhs = std::array::from_fn(|j| rc[j][i]);
-        // SAFETY: factor indices are < n (checked by `TriSolve::from_combined`) and
+        // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`) and
         // xi.len() == n K (asserted above).
         let d = unsafe { eliminate::<K, true>(&t.l_idx[lo..hi], &t.l_val[lo..hi], xi, rhs, prev) };
         xi[i * K..(i + 1) * K].copy_from_slice(&d);
@@ -295,7 +325,7 @@ fn substitute_il<const K: usize, const PF: bool>(
         if PF {
             prefetch_ahead(&t.u_idx, &t.u_val, lo, &mut pf);
         }
-        // SAFETY: i < n and factor indices are < n (checked by `TriSolve::from_combined`);
+        // SAFETY: i < n and factor indices are < n (checked by `TriSolve::check_indices`);
         // xi.len() == n K (asserted above).
         let d = unsafe {
             let rhs = *load_k::<K>(xi, i as u32);
@@ -395,52 +425,68 @@ unsafe fn load_k<const K: usize>(xi: &[f64], c: u32) -> &[f64; K] {
     unsafe { &*(xi.as_ptr().add(c as usize * K) as *const [f64; K]) }
 }
 
-/// ∞-norms of the rows of `s`.
-fn row_inf_norms(s: &CsrMatrix) -> Vec<f64> {
-    (0..s.nrows())
-        .map(|i| s.row(i).1.iter().fold(0.0f64, |m, v| m.max(v.abs())))
-        .collect()
-}
-
-/// In-place ILU(0) (IKJ variant, Saad Algorithm 10.4) on a CSR pattern that contains
-/// every diagonal (`diag[i]` its position). `pos` is an all-`usize::MAX` work array of
-/// length n, restored on return. Returns the number of perturbed pivots.
+/// In-place ILU(0) (IKJ variant, Saad Algorithm 10.4) of `A − σI` on the arrays of
+/// [`TriSolve::shifted_pattern`] (values of `A − σI`, the diagonal in `dinv`), which it
+/// turns into the factors. `pos` is an all-`usize::MAX` work array of length n, restored
+/// on return. The tiny-pivot threshold of row `i` uses `‖row_i(A − σI)‖_∞`, taken
+/// before the row is eliminated. Returns the number of perturbed pivots.
 fn ilu0_in_place(
-    indptr: &[usize],
-    indices: &[u32],
-    data: &mut [f64],
-    diag: &[usize],
-    row_norm: &[f64],
+    t: &mut TriSolve,
     pivot_tol: f64,
     pos: &mut [usize],
 ) -> Result<usize, PrecondError> {
-    let n = diag.len();
+    let n = t.dinv.len();
     let mut perturbed = 0;
     for i in 0..n {
-        let (lo, hi) = (indptr[i], indptr[i + 1]);
+        let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+        let ur = t.u_row(i);
+        let mut d = t.dinv[i];
+        let row_norm = t.l_val[lo..hi]
+            .iter()
+            .chain(&t.u_val[ur.clone()])
+            .fold(d.abs(), |m, v| m.max(v.abs()));
+        // Columns of the row: L entries (< i) index `l_val`, U entries (> i) `u_val`.
         for p in lo..hi {
-            pos[indices[p] as usize] = p;
+            pos[t.l_idx[p] as usize] = p;
         }
-        for p in lo..diag[i] {
-            let k = indices[p] as usize;
-            let lik = data[p] * data[diag[k]];
-            data[p] = lik;
-            for q in diag[k] + 1..indptr[k + 1] {
-                let j = indices[q] as usize;
-                let pj = pos[j];
-                if pj != usize::MAX {
-                    data[pj] -= lik * data[q];
+        for p in ur.clone() {
+            pos[t.u_idx[p] as usize] = p;
+        }
+        for p in lo..hi {
+            let k = t.l_idx[p] as usize;
+            let lik = t.l_val[p] * t.dinv[k];
+            t.l_val[p] = lik;
+            for q in t.u_row(k) {
+                let j = t.u_idx[q] as usize;
+                let uq = t.u_val[q];
+                if j == i {
+                    d -= lik * uq;
+                } else {
+                    let pj = pos[j];
+                    if pj != usize::MAX {
+                        if j < i {
+                            t.l_val[pj] -= lik * uq;
+                        } else {
+                            t.u_val[pj] -= lik * uq;
+                        }
+                    }
                 }
             }
         }
         for p in lo..hi {
-            pos[indices[p] as usize] = usize::MAX;
+            pos[t.l_idx[p] as usize] = usize::MAX;
         }
-        let result = guard_pivot(data[diag[i]], row_norm[i], pivot_tol, i);
-        let (u, replaced) = result?;
+        for p in ur.clone() {
+            pos[t.u_idx[p] as usize] = usize::MAX;
+        }
+        let (u, replaced) = guard_pivot(d, row_norm, pivot_tol, i)?;
         perturbed += usize::from(replaced);
-        data[diag[i]] = 1.0 / u;
-        if data[lo..hi].iter().any(|v| !v.is_finite()) {
+        t.dinv[i] = 1.0 / u;
+        let finite = t.l_val[lo..hi]
+            .iter()
+            .chain(&t.u_val[ur])
+            .all(|v| v.is_finite());
+        if !finite || !t.dinv[i].is_finite() {
             return Err(PrecondError::FactorOverflow { row: i });
         }
     }
@@ -451,22 +497,36 @@ fn ilu0_in_place(
 ///
 /// For a symmetric `A` with positive pivots the factors satisfy `U = D Lᵀ`, so `M` is
 /// symmetric (usable in CG). The pattern is analysed once; [`Ilu0::refactor`] redoes only
-/// the numeric factorization (for a new shift or new values on the same pattern) without
-/// allocating.
+/// the numeric factorization (for a new shift or new values on the same pattern). The
+/// factors are the only storage kept: the work arrays of a refactorization are
+/// allocated by the first one and reused by the next.
 #[derive(Debug, Clone)]
 pub struct Ilu0 {
     lu: LuFactors,
-    spare: Vec<f64>,
-    pos: Vec<usize>,
-    row_norm: Vec<f64>,
+    /// Values (`l_val`, `u_val`, `dinv`) and `pos` work array of [`Ilu0::refactor`],
+    /// `None` until the first refactorization.
+    work: Option<Box<RefactorWork>>,
     pivot_tol: f64,
     diag_shift: f64,
     shift: f64,
     perturbed: usize,
 }
 
+/// Work arrays of [`Ilu0::refactor`]: the new values are computed here and swapped in
+/// on success, so that on error the factors stay as they were.
+#[derive(Debug, Clone)]
+struct RefactorWork {
+    l_val: Vec<f64>,
+    u_val: Vec<f64>,
+    dinv: Vec<f64>,
+    pos: Vec<usize>,
+}
+
 impl Ilu0 {
     /// Factors `A − shift·I`.
+    ///
+    /// Memory: the factors (about `nnz(A)` off-diagonal entries of 12 bytes and 24 bytes
+    /// a row) and, while factoring, `n` indices; `A` is not copied.
     ///
     /// # Errors
     /// [`PrecondError::NotSquare`], [`PrecondError::NonFinite`],
@@ -476,32 +536,14 @@ impl Ilu0 {
     pub fn new(a: &CsrMatrix, shift: f64, params: &PivotParams) -> Result<Self, PrecondError> {
         check_pivot_tol(params.pivot_tol)?;
         check_nonneg("diag_shift", params.diag_shift)?;
-        let mut s = shifted_with_diagonal(a, shift)?;
-        scale_diagonal(&mut s, params.diag_shift);
-        let n = s.nrows();
-        let row_norm = row_inf_norms(&s);
-        let (_, _, indptr, indices, mut data) = s.into_parts();
-        let diag: Vec<usize> = (0..n)
-            .map(|i| {
-                indptr[i] + indices[indptr[i]..indptr[i + 1]].partition_point(|&c| (c as usize) < i)
-            })
-            .collect();
-        let mut pos = vec![usize::MAX; n];
-        let perturbed = ilu0_in_place(
-            &indptr,
-            &indices,
-            &mut data,
-            &diag,
-            &row_norm,
-            params.pivot_tol,
-            &mut pos,
-        )?;
-        let spare = vec![0.0; data.len()];
+        check_square_finite(a, shift)?;
+        let mut tri = TriSolve::shifted_pattern(a, shift, params.diag_shift);
+        let mut pos = vec![usize::MAX; a.nrows()];
+        let perturbed = ilu0_in_place(&mut tri, params.pivot_tol, &mut pos)?;
+        drop(pos);
         Ok(Self {
-            lu: LuFactors::from_parts(n, indptr, indices, data, diag),
-            spare,
-            pos,
-            row_norm,
+            lu: LuFactors::from_tri(tri),
+            work: None,
             pivot_tol: params.pivot_tol,
             diag_shift: params.diag_shift,
             shift,
@@ -511,7 +553,8 @@ impl Ilu0 {
 
     /// Numeric refactorization for `A − shift·I` (same `diag_shift`), where `A` has the same order and its
     /// pattern is contained in the stored one (typically the same matrix with a new
-    /// shift). Reuses all storage: no allocation.
+    /// shift). The first call allocates its work arrays (one more set of values and `n`
+    /// indices); later calls reuse them and do not allocate.
     ///
     /// # Errors
     /// [`PrecondError::SizeMismatch`], [`PrecondError::PatternMismatch`],
@@ -529,14 +572,25 @@ impl Ilu0 {
         if !shift.is_finite() {
             return Err(PrecondError::NonFiniteShift { shift });
         }
-        let (indptr, indices) = (&self.lu.indptr, &self.lu.indices);
-        let data = &mut self.spare;
+        let t = &mut self.lu.tri;
+        let w = self.work.get_or_insert_with(|| {
+            Box::new(RefactorWork {
+                l_val: vec![0.0; t.l_val.len()],
+                u_val: vec![0.0; t.u_val.len()],
+                dinv: vec![0.0; n],
+                pos: vec![usize::MAX; n],
+            })
+        });
+        // The new values of A − σI go into the work arrays, swapped in for the
+        // factorization and swapped back on error.
         for i in 0..n {
-            let (lo, hi) = (indptr[i], indptr[i + 1]);
-            data[lo..hi].fill(0.0);
+            let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+            let ur = t.u_row(i);
+            w.l_val[lo..hi].fill(0.0);
+            w.u_val[ur.clone()].fill(0.0);
+            let mut diag = 0.0;
+            let (mut pl, mut pu) = (lo, ur.start);
             let (cols, vals) = a.row(i);
-            let mut p = lo;
-            let mut norm = 0.0f64;
             for (&c, &v) in cols.iter().zip(vals) {
                 if !v.is_finite() {
                     return Err(PrecondError::NonFinite {
@@ -544,44 +598,53 @@ impl Ilu0 {
                         col: c as usize,
                     });
                 }
-                while p < hi && indices[p] < c {
-                    p += 1;
+                let cu = c as usize;
+                let found = if cu < i {
+                    while pl < hi && t.l_idx[pl] < c {
+                        pl += 1;
+                    }
+                    let hit = pl < hi && t.l_idx[pl] == c;
+                    if hit {
+                        w.l_val[pl] = v;
+                    }
+                    hit
+                } else if cu > i {
+                    while pu < ur.end && t.u_idx[pu] < c {
+                        pu += 1;
+                    }
+                    let hit = pu < ur.end && t.u_idx[pu] == c;
+                    if hit {
+                        w.u_val[pu] = v;
+                    }
+                    hit
+                } else {
+                    diag = v;
+                    true
+                };
+                if !found {
+                    return Err(PrecondError::PatternMismatch { row: i, col: cu });
                 }
-                if p == hi || indices[p] != c {
-                    return Err(PrecondError::PatternMismatch {
-                        row: i,
-                        col: c as usize,
-                    });
-                }
-                data[p] = v;
             }
-            data[self.lu.diag[i]] = (data[self.lu.diag[i]] - shift) * (1.0 + self.diag_shift);
-            for v in &data[lo..hi] {
-                norm = norm.max(v.abs());
-            }
-            self.row_norm[i] = norm;
+            w.dinv[i] = (diag - shift) * (1.0 + self.diag_shift);
         }
-        let perturbed = ilu0_in_place(
-            indptr,
-            indices,
-            &mut self.spare,
-            &self.lu.diag,
-            &self.row_norm,
-            self.pivot_tol,
-            &mut self.pos,
-        );
-        let perturbed = match perturbed {
-            Ok(p) => p,
-            Err(e) => {
-                self.pos.fill(usize::MAX);
-                return Err(e);
-            }
+        let swap = |t: &mut TriSolve, w: &mut RefactorWork| {
+            std::mem::swap(&mut t.l_val, &mut w.l_val);
+            std::mem::swap(&mut t.u_val, &mut w.u_val);
+            std::mem::swap(&mut t.dinv, &mut w.dinv);
         };
-        std::mem::swap(&mut self.lu.data, &mut self.spare);
-        self.lu.split();
-        self.shift = shift;
-        self.perturbed = perturbed;
-        Ok(())
+        swap(t, w);
+        match ilu0_in_place(t, self.pivot_tol, &mut w.pos) {
+            Ok(perturbed) => {
+                self.shift = shift;
+                self.perturbed = perturbed;
+                Ok(())
+            }
+            Err(e) => {
+                swap(t, w);
+                w.pos.fill(usize::MAX);
+                Err(e)
+            }
+        }
     }
 
     /// The factors.
@@ -628,6 +691,8 @@ pub struct Ilut {
 impl Ilut {
     /// Factors `A − shift·I`.
     ///
+    /// Memory: the factors, and while factoring `O(n)` work arrays; `A` is not copied.
+    ///
     /// # Errors
     /// [`PrecondError::NotSquare`], [`PrecondError::NonFinite`],
     /// [`PrecondError::NonFiniteShift`], [`PrecondError::InvalidParameter`] (negative or
@@ -637,16 +702,24 @@ impl Ilut {
         check_pivot_tol(params.pivot_tol)?;
         check_nonneg("drop_tol", params.drop_tol)?;
         check_nonneg("diag_shift", params.diag_shift)?;
-        let mut s = shifted_with_diagonal(a, shift)?;
-        scale_diagonal(&mut s, params.diag_shift);
-        let n = s.nrows();
+        check_square_finite(a, shift)?;
+        let n = a.nrows();
         let p = params.fill;
-        let est = s.nnz().min(n * (2 * p + 1)).max(n);
-        let mut indptr = Vec::with_capacity(n + 1);
-        let mut indices: Vec<u32> = Vec::with_capacity(est);
-        let mut data: Vec<f64> = Vec::with_capacity(est);
-        let mut diag: Vec<usize> = Vec::with_capacity(n);
-        indptr.push(0);
+        // First guess of each triangle's size: half the off-diagonal entries of A.
+        let est = (a.nnz() / 2).min(n * p);
+        // U rows are stored first to last while factoring (row k is read back when
+        // eliminating later rows), reversed at the end.
+        let mut t = TriSolve {
+            l_ptr: Vec::with_capacity(n + 1),
+            l_idx: Vec::with_capacity(est),
+            l_val: Vec::with_capacity(est),
+            u_ptr: Vec::with_capacity(n + 1),
+            u_idx: Vec::with_capacity(est),
+            u_val: Vec::with_capacity(est),
+            dinv: Vec::with_capacity(n),
+        };
+        t.l_ptr.push(0);
+        t.u_ptr.push(0);
 
         let mut w = vec![0.0f64; n];
         let mut mark = vec![false; n];
@@ -654,14 +727,16 @@ impl Ilut {
         let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
         let mut lower: Vec<(u32, f64)> = Vec::new();
         let mut upper: Vec<(u32, f64)> = Vec::new();
+        // Row i of A − σI with its diagonal (scaled by 1 + diag_shift).
+        let mut row: Vec<(u32, f64)> = Vec::new();
         let mut perturbed = 0;
 
         for i in 0..n {
-            let (cols, vals) = s.row(i);
-            let norm2 = vals.iter().map(|v| v * v).sum::<f64>().sqrt();
-            let norm_inf = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            shifted_row(a, i, shift, params.diag_shift, &mut row);
+            let norm2 = row.iter().map(|e| e.1 * e.1).sum::<f64>().sqrt();
+            let norm_inf = row.iter().fold(0.0f64, |m, e| m.max(e.1.abs()));
             let tau = params.drop_tol * norm2;
-            for (&c, &v) in cols.iter().zip(vals) {
+            for &(c, v) in &row {
                 let cu = c as usize;
                 w[cu] = v;
                 mark[cu] = true;
@@ -673,21 +748,21 @@ impl Ilut {
             lower.clear();
             while let Some(Reverse(k)) = heap.pop() {
                 let ku = k as usize;
-                let lik = w[ku] * data[diag[ku]];
+                let lik = w[ku] * t.dinv[ku];
                 if lik == 0.0 || lik.abs() < tau {
                     w[ku] = 0.0;
                     continue;
                 }
                 lower.push((k, lik));
-                for q in diag[ku] + 1..indptr[ku + 1] {
-                    let j = indices[q];
+                for q in t.u_ptr[ku]..t.u_ptr[ku + 1] {
+                    let j = t.u_idx[q];
                     let ju = j as usize;
                     if mark[ju] {
-                        w[ju] -= lik * data[q];
+                        w[ju] -= lik * t.u_val[q];
                     } else {
                         mark[ju] = true;
                         touched.push(j);
-                        w[ju] = -lik * data[q];
+                        w[ju] = -lik * t.u_val[q];
                         if ju < i {
                             heap.push(Reverse(j));
                         }
@@ -712,25 +787,30 @@ impl Ilut {
                 return Err(PrecondError::FactorOverflow { row: i });
             }
             for &(c, v) in &lower {
-                indices.push(c);
-                data.push(v);
+                t.l_idx.push(c);
+                t.l_val.push(v);
             }
-            diag.push(indices.len());
-            indices.push(i as u32);
-            data.push(1.0 / u);
+            t.l_ptr.push(t.l_idx.len());
+            t.dinv.push(1.0 / u);
             for &(c, v) in &upper {
-                indices.push(c);
-                data.push(v);
+                t.u_idx.push(c);
+                t.u_val.push(v);
             }
-            indptr.push(indices.len());
+            t.u_ptr.push(t.u_idx.len());
             for &c in &touched {
                 w[c as usize] = 0.0;
                 mark[c as usize] = false;
             }
             touched.clear();
         }
+        drop((w, mark, touched, heap, lower, upper, row));
+        t.reverse_u_rows();
+        t.l_idx.shrink_to_fit();
+        t.l_val.shrink_to_fit();
+        t.u_idx.shrink_to_fit();
+        t.u_val.shrink_to_fit();
         Ok(Self {
-            lu: LuFactors::from_parts(n, indptr, indices, data, diag),
+            lu: LuFactors::from_tri(t),
             shift,
             perturbed,
         })
@@ -750,6 +830,24 @@ impl Ilut {
     pub fn perturbed_pivots(&self) -> usize {
         self.perturbed
     }
+}
+
+/// Row `i` of `A − shift·I` into `row`, with the diagonal entry present (`−shift` where
+/// `A` has none) and multiplied by `1 + diag_shift` (when not 0): the values the
+/// factorizations start from, without a shifted copy of `A`.
+fn shifted_row(a: &CsrMatrix, i: usize, shift: f64, diag_shift: f64, row: &mut Vec<(u32, f64)>) {
+    let (cols, vals) = a.row(i);
+    let lo = cols.partition_point(|&c| (c as usize) < i);
+    let has_diag = cols.get(lo) == Some(&(i as u32));
+    let mut d = if has_diag { vals[lo] - shift } else { -shift };
+    if diag_shift != 0.0 {
+        d *= 1.0 + diag_shift;
+    }
+    row.clear();
+    row.extend(cols[..lo].iter().copied().zip(vals[..lo].iter().copied()));
+    row.push((i as u32, d));
+    let hi = lo + usize::from(has_diag);
+    row.extend(cols[hi..].iter().copied().zip(vals[hi..].iter().copied()));
 }
 
 /// Keeps the `p` entries of largest magnitude, sorted by column.
@@ -819,7 +917,7 @@ mod tests {
         let mut m = Ilu0::new(&a, 0.0, &PivotParams::default()).unwrap();
         m.refactor(&a, 0.5).unwrap();
         let fresh = Ilu0::new(&a, 0.5, &PivotParams::default()).unwrap();
-        assert_eq!(m.factors().data, fresh.factors().data);
+        assert_eq!(m.factors().tri, fresh.factors().tri);
         // With a diagonal shift alpha: refactor keeps it.
         let pa = PivotParams {
             diag_shift: 0.5,
@@ -829,8 +927,8 @@ mod tests {
         assert!((ma.factors().pivot(0) - 3.0).abs() < 1e-15);
         ma.refactor(&a, 0.5).unwrap();
         assert_eq!(
-            ma.factors().data,
-            Ilu0::new(&a, 0.5, &pa).unwrap().factors().data
+            ma.factors().tri,
+            Ilu0::new(&a, 0.5, &pa).unwrap().factors().tri
         );
         assert!((ma.factors().pivot(0) - 2.25).abs() < 1e-15);
         let bad = CsrMatrix::from_triplets(30, 30, &[(0, 5, 1.0)]).unwrap();
@@ -839,8 +937,31 @@ mod tests {
             Err(PrecondError::PatternMismatch { row: 0, col: 5 })
         );
         // Unchanged after the error.
-        assert_eq!(m.factors().data, fresh.factors().data);
+        assert_eq!(m.factors().tri, fresh.factors().tri);
         assert_eq!(m.shift(), 0.5);
+    }
+
+    #[test]
+    fn ilu0_refactor_failure_keeps_factors() {
+        // pivot_tol = 0: shift 2 makes the first pivot exactly zero.
+        let a = lap1d(20);
+        let p = PivotParams {
+            pivot_tol: 0.0,
+            ..PivotParams::default()
+        };
+        let mut m = Ilu0::new(&a, 0.25, &p).unwrap();
+        let before = m.factors().tri.clone();
+        assert_eq!(m.refactor(&a, 2.0), Err(PrecondError::ZeroPivot { row: 0 }));
+        assert_eq!(m.factors().tri, before);
+        assert_eq!(m.shift(), 0.25);
+        // The work arrays of the failed call are reused.
+        m.refactor(&a, -1.0).unwrap();
+        assert_eq!(
+            m.factors().tri,
+            Ilu0::new(&a, -1.0, &p).unwrap().factors().tri
+        );
+        m.refactor(&a, 0.25).unwrap();
+        assert_eq!(m.factors().tri, before);
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub struct Jacobi {
     pivot_tol: f64,
     shift: f64,
     perturbed: usize,
+    /// [`Jacobi::follow_shifts`]: `apply_block_shifted` uses `diag(A) − σ_j`.
+    follow: bool,
 }
 
 impl Jacobi {
@@ -43,6 +45,7 @@ impl Jacobi {
             pivot_tol: params.pivot_tol,
             shift,
             perturbed: 0,
+            follow: false,
         };
         j.set_shift(shift)?;
         Ok(j)
@@ -72,6 +75,7 @@ impl Jacobi {
             pivot_tol: 0.0,
             shift: 0.0,
             perturbed: 0,
+            follow: false,
         })
     }
 
@@ -101,6 +105,16 @@ impl Jacobi {
         self.shift = shift;
         self.perturbed = perturbed;
         Ok(())
+    }
+
+    /// Follows the shifts the eigensolver passes to
+    /// [`Preconditioner::apply_block_shifted`]: column j is divided by
+    /// `a_ii − σ_j` (the tiny-pivot rule of [`Jacobi::new`] applied per entry,
+    /// with `pivot_tol` at least [`super::DEFAULT_PIVOT_TOL`]) instead of by the
+    /// entries of the shift given at construction. `apply_block` is unchanged.
+    pub fn follow_shifts(mut self) -> Self {
+        self.follow = true;
+        self
     }
 
     /// The current shift σ.
@@ -142,6 +156,31 @@ impl Preconditioner for Jacobi {
             }
         }
     }
+
+    /// With [`Jacobi::follow_shifts`], `z_j = (diag(A) − σ_j)^{-1} r_j`; else
+    /// [`Preconditioner::apply_block`].
+    fn apply_block_shifted(&self, r: &[f64], z: &mut [f64], k: usize, shifts: &[f64]) {
+        if !self.follow {
+            return self.apply_block(r, z, k);
+        }
+        let n = self.inv.len();
+        assert_eq!(r.len(), n * k, "Jacobi: r has wrong length");
+        assert_eq!(z.len(), n * k, "Jacobi: z has wrong length");
+        assert_eq!(shifts.len(), k, "Jacobi: one shift per vector");
+        let tol = self.pivot_tol.max(super::DEFAULT_PIVOT_TOL);
+        for (j, &s) in shifts.iter().enumerate() {
+            let (rc, zc) = (&r[j * n..(j + 1) * n], &mut z[j * n..(j + 1) * n]);
+            for (((zi, &ri), &d), &rn) in zc.iter_mut().zip(rc).zip(&self.diag).zip(&self.row_norm)
+            {
+                let thr = tol * (rn + s.abs());
+                let mut u = d - s;
+                if u.abs() <= thr || u == 0.0 {
+                    u = if u < 0.0 { -thr } else { thr };
+                }
+                *zi = ri / u;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +216,26 @@ mod tests {
         .unwrap();
         assert_eq!(m0.set_shift(2.0), Err(PrecondError::ZeroPivot { row: 1 }));
         assert_eq!(m0.shift(), 0.0);
+    }
+
+    #[test]
+    fn jacobi_follows_the_shifts_when_asked() {
+        let a =
+            CsrMatrix::from_triplets(2, 2, &[(0, 0, 4.0), (0, 1, 1.0), (1, 0, 1.0), (1, 1, 2.0)])
+                .unwrap();
+        let fixed = Jacobi::new(&a, 0.0, &PivotParams::default()).unwrap();
+        let mut z = [0.0; 4];
+        fixed.apply_block_shifted(&[4.0, 2.0, 4.0, 2.0], &mut z, 2, &[1.0, 3.0]);
+        assert_eq!(z, [1.0, 1.0, 1.0, 1.0]);
+        let follow = fixed.follow_shifts();
+        follow.apply_block_shifted(&[3.0, 1.0, 1.0, -1.0], &mut z, 2, &[1.0, 3.0]);
+        assert_eq!(z, [1.0, 1.0, 1.0, 1.0]);
+        // apply_block keeps the construction shift.
+        follow.apply_block(&[4.0, 2.0], &mut z[..2], 1);
+        assert_eq!(&z[..2], &[1.0, 1.0]);
+        // A shift on a diagonal entry is perturbed, not a division by zero.
+        follow.apply_block_shifted(&[1.0, 1.0], &mut z[..2], 1, &[2.0]);
+        assert!(z[..2].iter().all(|v| v.is_finite()));
     }
 
     #[test]

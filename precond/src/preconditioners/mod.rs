@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `none` | nothing |
 //! | `jacobi` | [`Jacobi::set_shift`]: O(n), no allocation (the unshifted diagonal is kept) |
-//! | `ilu0` | [`Ilu0::refactor`]: numeric refactorization on the stored pattern, no allocation |
+//! | `ilu0` | [`Ilu0::refactor`]: numeric refactorization on the stored pattern, no allocation after the first |
 //! | `ilut` | full refactorization (the dropping pattern depends on the values): [`Ilut::new`] |
 //! | `spai` | full recomputation of the least-squares columns: [`Spai::new`] |
 //! | `fsai` | full recomputation of the rows of the factor: [`Fsai::new`] |
@@ -415,24 +415,6 @@ pub(crate) fn check_nonneg(name: &'static str, value: f64) -> Result<(), Precond
         return Err(PrecondError::InvalidParameter { name, value });
     }
     Ok(())
-}
-
-/// Multiplies the diagonal of `s` (which stores every diagonal entry) by `1 + alpha`.
-pub(crate) fn scale_diagonal(s: &mut CsrMatrix, alpha: f64) {
-    if alpha == 0.0 {
-        return;
-    }
-    let n = s.nrows();
-    let pos: Vec<usize> = (0..n)
-        .map(|i| {
-            let (lo, hi) = (s.indptr()[i], s.indptr()[i + 1]);
-            lo + s.indices()[lo..hi].partition_point(|&c| (c as usize) < i)
-        })
-        .collect();
-    let data = s.data_mut();
-    for p in pos {
-        data[p] *= 1.0 + alpha;
-    }
 }
 
 /// `A − shift·I` with every diagonal entry present in the pattern (inserted as

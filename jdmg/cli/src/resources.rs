@@ -26,6 +26,7 @@ fn nnz_per_row(spec: &GenSpec) -> u64 {
         GenSpec::Lap3d { .. } | GenSpec::Aniso3d { .. } => 7,
         GenSpec::Stencil27 { .. } => 27,
         GenSpec::Spectrum { .. } => 1,
+        GenSpec::Fem { dim, .. } => 3u64.pow(*dim as u32),
     }
 }
 

@@ -17,6 +17,7 @@ mod plan_cmd;
 mod progress;
 mod resources;
 mod solve;
+mod vectors;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

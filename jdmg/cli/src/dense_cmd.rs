@@ -517,6 +517,6 @@ fn dense_on(a: &DenseArgs, world: &lblib::mpi::MpiComm) -> Result<(), Fail> {
 #[cfg(not(feature = "mpi"))]
 fn dense_mpi(_a: &DenseArgs) -> Result<(), Fail> {
     Err(bad(
-        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)",
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg-cli --features mpi)",
     ))
 }

@@ -5,14 +5,18 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::Mutex;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use jdmg::checkpoint::rank_path;
+use jdmg::checkpoint::set::{self, FileSink, ResumeError, StopWhen};
+use jdmg::names::{Named, UnknownName};
+use jdmg::report::{ResumedFrom, RunMode, SolveReport};
 use jdmg::{
-    Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest,
-    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats,
-    Target,
+    Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
+    InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats, Target, Verify,
 };
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};
@@ -37,31 +41,6 @@ pub enum Which {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum Conv {
-    Norm,
-    Rel,
-    Abs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Prec {
-    Auto,
-    None,
-    Jacobi,
-    Ilu0,
-    Ilut,
-    Spai,
-    Fsai,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum BalanceArg {
-    None,
-    Fastest,
-    Slowest,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 pub enum OnOff {
     On,
     Off,
@@ -73,18 +52,11 @@ pub enum Inner {
     Fixed,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum VerifyArg {
-    Auto,
-    Always,
-    Never,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Solver {
-    Auto,
-    Bicgstab,
-    Qmrs,
+/// The library's choices by name (`jdmg::names`), with their names listed
+/// in `--help` and in the error of an unknown one.
+fn named<T: Named + FromStr<Err = UnknownName> + Clone + Send + Sync>(
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(T::names()).try_map(|s| s.parse::<T>())
 }
 
 #[derive(Args)]
@@ -108,8 +80,8 @@ pub struct SolveArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub tol: Option<f64>,
     /// Convergence test: norm (‖r‖ ≤ tol‖A‖), rel (≤ tol|λ|), abs (≤ tol).
-    #[arg(long, value_enum)]
-    pub conv: Option<Conv>,
+    #[arg(long, value_parser = named::<ConvTest>())]
+    pub conv: Option<ConvTest>,
     /// ‖A‖ for the norm test (default: estimated).
     #[arg(long, allow_hyphen_values = true)]
     pub anorm: Option<f64>,
@@ -125,8 +97,8 @@ pub struct SolveArgs {
     /// Preconditioner of the correction equations; default auto: ILU(0) of A − σI
     /// when its factorization is stable (pivots with the diagonal's signs, none
     /// perturbed, bounded growth), else Jacobi; none in solve groups.
-    #[arg(long, value_enum)]
-    pub precond: Option<Prec>,
+    #[arg(long, value_parser = named::<PrecondChoice>())]
+    pub precond: Option<PrecondChoice>,
     /// Shift σ of the preconditioner (A − σI); finite.
     #[arg(long, allow_hyphen_values = true)]
     pub precond_shift: Option<f64>,
@@ -148,13 +120,13 @@ pub struct SolveArgs {
     /// paper's) or qmrs (symmetric QMR, one matvec per step, JDQMR's dynamic
     /// stopping; serial and fine grain). auto's switches follow timings: pick
     /// bicgstab or qmrs for counters that repeat run to run.
-    #[arg(long, value_enum)]
-    pub inner_solver: Option<Solver>,
+    #[arg(long, value_parser = named::<InnerSolver>())]
+    pub inner_solver: Option<InnerSolver>,
     /// Verification pass for copies of multiple eigenvalues the block missed:
     /// auto (default: when a locked eigenvalue appears block-size times), always,
     /// never.
-    #[arg(long, value_enum)]
-    pub verify: Option<VerifyArg>,
+    #[arg(long, value_parser = named::<Verify>())]
+    pub verify: Option<Verify>,
     /// Matvec budget (all products, inner steps included; default 1e7). Checked
     /// once per outer iteration, before its correction equations: the total may
     /// exceed it by one outer iteration's products, up to block x (2 maxits + 1)
@@ -192,8 +164,8 @@ pub struct SolveArgs {
     /// Default: fastest whenever there is more than one solve group, else none.
     /// `none` is deterministic (rows split by equal nonzeros, not by timed rates):
     /// the same eigenvalues and matvecs on every run with the same ranks.
-    #[arg(long, value_enum)]
-    pub balance: Option<BalanceArg>,
+    #[arg(long, value_parser = named::<Balance>())]
+    pub balance: Option<Balance>,
     /// Rates the balancer decides with (McCombs et al. §5.1): `average` over each
     /// group's last correction phase, or `instant:W`, LBLIB's instantaneous rate
     /// over the last complete window of W seconds (for loads that change within a
@@ -258,6 +230,19 @@ pub struct SolveArgs {
     /// Skip the symmetry check of the input.
     #[arg(long)]
     pub no_symmetry_check: bool,
+    /// Start vectors: a MatrixMarket array of n rows (e.g. the --eigenvectors
+    /// of an earlier solve); they fill the first block and the basis.
+    #[arg(long, value_name = "FILE.mtx")]
+    pub initial: Option<PathBuf>,
+    /// Deflation vectors: a MatrixMarket array of n rows; the results are
+    /// orthogonal to them (for known eigenvectors: the next eigenpairs).
+    #[arg(long, value_name = "FILE.mtx")]
+    pub deflate: Option<PathBuf>,
+    /// Spectral transformation: none, or sinvert (shift-and-invert on a sparse
+    /// direct factorization of A − σI, σ from --target; one process). Reports the
+    /// number of eigenvalues below σ when the factorization (LDLᵀ) gives it.
+    #[arg(long, value_enum, default_value = "none")]
+    pub st: crate::vectors::St,
 }
 
 /// Reads a parameters file (TOML, or JSON when it ends in `.json` or starts
@@ -367,11 +352,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.tol = v;
     }
     if let Some(c) = a.conv {
-        p.conv = match c {
-            Conv::Norm => ConvTest::Norm,
-            Conv::Rel => ConvTest::Rel,
-            Conv::Abs => ConvTest::Abs,
-        };
+        p.conv = c;
     }
     if a.anorm.is_some() {
         p.anorm = a.anorm;
@@ -386,15 +367,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.restart_size = v;
     }
     if let Some(v) = a.precond {
-        p.precond = match v {
-            Prec::Auto => PrecondChoice::Auto,
-            Prec::None => PrecondChoice::None,
-            Prec::Jacobi => PrecondChoice::Jacobi,
-            Prec::Ilu0 => PrecondChoice::Ilu0,
-            Prec::Ilut => PrecondChoice::Ilut,
-            Prec::Spai => PrecondChoice::Spai,
-            Prec::Fsai => PrecondChoice::Fsai,
-        };
+        p.precond = v;
     }
     if a.precond_shift.is_some() {
         p.precond_shift = a.precond_shift;
@@ -409,18 +382,10 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         };
     }
     if let Some(v) = a.verify {
-        p.verify = match v {
-            VerifyArg::Auto => jdmg::Verify::Auto,
-            VerifyArg::Always => jdmg::Verify::Always,
-            VerifyArg::Never => jdmg::Verify::Never,
-        };
+        p.verify = v;
     }
     if let Some(v) = a.inner_solver {
-        p.inner_solver = match v {
-            Solver::Auto => InnerSolver::Auto,
-            Solver::Bicgstab => InnerSolver::Bicgstab,
-            Solver::Qmrs => InnerSolver::Qmrs,
-        };
+        p.inner_solver = v;
     }
     if let Some(v) = a.max_matvecs {
         p.max_matvecs = v;
@@ -431,19 +396,12 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     if let Some(v) = a.threads {
         p.threads = v;
     }
-    // every preconditioner refuses a non-finite shift, Jacobi included
-    if let Some(s) = p.precond_shift {
-        if !s.is_finite() {
-            return Err(Fail::bad(format!("precond_shift must be finite, got {s}")));
-        }
-    }
-    if !(p.ilut_drop.is_finite() && p.ilut_drop >= 0.0) {
-        return Err(Fail::bad(format!(
-            "ilut_drop must be finite and >= 0, got {}",
-            p.ilut_drop
-        )));
-    }
     check_count("--threads", p.threads, MAX_THREADS)?;
+    if a.no_symmetry_check {
+        p.check_symmetry = false;
+    }
+    // what the solver would refuse, before any work
+    p.check().map_err(|e| Fail::bad(e.to_string()))?;
     Ok(p)
 }
 
@@ -534,7 +492,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// printed and jdmg exits 130, 143 or 129. Single-process solves, and
 /// thread or MPI ranks (fine grain or solve groups): ranks could see the signal
 /// at different iterations, and a checkpoint sink's poll (one global max per
-/// iteration) makes them stop together ([`StopSink`] when there is no
+/// iteration) makes them stop together ([`StopWhen`] when there is no
 /// --checkpoint); [`agree_on_signal`] then gives every rank the signal. With
 /// --checkpoint a last checkpoint is written.
 fn catch_interrupts() {
@@ -561,82 +519,62 @@ fn agree_on_signal<C: Comm + ?Sized>(comm: &C) {
     }
 }
 
-/// The sink of distributed solves without --checkpoint: writes nothing, but
-/// its poll stops every rank at the same outer iteration after a signal.
-struct StopSink;
-
-impl CheckpointSink for StopSink {
-    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
-        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
-            CheckpointRequest::SaveAndStop
-        } else {
-            CheckpointRequest::Continue
-        }
-    }
-
-    fn save(&mut self, _ck: &Checkpoint, _last: bool) {}
+/// Whether a signal asked the solve to stop.
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0
 }
 
 /// Seconds between checkpoints when --checkpoint-every is not given.
 const DEFAULT_CHECKPOINT_EVERY: f64 = 60.0;
 
-/// Writes this rank's checkpoints to its file (`--checkpoint`).
-struct FileSink {
-    path: PathBuf,
-    every: f64,
-    last: std::time::Instant,
+/// Writes this rank's checkpoints to its file (`--checkpoint`, the library's
+/// [`FileSink`], stopped by a signal) and says so on standard error: where
+/// the last checkpoint went (rank 0), and the first and last failed write.
+struct NotedSink {
+    sink: FileSink,
     warned: bool,
     /// Whether to say on stderr where the last checkpoint went (rank 0).
     tell: bool,
-    /// Keep the previous checkpoint as `FILE.rank<r>.prev` (several ranks: a
-    /// kill between two ranks' renames leaves a consistent older set).
-    keep_previous: bool,
 }
 
-impl FileSink {
+impl NotedSink {
     fn new(a: &SolveArgs, rank: usize, nprocs: usize) -> Option<Self> {
         a.checkpoint.as_ref().map(|p| Self {
-            path: rank_path(p, rank, nprocs),
-            every: a.checkpoint_every.unwrap_or(DEFAULT_CHECKPOINT_EVERY),
-            last: std::time::Instant::now(),
+            sink: FileSink::new(
+                p,
+                rank,
+                nprocs,
+                a.checkpoint_every.unwrap_or(DEFAULT_CHECKPOINT_EVERY),
+            )
+            .stop_when(interrupted),
             warned: false,
             tell: rank == 0,
-            keep_previous: nprocs > 1,
         })
     }
 }
 
-impl CheckpointSink for FileSink {
-    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
-        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0 {
-            CheckpointRequest::SaveAndStop
-        } else if self.last.elapsed().as_secs_f64() >= self.every {
-            CheckpointRequest::Save
-        } else {
-            CheckpointRequest::Continue
-        }
+impl CheckpointSink for NotedSink {
+    fn poll(&mut self, stats: &Stats) -> CheckpointRequest {
+        self.sink.poll(stats)
     }
 
     fn save(&mut self, ck: &Checkpoint, last: bool) {
-        if self.keep_previous && self.path.is_file() {
-            let _ = std::fs::rename(&self.path, prev_path(&self.path));
-        }
-        match ck.write_atomic(&self.path) {
-            Ok(()) if last && self.tell => note(&format!(
+        self.sink.save(ck, last);
+        match self.sink.last_error() {
+            None if last && self.tell => note(&format!(
                 "jdmg: checkpoint written to {} (outer iteration {}, {} matvecs)",
-                self.path.display(),
+                self.sink.path().display(),
                 ck.stats.outer_iterations,
                 ck.stats.matvecs
             )),
-            Ok(()) => {}
-            Err(e) => {
+            None => {}
+            Some(e) => {
                 if !self.warned || last {
                     note(&format!("jdmg: warning: checkpoint not written: {e}"));
                 }
                 self.warned = true;
             }
         }
-        self.last = std::time::Instant::now();
     }
 }
 
@@ -671,82 +609,9 @@ fn check_checkpoint(
     Ok(())
 }
 
-/// Where a rank's previous checkpoint is kept: `FILE.rank<r>.prev`.
-fn prev_path(p: &Path) -> PathBuf {
-    let mut s = p.as_os_str().to_os_string();
-    s.push(".prev");
-    PathBuf::from(s)
-}
-
-/// The checkpoints rank `r` (of `nprocs`) may resume from, newest first: its
-/// file and, with several ranks, its `.prev`. Each is checked against the
-/// process count (read before the matrix: the dimension is checked after it,
-/// by [`check_resume_dimension`]).
-///
-/// # Errors
-/// Exit 2 when the newest file is missing (naming the process count of a
-/// checkpoint found under the other naming), unreadable, corrupt, or of
-/// another dimension or process count, and no `.prev` is usable.
-fn resume_options(path: &Path, r: usize, nprocs: usize) -> Result<Vec<Checkpoint>, Fail> {
-    let fail =
-        |p: &Path, e: &dyn std::fmt::Display| Fail::bad(format!("--resume {}: {e}", p.display()));
-    let count_msg = |c: usize| {
-        format!(
-            "the checkpoint was written by {c} process(es), this run has {nprocs}: resume with as many ranks as wrote it"
-        )
-    };
-    let check = |p: &Path, ck: Checkpoint| -> Result<Checkpoint, Fail> {
-        if ck.nprocs != nprocs {
-            return Err(fail(p, &count_msg(ck.nprocs)));
-        }
-        if ck.rank != r {
-            return Err(fail(
-                p,
-                &format!("the file holds rank {}, expected {r}", ck.rank),
-            ));
-        }
-        Ok(ck)
-    };
-    let p = rank_path(path, r, nprocs);
-    let newest = match Checkpoint::read(&p) {
-        Ok(ck) => check(&p, ck),
-        Err(CheckpointError::Io { source, .. })
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            // written by another number of processes?
-            let other = if nprocs > 1 {
-                path.to_path_buf()
-            } else {
-                rank_path(path, 0, 2)
-            };
-            match Checkpoint::read(&other) {
-                Ok(ck) => Err(fail(&other, &count_msg(ck.nprocs))),
-                Err(_) => Err(fail(&p, &source)),
-            }
-        }
-        Err(e) => Err(fail(&p, &e)),
-    };
-    let mut out = Vec::new();
-    let err = match newest {
-        Ok(ck) => {
-            out.push(ck);
-            None
-        }
-        Err(e) => Some(e),
-    };
-    if nprocs > 1 {
-        let pp = prev_path(&p);
-        if let Some(ck) = Checkpoint::read(&pp)
-            .ok()
-            .and_then(|ck| check(&pp, ck).ok())
-        {
-            out.push(ck);
-        }
-    }
-    match (out.is_empty(), err) {
-        (true, Some(e)) => Err(e),
-        _ => Ok(out),
-    }
+/// A `--resume` failure: exit 2 with the library's message.
+fn resume_fail(e: ResumeError) -> Fail {
+    Fail::bad(format!("--resume {e}"))
 }
 
 /// Checks that the checkpoints to resume from are of a matrix of dimension `n`.
@@ -754,63 +619,29 @@ fn resume_options(path: &Path, r: usize, nprocs: usize) -> Result<Vec<Checkpoint
 /// # Errors
 /// Exit 2 naming both dimensions.
 fn check_resume_dimension(a: &SolveArgs, resume: &[Checkpoint], n: usize) -> Result<(), Fail> {
-    match (&a.resume, resume.iter().find(|c| c.n_global != n)) {
-        (Some(p), Some(c)) => Err(Fail::bad(format!(
-            "--resume {}: the checkpoint is of a matrix of dimension n = {}, this one has n = {n}",
-            p.display(),
-            c.n_global
-        ))),
-        _ => Ok(()),
+    match &a.resume {
+        Some(p) => set::check_dimension(p, resume, n).map_err(resume_fail),
+        None => Ok(()),
     }
-}
-
-/// The newest outer iteration for which every rank has a checkpoint
-/// (`iters[r]`: the iterations of rank r's checkpoints).
-fn common_iteration(iters: &[Vec<usize>]) -> Option<usize> {
-    let first = iters.first()?;
-    first
-        .iter()
-        .copied()
-        .filter(|it| iters.iter().all(|v| v.contains(it)))
-        .max()
-}
-
-/// Picks the checkpoint of iteration `it` from each rank's options.
-fn pick(options: Vec<Vec<Checkpoint>>, it: usize) -> Vec<Checkpoint> {
-    options
-        .into_iter()
-        .filter_map(|v| v.into_iter().find(|c| c.stats.outer_iterations == it))
-        .collect()
 }
 
 /// Reads the checkpoints of every rank of `nprocs` processes for --resume (one
 /// process: thread ranks), the newest set of one outer iteration.
 ///
 /// # Errors
-/// Exit 2 as [`resume_options`], or when no set of one iteration exists.
+/// Exit 2 as [`set::read_set`].
 fn read_resume(a: &SolveArgs, nprocs: usize) -> Result<Vec<Checkpoint>, Fail> {
     let Some(path) = &a.resume else {
         return Ok(Vec::new());
     };
-    let options = (0..nprocs)
-        .map(|r| resume_options(path, r, nprocs))
-        .collect::<Result<Vec<_>, Fail>>()?;
-    let iters: Vec<Vec<usize>> = options
-        .iter()
-        .map(|v| v.iter().map(|c| c.stats.outer_iterations).collect())
-        .collect();
-    let Some(it) = common_iteration(&iters) else {
-        return Err(Fail::bad(format!(
-            "--resume {}: the ranks' checkpoints are of different outer iterations ({iters:?}): no consistent set",
-            path.display()
-        )));
-    };
-    if iters.iter().any(|v| v.first() != Some(&it)) {
+    let set = set::read_set(path, nprocs).map_err(resume_fail)?;
+    if set.previous {
         note(&format!(
-            "jdmg: resuming from the previous checkpoint set (outer iteration {it}): the newest is incomplete"
+            "jdmg: resuming from the previous checkpoint set (outer iteration {}): the newest is incomplete",
+            set.iteration
         ));
     }
-    Ok(pick(options, it))
+    Ok(set.checkpoints)
 }
 
 /// Observer state: the live display and the residual history.
@@ -1007,21 +838,30 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     if !a.slowdown.is_empty() && a.ranks < 2 {
         return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
     }
+    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+    crate::vectors::check_options(
+        a.st,
+        a.initial.is_some() || a.deflate.is_some(),
+        a.groups.is_some(),
+        a.ranks,
+        checkpoints,
+        &params,
+    )?;
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
-    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
     check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
+    let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
-        // the checkpoint sink (or the StopSink) makes the stop collective
+        // the checkpoint sink (or the StopWhen sink) makes the stop collective
         catch_interrupts();
         let out = crate::resources::run_ranks(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()))
+            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()), &vecs)
         })?;
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -1031,39 +871,62 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         let mut w = watch.lock().unwrap_or_else(|e| e.into_inner());
         catch_interrupts();
         let mut obs = |ev: &IterationEvent| w.see_or_stop(ev);
-        let mut sink = FileSink::new(a, 0, 1);
+        let mut sink = NotedSink::new(a, 0, 1);
         let ck = Checkpointing {
             resume: resume.first(),
             sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
         };
-        (
-            jdmg::solve_matrix_resumable(&m, &params, Some(&mut obs), ck),
-            1,
-            serde_json::json!({}),
-        )
+        let res = match (a.st, params.target) {
+            (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
+                jdmg::st::solve_shift_invert(&m, sigma, &params, Some(&mut obs), vecs.spaces())
+            }
+            _ => jdmg::solve_matrix_with(&m, &params, Some(&mut obs), ck, vecs.spaces()),
+        };
+        (res, 1, Extra::default())
     };
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
-    let extra = with_resumed_from(extra, resume.first());
+    let extra = extra.resumed_from(resume.first());
     report(a, &params, &source, &m, res, nprocs, extra, watch.history)
 }
 
-/// Adds `resumed_from` (the checkpoint's outer iteration and matvecs) to the
-/// report's extra fields of a resumed solve.
-fn with_resumed_from(mut extra: serde_json::Value, ck: Option<&Checkpoint>) -> serde_json::Value {
-    if let (Some(c), serde_json::Value::Object(o)) = (ck, &mut extra) {
-        o.insert(
-            "resumed_from".into(),
-            serde_json::json!({
-                "outer_iterations": c.stats.outer_iterations,
-                "matvecs": c.stats.matvecs,
-            }),
-        );
-    }
-    extra
+/// What a run adds to the report beside the solution: the fields of
+/// [`SolveReport`] that are not the solution's.
+#[derive(Default)]
+struct Extra {
+    mode: Option<RunMode>,
+    groups: Option<Vec<Vec<usize>>>,
+    balance: Option<Balance>,
+    multigrain: Option<jdmg::MultigrainStats>,
+    imbalance_percent: Option<f64>,
+    imbalance: Option<lblib::ImbalanceReport>,
+    resumed_from: Option<ResumedFrom>,
 }
 
-type DistOutcome = (Result<Result<Solution, JdError>, Fail>, serde_json::Value);
+impl Extra {
+    /// Adds `resumed_from` (the checkpoint's outer iteration and matvecs) of a
+    /// resumed solve.
+    fn resumed_from(mut self, ck: Option<&Checkpoint>) -> Self {
+        self.resumed_from = ck.map(|c| ResumedFrom {
+            outer_iterations: c.stats.outer_iterations,
+            matvecs: c.stats.matvecs,
+        });
+        self
+    }
+
+    /// Fills the report's fields.
+    fn into_report(self, r: &mut SolveReport) {
+        r.mode = self.mode;
+        r.groups = self.groups;
+        r.balance = self.balance;
+        r.multigrain = self.multigrain;
+        r.imbalance_percent = self.imbalance_percent;
+        r.imbalance = self.imbalance;
+        r.resumed_from = self.resumed_from;
+    }
+}
+
+type DistOutcome = (Result<Result<Solution, JdError>, Fail>, Extra);
 
 /// Fine grain (or multigrain with --groups) on the processes of `base`, with the
 /// paper's imbalance tracer on the fine-grain communicator. Collective.
@@ -1075,56 +938,37 @@ fn run_distributed<B: Comm>(
     base: &B,
     watch: Option<&Mutex<Watch>>,
     resume: Option<&Checkpoint>,
+    vecs: &crate::vectors::Vectors,
 ) -> DistOutcome {
     // Solve groups first: with the hierarchical layout (McCombs et al. §6) the fine-grain
     // communicator is ordered by fine part (jdmg::fine_rank_keys).
-    let k = if params.block == 0 {
-        params.nev.min(8)
-    } else {
-        params.block
-    };
     let groups = match a.groups.as_deref() {
-        Some("host") => {
-            // one solve group per host: all-gather a hash of each rank's host name
-            let mut keys = vec![0u64; base.size()];
-            base.all_gather_u64(&[jdmg::multigrain::host_key()], &mut keys);
-            Some(jdmg::multigrain::groups_by_key(&keys))
-        }
         Some(spec) => match check_groups(spec, base.size()).and_then(|()| {
-            jdmg::parse_groups(spec, base.size(), k).map_err(|e| Fail::bad(e.to_string()))
+            jdmg::groups_on(spec, base, params).map_err(|e| Fail::bad(e.to_string()))
         }) {
             Ok(g) => Some(g),
-            Err(e) => return (Err(e), serde_json::json!({})),
+            Err(e) => return (Err(e), Extra::default()),
         },
         None => None,
     };
     let hierarchical = matches!(a.hierarchical, OnOff::On);
-    let key = match &groups {
-        Some(g) => jdmg::fine_rank_keys(g, hierarchical)
-            .get(base.rank())
-            .copied()
-            .unwrap_or(base.rank()),
-        None => base.rank(),
-    };
     // --link-latency: the fine-grain collectives and the fine↔group all-to-alls
     // cross the slow link, the solve groups' own ones do not
-    let world = lblib::Traced::new(lblib::Delayed::new(base.split(0, key), a.link_latency));
-    let mut extra = serde_json::Map::new();
-    let mut mg_stats = None;
+    let world = jdmg::fine_world(base, groups.as_deref(), hierarchical, a.link_latency);
+    let mut extra = Extra::default();
     let r = match groups {
         Some(groups) => {
             let balance = match a.balance {
-                None if groups.len() > 1 => jdmg::Balance::Fastest,
-                None | Some(BalanceArg::None) => jdmg::Balance::None,
-                Some(BalanceArg::Fastest) => jdmg::Balance::Fastest,
-                Some(BalanceArg::Slowest) => jdmg::Balance::Slowest,
+                None if groups.len() > 1 => Balance::Fastest,
+                None => Balance::None,
+                Some(b) => b,
             };
             let mg = jdmg::MultigrainParams {
                 groups: groups.clone(),
                 balance,
                 hierarchical,
                 // timed rates only where balancing is asked: `none` is deterministic
-                rate_weighted_rows: balance != jdmg::Balance::None,
+                rate_weighted_rows: balance != Balance::None,
                 rate_kind: a.rates.0,
                 rate_window: a.rates.1,
                 memory_balance: a.memory_balance.then(jdmg::multigrain::memory_params),
@@ -1134,31 +978,30 @@ fn run_distributed<B: Comm>(
                 },
                 ..jdmg::MultigrainParams::default()
             };
-            extra.insert("mode".into(), "multigrain".into());
-            extra.insert("groups".into(), serde_json::json!(groups));
-            extra.insert("balance".into(), serde_json::json!(balance));
+            extra.mode = Some(RunMode::Multigrain);
+            extra.groups = Some(groups);
+            extra.balance = Some(balance);
             // a signal stops every rank at the same outer iteration
-            let stop = &mut StopSink as &mut dyn CheckpointSink;
+            let mut stop = StopWhen(interrupted);
             match jdmg::multigrain::solve_multigrain_with_sink(
                 m,
                 &world,
                 base,
                 params,
                 &mg,
-                Some(stop),
+                Some(&mut stop),
             ) {
                 Ok(mut s) => {
-                    extra.insert("multigrain".into(), serde_json::json!(s.multigrain));
-                    mg_stats = s.multigrain.take();
+                    extra.multigrain = s.multigrain.take();
                     Ok(s)
                 }
                 Err(e) => Err(e),
             }
         }
         None => {
-            extra.insert("mode".into(), "fine".into());
-            let mut sink = FileSink::new(a, world.rank(), world.size());
-            let mut stop = StopSink;
+            extra.mode = Some(RunMode::Fine);
+            let mut sink = NotedSink::new(a, world.rank(), world.size());
+            let mut stop = StopWhen(interrupted);
             let ck = Checkpointing {
                 resume,
                 sink: Some(match sink.as_mut() {
@@ -1173,25 +1016,31 @@ fn run_distributed<B: Comm>(
                         w.see(ev);
                         std::ops::ControlFlow::Continue(())
                     };
-                    jdmg::solve_distributed_resumable(m, &world, params, Some(&mut obs), ck)
+                    jdmg::solve_distributed_with(
+                        m,
+                        &world,
+                        params,
+                        Some(&mut obs),
+                        ck,
+                        vecs.spaces(),
+                    )
                 }
-                None => jdmg::solve_distributed_resumable(m, &world, params, None, ck),
+                None => jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces()),
             }
         }
     };
     if let Ok(rep) = world.report() {
         // hierarchical multigrain: plus the waits in the all-to-all groups (§4, §6)
-        let pct = mg_stats
+        let pct = extra
+            .multigrain
             .as_ref()
-            .map_or(rep.imbalance_percent, |s: &jdmg::MultigrainStats| {
-                s.imbalance_percent(&rep)
-            });
-        extra.insert("imbalance_percent".into(), pct.into());
-        extra.insert("imbalance".into(), serde_json::json!(rep));
+            .map_or(rep.imbalance_percent, |s| s.imbalance_percent(&rep));
+        extra.imbalance_percent = Some(pct);
+        extra.imbalance = Some(rep);
     }
     // over `world`: its rank order is the order of the fine row blocks
-    let res = gather(&world, m.nrows(), r);
-    (Ok(res), serde_json::Value::Object(extra))
+    let res = jdmg::gather_eigenvectors(&world, m.nrows(), r);
+    (Ok(res), extra)
 }
 
 /// Longest `--link-latency`: an hour per collective.
@@ -1221,41 +1070,6 @@ fn parse_rates(s: &str) -> Result<(lblib::RateKind, f64), String> {
     }
 }
 
-/// Collects the eigenvectors of a distributed solution on every rank.
-fn gather<C: Comm>(comm: &C, n: usize, r: Result<Solution, JdError>) -> Result<Solution, JdError> {
-    let (mut s, boxed, stopped) = match r {
-        Ok(s) => (s, false, false),
-        Err(JdError::NotConverged { partial, .. }) => (*partial, true, false),
-        Err(JdError::Stopped { partial, .. }) => (*partial, true, true),
-        Err(e) => return Err(e),
-    };
-    let nloc = s.n_local;
-    let nvec = s.eigenvalues.len();
-    let mut counts = vec![0u64; comm.size()];
-    comm.all_gather_u64(&[nloc as u64], &mut counts);
-    let counts: Vec<usize> = counts.iter().map(|&c| c as usize).collect();
-    let mut full = vec![0.0; n * nvec];
-    let mut col = vec![0.0; n];
-    for j in 0..nvec {
-        comm.all_gather_v(s.eigenvector(j), &counts, &mut col);
-        full[j * n..(j + 1) * n].copy_from_slice(&col);
-    }
-    s.eigenvectors = full;
-    s.n_local = n;
-    s.row_offset = 0;
-    if boxed {
-        let wanted = s.eigenvalues.len();
-        let partial = Box::new(s);
-        Err(if stopped {
-            JdError::Stopped { wanted, partial }
-        } else {
-            JdError::NotConverged { wanted, partial }
-        })
-    } else {
-        Ok(s)
-    }
-}
-
 /// Prints the results (text or JSON) on standard output, then writes the
 /// eigenvectors and the plot (atomically, paths checked before the solve):
 /// the eigenvalues are printed even if a file cannot be written.
@@ -1267,7 +1081,7 @@ fn report(
     m: &CsrMatrix,
     res: Result<Solution, JdError>,
     nprocs: usize,
-    extra: serde_json::Value,
+    extra: Extra,
     history: Option<History>,
 ) -> Result<(), Fail> {
     let (sol, converged) = match res {
@@ -1277,32 +1091,14 @@ fn report(
         Err(e @ JdError::NonFinite(_)) => return Err(Fail::bad(format!("{e}{}", scale_hint(m)))),
         Err(e) => return Err(Fail::bad(e.to_string())),
     };
-    let all_conv =
-        converged && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == params.nev;
+    let mut rep = SolveReport::new(source, m.nrows(), m.nnz(), nprocs, params, &sol, converged);
+    extra.into_report(&mut rep);
+    let all_conv = rep.converged;
     let mut out = String::new();
     if a.json {
-        let mut obj = serde_json::json!({
-            "source": source,
-            "n": m.nrows(),
-            "nnz": m.nnz(),
-            "nev": params.nev,
-            "eigenvalues": sol.eigenvalues,
-            "residual_norms": sol.residual_norms,
-            "converged": all_conv,
-            "converged_each": sol.converged,
-            "matvecs": sol.stats.matvecs,
-            "outer_iterations": sol.stats.outer_iterations,
-            "wall_seconds": sol.stats.wall_seconds,
-            "nprocs": nprocs,
-            "params": params,
-            "stats": sol.stats,
-        });
-        if let (Some(o), serde_json::Value::Object(e)) = (obj.as_object_mut(), extra) {
-            o.extend(e);
-        }
-        let _ = writeln!(out, "{obj}");
+        let _ = writeln!(out, "{}", rep.to_json());
     } else {
-        text_report(&mut out, source, m, &sol, nprocs, &extra);
+        text_report(&mut out, &rep);
     }
     emit(&out)?;
     if let Some(path) = &a.eigenvectors {
@@ -1368,31 +1164,31 @@ fn scale_hint(m: &CsrMatrix) -> String {
     }
 }
 
+/// `v` as compact JSON (a non-finite number is `null`).
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 /// The human-readable report.
-fn text_report(
-    out: &mut String,
-    source: &str,
-    m: &CsrMatrix,
-    sol: &Solution,
-    nprocs: usize,
-    extra: &serde_json::Value,
-) {
+fn text_report(out: &mut String, rep: &SolveReport) {
     let _ = writeln!(
         out,
-        "{source}: n = {}, nnz = {}, {} process(es)",
-        m.nrows(),
-        m.nnz(),
-        nprocs
+        "{}: n = {}, nnz = {}, {} process(es)",
+        rep.source, rep.n, rep.nnz, rep.nprocs
     );
     let _ = writeln!(
         out,
         "{:>4}  {:>24}  {:>12}  converged",
         "#", "eigenvalue", "residual"
     );
-    for (j, (l, r)) in sol.eigenvalues.iter().zip(&sol.residual_norms).enumerate() {
-        let _ = writeln!(out, "{j:>4}  {l:>24.16e}  {r:>12.3e}  {}", sol.converged[j]);
+    for (j, (l, r)) in rep.eigenvalues.iter().zip(&rep.residual_norms).enumerate() {
+        let _ = writeln!(
+            out,
+            "{j:>4}  {l:>24.16e}  {r:>12.3e}  {}",
+            rep.converged_each[j]
+        );
     }
-    let s = &sol.stats;
+    let s = &rep.stats;
     let _ = writeln!(
         out,
         "outer {}  matvecs {}  inner steps {}  precond {}  global sums {}  restarts {}",
@@ -1422,6 +1218,19 @@ fn text_report(
             if s.verified == Some(false) { " (cut short by the budget)" } else { "" }
         );
     }
+    if let Some(below) = s.eigenvalues_below_shift {
+        let _ = writeln!(
+            out,
+            "shift-and-invert: {below} eigenvalues below the shift (inertia of LDLᵀ)"
+        );
+    }
+    if s.deflation_vectors > 0 || s.initial_vectors > 0 {
+        let _ = writeln!(
+            out,
+            "start vectors {}  deflation vectors {} (results orthogonal to them)",
+            s.initial_vectors, s.deflation_vectors
+        );
+    }
     if s.scale != 1.0 && s.scale != 0.0 {
         let _ = writeln!(
             out,
@@ -1438,37 +1247,41 @@ fn text_report(
         s.setup_seconds,
         s.anorm_estimate
     );
-    if let Some(r) = extra.get("resumed_from") {
+    if let Some(r) = &rep.resumed_from {
         let _ = writeln!(
             out,
             "resumed from a checkpoint at outer iteration {} ({} matvecs); counters are totals",
-            r["outer_iterations"], r["matvecs"]
+            r.outer_iterations, r.matvecs
         );
     }
-    if let Some(p) = extra.get("imbalance_percent").and_then(|v| v.as_f64()) {
+    // JSON's numbers: a non-finite one is null, and not printed
+    if let Some(p) = rep.imbalance_percent.filter(|p| p.is_finite()) {
         let _ = writeln!(
             out,
             "imbalance {p:.2}% (McCombs et al. §4 metric, fine-grain collectives)"
         );
     }
-    if let Some(mg) = extra.get("multigrain") {
-        let field = |v: Option<&serde_json::Value>| v.map(|g| g.to_string()).unwrap_or_default();
+    if let Some(mg) = &rep.multigrain {
         let _ = writeln!(
             out,
             "solve groups {}  inner steps per group {}  rates {}",
-            field(extra.get("groups")),
-            field(mg.get("group_inner_steps")),
-            field(mg.get("group_rates"))
+            rep.groups.as_ref().map(json).unwrap_or_default(),
+            json(&mg.group_inner_steps),
+            json(&mg.group_rates)
         );
-        let rp = &mg["repartition"];
-        if rp["active"] == serde_json::json!(true) {
+        let rp = &mg.repartition;
+        if rp.active {
             let _ = writeln!(
                 out,
                 "re-partitions {} ({:.3} s, {} values moved)  fine rows {}",
-                rp["count"],
-                rp["seconds"].as_f64().unwrap_or(0.0),
-                rp["values_sent_total"],
-                field(mg.get("fine_rows"))
+                rp.count,
+                if rp.seconds.is_finite() {
+                    rp.seconds
+                } else {
+                    0.0
+                },
+                rp.values_sent_total,
+                json(&mg.fine_rows)
             );
         }
     }
@@ -1496,13 +1309,22 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             check_groups(g, size)?;
         }
         let resume = match &a.resume {
-            Some(p) => resume_options(p, rank, size)?,
+            Some(p) => set::rank_options(p, rank, size).map_err(resume_fail)?,
             None => Vec::new(),
         };
-        let (m, source) = load(a)?;
         let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
+        crate::vectors::check_options(
+            a.st,
+            a.initial.is_some() || a.deflate.is_some(),
+            a.groups.is_some(),
+            size,
+            checkpoints,
+            params,
+        )?;
+        let (m, source) = load(a)?;
         check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;
+        let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
         let factor = if a.slowdown.is_empty() {
             1.0
         } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {
@@ -1512,52 +1334,34 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
                 "--slowdown needs {size} positive factors"
             )));
         };
-        Ok((m, source, factor, resume))
+        Ok((m, source, factor, resume, vecs))
     })();
     // Every rank must agree before entering collectives; the lowest failing
     // rank says why (a checkpoint file can be missing on one rank only).
-    let (m, source, factor, resume) = crate::output::agree(world, prepared)?;
+    let (m, source, factor, resume, vecs) = crate::output::agree(world, prepared)?;
     // --resume: the newest outer iteration every rank has a checkpoint of.
-    let resume = if a.resume.is_some() {
-        let mut mine = [u64::MAX; 2];
-        for (slot, c) in mine.iter_mut().zip(&resume) {
-            *slot = c.stats.outer_iterations as u64;
-        }
-        let mut all = vec![0u64; 2 * size];
-        world.all_gather_u64(&mine, &mut all);
-        let iters: Vec<Vec<usize>> = all
-            .chunks(2)
-            .map(|c| {
-                c.iter()
-                    .filter(|&&i| i != u64::MAX)
-                    .map(|&i| i as usize)
-                    .collect()
-            })
-            .collect();
-        match common_iteration(&iters) {
-            Some(it) => pick(vec![resume], it),
-            None => {
-                return Err(Fail(
-                    EXIT_BAD_INPUT,
-                    if rank == 0 {
-                        format!("--resume: the ranks' checkpoints are of different outer iterations ({iters:?}): no consistent set")
-                    } else {
-                        String::new()
-                    },
-                ))
+    let resume = match &a.resume {
+        Some(p) => match set::agree_on_set(world, p, resume) {
+            Ok(set) => set.checkpoints,
+            Err(e) => {
+                let msg = if rank == 0 {
+                    format!("--resume {e}")
+                } else {
+                    String::new()
+                };
+                return Err(Fail(EXIT_BAD_INPUT, msg));
             }
-        }
-    } else {
-        Vec::new()
+        },
+        None => Vec::new(),
     };
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
     let watch = Mutex::new(Watch::new(a, params));
     let w = (rank == 0).then_some(&watch);
-    // the checkpoint sink (or the StopSink) makes the stop collective
+    // the checkpoint sink (or the StopWhen sink) makes the stop collective
     catch_interrupts();
-    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first());
+    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first(), &vecs);
     agree_on_signal(world);
-    let extra = with_resumed_from(extra, resume.first());
+    let extra = extra.resumed_from(resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
     let r = r?;
@@ -1580,6 +1384,6 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
 #[cfg(not(feature = "mpi"))]
 fn solve_mpi(_a: &SolveArgs, _params: &JdParams) -> Result<(), Fail> {
     Err(Fail::bad(
-        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg --features mpi)",
+        "--mpi needs a build with `--features mpi` (cargo build --release -p jdmg-cli --features mpi)",
     ))
 }
