@@ -10,7 +10,7 @@
 //! redistribution of the data between phases.
 //!
 //! Here a phase is a stretch of outer iterations. The rates are those of each
-//! rank's correction phases ([`RateClock`]): nonzeros of its solve group's rows
+//! rank's correction phases (`RateClock`): nonzeros of its solve group's rows
 //! per busy second of its group products (wall time minus the waits of their
 //! halo exchanges), which
 //! do not change when fine rows move, so that the split converges to the ratio of
