@@ -83,6 +83,20 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         self.stats.precond_applications += s as u64;
     }
 
+    /// JDQMR's inputs for the pair `s` with correction shift `shift`.
+    fn qmr_setup(&self, s: &Sel, shift: f64) -> QmrSetup {
+        QmrSetup {
+            theta: s.theta,
+            shift,
+            target: self.target,
+            maxits: self.prm.maxits(),
+            conv_tol: self.tol_for(s.theta),
+            ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
+            etol_factor: QMR_ETOL,
+            fixed: self.prm.inner == InnerStop::Fixed,
+        }
+    }
+
     /// JDQMR for all `sel` pairs in lockstep (see [`crate::block_jdqmr`]): the
     /// corrections go into the first columns of t. Returns inner steps per pair.
     pub(super) fn correct_qmr_block(
@@ -96,20 +110,10 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let shifts: Vec<f64> = sel.iter().map(|s| self.shift_for(s)).collect();
         let inners: Vec<Inner<'_>> = shifts.iter().map(|&s| self.inner_for(s)).collect();
         let inner = BlockInner::from_inners(&inners);
-        let maxits = self.prm.maxits();
         let setups: Vec<QmrSetup> = sel
             .iter()
             .zip(&shifts)
-            .map(|(s, &shift)| QmrSetup {
-                theta: s.theta,
-                shift,
-                target: self.target,
-                maxits,
-                conv_tol: self.tol_for(s.theta),
-                ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
-                etol_factor: QMR_ETOL,
-                fixed: self.prm.inner == InnerStop::Fixed,
-            })
+            .map(|(s, &shift)| self.qmr_setup(s, shift))
             .collect();
         let eq = BlockEquations {
             locked: &self.xl,
@@ -162,16 +166,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let inner = self.inner_for(shift);
         let maxits = self.prm.maxits();
         let floor = 0.1 * self.tol_for(s.theta);
-        let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| QmrSetup {
-            theta: s.theta,
-            shift,
-            target: self.target,
-            maxits,
-            conv_tol: self.tol_for(s.theta),
-            ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
-            etol_factor: QMR_ETOL,
-            fixed: self.prm.inner == InnerStop::Fixed,
-        });
+        let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| self.qmr_setup(s, shift));
         let eq = Equation { x, r, shift, qmr };
         let tcol = &mut self.t[slot * n..(slot + 1) * n];
         let sums = std::cell::Cell::new(0);

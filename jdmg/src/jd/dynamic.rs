@@ -61,7 +61,6 @@ pub(super) struct Dynamic {
     /// method has run since the other was last measured.
     window_secs: [f64; 2],
     since: f64,
-    pub switches: usize,
 }
 
 impl Dynamic {
@@ -73,7 +72,6 @@ impl Dynamic {
             rate: [None, None],
             window_secs: [0.0; 2],
             since: 0.0,
-            switches: 0,
         }
     }
 
@@ -119,10 +117,7 @@ impl Dynamic {
         }
         let next = self.choose();
 
-        if next != self.method {
-            self.switches += 1;
-            self.method = next;
-        }
+        self.method = next;
         self.start = Some((phi, seconds));
         self.iters = 0;
     }
