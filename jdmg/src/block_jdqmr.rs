@@ -68,7 +68,6 @@ pub(crate) enum BlockInner<'a> {
         diag: &'a [f64],
         shifts: Vec<f64>,
     },
-    Built(&'a (dyn Preconditioner + Send + Sync)),
     /// A K told each equation's shift ([`Preconditioner::apply_block_shifted`]).
     Shifted {
         pc: &'a (dyn Preconditioner + Send + Sync),
@@ -84,7 +83,6 @@ impl<'a> BlockInner<'a> {
     /// The block form of the per-equation `inner`s of [`crate::correction`].
     pub fn from_inners(inners: &[Inner<'a>]) -> Self {
         match inners.first() {
-            Some(Inner::Built(m)) => BlockInner::Built(*m),
             Some(Inner::Shifted { pc, .. }) => BlockInner::Shifted {
                 pc: *pc,
                 shifts: inners
@@ -123,20 +121,6 @@ impl<'a> BlockInner<'a> {
                 for (c, &e) in idx.iter().enumerate() {
                     let cols = c * n..(c + 1) * n;
                     shifted_jacobi(diag, shifts[e], &src[cols.clone()], &mut dst[cols]);
-                }
-            }
-            BlockInner::Built(m) => {
-                if threads > 1 && na > 1 {
-                    // Half of the columns on each of two threads (the
-                    // substitutions are sequential within a column).
-                    let h = na / 2;
-                    let ((s1, s2), (d1, d2)) = (src.split_at(h * n), dst.split_at_mut(h * n));
-                    rayon::join(
-                        || m.apply_block(s1, d1, h),
-                        || m.apply_block(s2, d2, na - h),
-                    );
-                } else {
-                    m.apply_block(src, dst, na);
                 }
             }
             BlockInner::Shifted { pc, shifts } => {

@@ -38,8 +38,8 @@ pub mod set;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
+pub use crate::error::CheckpointError;
 use crate::params::{JdParams, Target};
 use crate::solution::Stats;
 
@@ -48,51 +48,6 @@ pub const MAGIC: [u8; 8] = *b"JDMGCKPT";
 /// The checkpoint format this jdmg writes and reads (2: with the operator's
 /// fingerprint).
 pub const FORMAT_VERSION: u32 = 2;
-
-/// Why a checkpoint could not be written, read or used.
-#[derive(Debug, Error)]
-pub enum CheckpointError {
-    /// Reading or writing the file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The data does not start with [`MAGIC`]: not a jdmg checkpoint.
-    #[error("not a jdmg checkpoint (the file does not start with JDMGCKPT)")]
-    BadMagic,
-    /// Written in another format version.
-    #[error("checkpoint format version {found}; this jdmg reads version {expected}")]
-    Version {
-        /// Version in the file.
-        found: u32,
-        /// [`FORMAT_VERSION`].
-        expected: u32,
-    },
-    /// The stored CRC-32 differs from that of the content: corrupt or truncated.
-    #[error("checksum mismatch (stored {stored:08x}, computed {computed:08x}): the checkpoint is corrupt or truncated")]
-    Checksum {
-        /// CRC-32 stored in the file.
-        stored: u32,
-        /// CRC-32 of the content read.
-        computed: u32,
-    },
-    /// The checksum holds but the content cannot be decoded (or is inconsistent).
-    #[error("malformed checkpoint: {0}")]
-    Malformed(String),
-    /// The checkpoint belongs to another problem, process layout or parameters.
-    #[error("the checkpoint does not match this run: {what} is {checkpoint} in the checkpoint, {current} here")]
-    Mismatch {
-        /// What differs (e.g. "the matrix dimension n").
-        what: String,
-        /// Its value in the checkpoint.
-        checkpoint: String,
-        /// Its value in this run.
-        current: String,
-    },
-}
 
 /// The state of one process's share of a solve at the top of an outer
 /// iteration (see the module documentation). Vectors hold this process's

@@ -83,8 +83,6 @@ pub(crate) enum Inner<'a> {
     Identity,
     /// K = D − σI (Jacobi, refreshed per Ritz value).
     Diagonal { diag: &'a [f64], shift: f64 },
-    /// A prebuilt preconditioner of A − σ₀I.
-    Built(&'a (dyn Preconditioner + Send + Sync)),
     /// A preconditioner told the shift of the equation
     /// ([`Preconditioner::apply_block_shifted`]; `shift` in the units of the
     /// operator it was given).
@@ -136,7 +134,6 @@ impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
         match &self.inner {
             Inner::Identity => z.copy_from_slice(r),
             Inner::Diagonal { diag, shift } => shifted_jacobi(diag, *shift, r, z),
-            Inner::Built(m) => m.apply(r, z),
             Inner::Shifted { pc, shift } => pc.apply_block_shifted(r, z, 1, &[*shift]),
         }
     }

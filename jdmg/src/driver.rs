@@ -1,295 +1,127 @@
-//! Convenience drivers: build the operator and preconditioner of a CSR matrix and
-//! call [`crate::solve`].
+//! Shorthands for common [`Solver`] builders (each one line over it), and
+//! [`gather_eigenvectors`]. The setup of a matrix (operator, diagonal,
+//! preconditioner) is in one place, re-exported here.
 
-use std::time::Instant;
-
-use lblib::{Comm, SelfComm};
+use lblib::Comm;
 use matrices::CsrMatrix;
-use precond::preconditioners::{BoxedPreconditioner, Ilu0, IlutParams, PivotParams, SpaiParams};
-use precond::spmv::CsrOperator;
-use precond::PrecondKind;
 
 use crate::checkpoint::Checkpointing;
-use crate::jd::{solve_resumable, Observer, Problem, Spaces};
-use crate::params::{JdParams, PrecondChoice, Target};
-use crate::solution::{JdError, Solution};
-
-/// Gershgorin interval [lo, hi] of the rows of `a` (a bound of the spectrum).
-pub fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
-    let mut lo = f64::INFINITY;
-    let mut hi = f64::NEG_INFINITY;
-    for i in 0..a.nrows() {
-        let (cols, vals) = a.row(i);
-        let mut d = 0.0;
-        let mut off = 0.0;
-        for (&c, &v) in cols.iter().zip(vals) {
-            if c as usize == i {
-                d = v;
-            } else {
-                off += v.abs();
-            }
-        }
-        lo = lo.min(d - off);
-        hi = hi.max(d + off);
-    }
-    (lo, hi)
-}
-
-/// The preconditioner kind of a parameter set (`None` for none and Jacobi, which
-/// the solver applies itself with the current Ritz value as shift; ILU(0) for
-/// `Auto`, which [`build_preconditioner`] keeps only when it is stable).
-pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
-    match params.precond {
-        PrecondChoice::None | PrecondChoice::Jacobi => None,
-        PrecondChoice::Ilu0 | PrecondChoice::Auto => {
-            Some(PrecondKind::Ilu0(PivotParams::default()))
-        }
-        PrecondChoice::Ilut => Some(PrecondKind::Ilut(IlutParams {
-            fill: params.ilut_fill,
-            drop_tol: params.ilut_drop,
-            ..IlutParams::default()
-        })),
-        PrecondChoice::Spai => Some(PrecondKind::Spai(SpaiParams::default())),
-        PrecondChoice::Fsai => Some(PrecondKind::Fsai),
-    }
-}
-
-/// Shift σ of the preconditioner A − σI (see [`JdParams::precond_shift`]).
-pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
-    params.precond_shift.unwrap_or(match params.target {
-        Target::Closest(s) => s,
-        Target::Smallest => 0.0,
-        Target::Largest => gershgorin(a).1,
-        Target::LargestMagnitude => {
-            let (lo, hi) = gershgorin(a);
-            if hi.abs() >= lo.abs() {
-                hi
-            } else {
-                lo
-            }
-        }
-    })
-}
-
-/// Builds the preconditioner of `a_local` (a square diagonal block) for `params`.
-/// With [`PrecondChoice::Auto`], ILU(0) when [`ilu0_is_stable`] accepts it, else
-/// `None` (the solver then applies Jacobi); a failed factorization also gives
-/// `None` there.
-///
-/// # Errors
-/// [`JdError::Preconditioner`] with the factorization's message (not for `Auto`).
-pub fn build_preconditioner(
-    params: &JdParams,
-    a_local: &CsrMatrix,
-    shift: f64,
-) -> Result<Option<BoxedPreconditioner>, JdError> {
-    if params.precond == PrecondChoice::Auto {
-        let ilu = Ilu0::new(a_local, shift, &PivotParams::default()).ok();
-        return Ok(ilu
-            .filter(|f| ilu0_is_stable(f, a_local, shift))
-            .map(|f| Box::new(f) as BoxedPreconditioner));
-    }
-    match precond_kind(params) {
-        None => Ok(None),
-        Some(kind) => precond::build(&kind, a_local, shift)
-            .map(Some)
-            .map_err(|e| JdError::Preconditioner(e.to_string())),
-    }
-}
-
-/// Bound of [`ilu0_is_stable`]'s growth test.
-pub const ILU_GROWTH_LIMIT: f64 = 1e6;
-
-/// Whether the ILU(0) factors `f` of `a − shift·I` are safe to precondition with
-/// (the test behind [`PrecondChoice::Auto`]; Chow and Saad, "Experimental study
-/// of ILU preconditioners for indefinite matrices", 1997, measure the same
-/// things): no pivot was perturbed, every pivot u_ii has the sign of the diagonal
-/// entry a_ii − σ (an incomplete factorization of a definite matrix that meets a
-/// pivot of the other sign has broken down: bcsstk13 meets 79), and the growth
-/// estimate ‖(LU)⁻¹·1‖∞ is at most [`ILU_GROWTH_LIMIT`] times max_i 1/|a_ii − σ|
-/// (unstable triangular factors blow up where A⁻¹ does not).
-pub fn ilu0_is_stable(f: &Ilu0, a: &CsrMatrix, shift: f64) -> bool {
-    let n = a.nrows();
-    if f.perturbed_pivots() > 0 {
-        return false;
-    }
-    let lu = f.factors();
-    let mut inv_diag = 0.0f64;
-    for i in 0..n {
-        let d = a.get(i, i) - shift;
-        let u = lu.pivot(i);
-        if d == 0.0 || u.signum() != d.signum() || !u.is_finite() {
-            return false;
-        }
-        inv_diag = inv_diag.max(1.0 / d.abs());
-    }
-    let ones = vec![1.0; n];
-    let mut z = vec![0.0; n];
-    lu.solve(&ones, &mut z);
-    let growth = z.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    growth.is_finite() && growth <= ILU_GROWTH_LIMIT * inv_diag.max(f64::MIN_POSITIVE)
-}
+use crate::error::JdError;
+use crate::input::AsCsr;
+use crate::jd::{Observer, Problem, Spaces};
+use crate::multigrain::MultigrainParams;
+use crate::params::JdParams;
+pub use crate::setup::{
+    build_preconditioner, gershgorin, ilu0_is_stable, precond_kind, precond_shift, ILU_GROWTH_LIMIT,
+};
+use crate::solution::Solution;
+use crate::solver::Solver;
 
 /// Solves on one process: `params.threads` threads for SpMV and dense kernels.
 /// `a` is a [`CsrMatrix`], a `sprs::CsMat<f64>` or a faer sparse matrix (see
 /// [`crate::input::AsCsr`]): `jdmg::solve_matrix(&csmat, &JdParams::default(), None)`.
+/// `Solver::new(a, params).observer_opt(observer).run()`.
 ///
 /// # Errors
-/// As [`crate::solve`], plus `InvalidParams` for a non-square matrix and
-/// `Preconditioner` when the factorization fails.
-pub fn solve_matrix<M: crate::input::AsCsr + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_matrix<M: AsCsr + ?Sized>(
     a: &M,
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
-    solve_matrix_resumable(a, params, observer, Checkpointing::default())
+    Solver::new(a, params).observer_opt(observer).run()
 }
 
 /// [`solve_matrix`] with checkpoints: written to `ck.sink`, resumed from
-/// `ck.resume` (see [`crate::solve_resumable`]).
+/// `ck.resume` (see [`crate::checkpoint`]).
 ///
 /// # Errors
-/// As [`solve_matrix`], plus `Checkpoint` when `ck.resume` does not fit.
-pub fn solve_matrix_resumable<M: crate::input::AsCsr + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_matrix_resumable<M: AsCsr + ?Sized>(
     a: &M,
     params: &JdParams,
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
-    solve_matrix_with(a, params, observer, ck, Spaces::default())
+    Solver::new(a, params)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .run()
 }
 
 /// [`solve_matrix_resumable`] with start vectors and deflation vectors
 /// (`spaces`: n × p column-major blocks, see [`Spaces`]).
 ///
 /// # Errors
-/// As [`solve_matrix_resumable`], plus `InvalidParams` when a block of
-/// `spaces` is not a whole number of vectors of n rows or holds NaN/Inf.
-pub fn solve_matrix_with<M: crate::input::AsCsr + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_matrix_with<M: AsCsr + ?Sized>(
     a: &M,
     params: &JdParams,
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
     spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
-    let comm = SelfComm::new();
-    let csr = a.as_csr()?;
-    solve_on(&csr, &comm, params, observer, ck, spaces)
+    Solver::new(a, params)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .spaces(spaces)
+        .run()
 }
 
 /// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
 ///
 /// # Errors
-/// As [`solve_matrix`].
-pub fn solve_matrix_on<C: Comm + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_matrix_on<C: Comm>(
     a: &CsrMatrix,
     comm: &C,
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
-    solve_on(
-        a,
-        comm,
-        params,
-        observer,
-        Checkpointing::default(),
-        Spaces::default(),
-    )
+    Solver::new(a, params)
+        .comm(comm)
+        .observer_opt(observer)
+        .run()
 }
 
-fn solve_on<C: Comm + ?Sized>(
-    a: &CsrMatrix,
-    comm: &C,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-    spaces: Spaces<'_>,
-) -> Result<Solution, JdError> {
-    check_square(a)?;
-    crate::symmetry::check_symmetric(a, params)?;
-    let op = CsrOperator::new(a, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
-    let diag = a.diagonal();
-    let t0 = Instant::now();
-    let pc = build_preconditioner(params, a, precond_shift(params, a))?;
-    let setup = t0.elapsed().as_secs_f64();
-    let pb = Problem {
-        a: &op,
-        comm,
-        n_global: a.nrows(),
-        row_offset: 0,
-        diagonal: Some(&diag),
-        precond: pc.as_deref(),
-        spaces: Spaces::default(),
-    }
-    .with_initial(spaces.initial)?
-    .with_deflation(spaces.deflation)?;
-    with_setup(solve_resumable(&pb, params, observer, ck), setup)
-}
-
-/// Records the preconditioner setup time in a solution or in the partial solution
-/// of `NotConverged`.
-pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Solution, JdError> {
-    match r {
-        Ok(mut s) => {
-            s.stats.setup_seconds = setup;
-            Ok(s)
-        }
-        Err(JdError::NotConverged {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.setup_seconds = setup;
-            Err(JdError::NotConverged { wanted, partial })
-        }
-        Err(JdError::Stopped {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.setup_seconds = setup;
-            Err(JdError::Stopped { wanted, partial })
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Fine-grain distributed solve (McCombs et al. §3): rows of A and of every block
-/// vector are split over the processes of `comm` (balanced by nonzeros); each
-/// process passes the same global matrix `a` and keeps only its rows. The
-/// preconditioner is block-Jacobi: each process factors its own diagonal block.
-/// Start vectors depend only on the seed and global row indices, so the result
-/// does not depend on the number of processes (up to rounding).
-///
-/// Collective over `comm`. Eigenvectors in the result hold this process's rows
-/// (`row_range` of the returned partition).
+/// Fine-grain distributed solve (McCombs et al. §3) over the processes of
+/// `comm`: `Solver::new(a, params).comm(comm)` (see [`Solver::comm`]). Start
+/// vectors depend only on the seed and global row indices, so the result does
+/// not depend on the number of processes (up to rounding). Collective;
+/// eigenvectors in the result hold this process's rows.
 ///
 /// # Errors
-/// As [`solve_matrix`], plus `InvalidParams` when the partition or halo plan
-/// cannot be built.
-pub fn solve_distributed<C: Comm + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_distributed<C: Comm>(
     a: &CsrMatrix,
     comm: &C,
     params: &JdParams,
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
-    solve_distributed_resumable(a, comm, params, observer, Checkpointing::default())
+    Solver::new(a, params)
+        .comm(comm)
+        .observer_opt(observer)
+        .run()
 }
 
 /// [`solve_distributed`] with checkpoints: every process writes its rows to
-/// its `ck.sink` and resumes from its own `ck.resume` (see
-/// [`crate::solve_resumable`]); a checkpoint resumes only with the same number
-/// of processes (the rows are split the same way).
+/// its `ck.sink` and resumes from its own `ck.resume`; a checkpoint resumes
+/// only with the same number of processes (the rows are split the same way).
 ///
 /// # Errors
-/// As [`solve_distributed`], plus `Checkpoint` when some process's
-/// `ck.resume` does not fit (on every process).
-pub fn solve_distributed_resumable<C: Comm + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_distributed_resumable<C: Comm>(
     a: &CsrMatrix,
     comm: &C,
     params: &JdParams,
     observer: Option<Observer<'_>>,
     ck: Checkpointing<'_>,
 ) -> Result<Solution, JdError> {
-    solve_distributed_with(a, comm, params, observer, ck, Spaces::default())
+    Solver::new(a, params)
+        .comm(comm)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .run()
 }
 
 /// [`solve_distributed_resumable`] with start vectors and deflation vectors:
@@ -297,8 +129,8 @@ pub fn solve_distributed_resumable<C: Comm + ?Sized>(
 /// keeps its rows.
 ///
 /// # Errors
-/// As [`solve_distributed_resumable`] and [`solve_matrix_with`].
-pub fn solve_distributed_with<C: Comm + ?Sized>(
+/// As [`Solver::run`].
+pub fn solve_distributed_with<C: Comm>(
     a: &CsrMatrix,
     comm: &C,
     params: &JdParams,
@@ -306,59 +138,68 @@ pub fn solve_distributed_with<C: Comm + ?Sized>(
     ck: Checkpointing<'_>,
     spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
-    use matrices::partition::RowPartition;
-    use precond::dist::{DistCsrOperator, DistOptions};
-    check_square(a)?;
-    crate::symmetry::check_symmetric(a, params)?;
-    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
-    let part = RowPartition::balanced_by_nnz(a, comm.size()).map_err(|e| invalid(&e))?;
-    let range = part.range(comm.rank());
-    let local = a.row_slice(range.start, range.end);
-    let sizes = params.resolve(a.nrows())?;
-    let opts = DistOptions {
-        threads: params.threads,
-        overlap: false,
-        max_block: sizes.max_basis,
-    };
-    let op = DistCsrOperator::new(&local, &part, comm, opts).map_err(|e| invalid(&e))?;
-    let diag: Vec<f64> = (0..local.nrows())
-        .map(|i| local.get(i, range.start + i))
-        .collect();
-    let t0 = Instant::now();
-    let block = precond::preconditioners::diagonal_block(&local, 0..local.nrows(), range.start)
-        .map_err(|e| JdError::Preconditioner(e.to_string()))?;
-    let pc = build_preconditioner(params, &block, precond_shift(params, a))?;
-    // Only the preconditioner needed the diagonal block: free it for the solve.
-    drop(block);
-    let setup = t0.elapsed().as_secs_f64();
-    let initial = crate::jd::local_rows("initial", spaces.initial, a.nrows(), range.clone())?;
-    let deflation = crate::jd::local_rows("deflation", spaces.deflation, a.nrows(), range.clone())?;
-    let pb = Problem {
-        a: &op,
-        comm,
-        n_global: a.nrows(),
-        row_offset: range.start,
-        diagonal: Some(&diag),
-        precond: pc.as_deref(),
-        spaces: Spaces::default(),
-    };
-    let pb = pb.with_initial(&initial)?.with_deflation(&deflation)?;
-    with_setup(solve_resumable(&pb, params, observer, ck), setup)
+    Solver::new(a, params)
+        .comm(comm)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .spaces(spaces)
+        .run()
 }
 
-/// `InvalidParams` for a matrix that is not square.
-fn check_square(a: &CsrMatrix) -> Result<(), JdError> {
-    if a.nrows() == a.ncols() {
-        return Ok(());
-    }
-    Err(JdError::invalid(
-        "matrix",
-        format!(
-            "the matrix must be square, got {} x {}",
-            a.nrows(),
-            a.ncols()
-        ),
-    ))
+/// Solves for `params.nev` eigenpairs of the symmetric operator of `pb`:
+/// `Solver::problem(pb, params).observer_opt(observer).run()`. Collective
+/// over `pb.comm`: every process calls it with its own rows.
+///
+/// # Errors
+/// As [`Solver::run`].
+pub fn solve<A: precond::Operator + ?Sized, C: Comm + ?Sized>(
+    pb: &Problem<'_, A, C>,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    Solver::problem(pb, params).observer_opt(observer).run()
+}
+
+/// [`solve`] that writes checkpoints to `ck.sink` and starts from the state
+/// `ck.resume` when given (see [`crate::checkpoint`]). A resumed solve takes the
+/// steps the interrupted one would have taken: the same eigenvalues, and its
+/// counters ([`crate::Stats`]) go on from the checkpoint's (bit for bit, except
+/// with `InnerStop::Time`, whose inner steps depend on the clock). The sink is
+/// polled at the top of every outer iteration (one more global max per
+/// iteration when there are several processes); a stop asked by the observer,
+/// or a [`crate::CheckpointRequest::SaveAndStop`], hands the sink a last
+/// checkpoint before the solve ends with `Stopped`.
+///
+/// # Errors
+/// As [`Solver::run`].
+pub fn solve_resumable<A: precond::Operator + ?Sized, C: Comm + ?Sized>(
+    pb: &Problem<'_, A, C>,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+) -> Result<Solution, JdError> {
+    Solver::problem(pb, params)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .run()
+}
+
+/// Multigrain (or coarse-grain, one process per group) block JD:
+/// `Solver::new(a, params).comm(world).groups(base, mg)` (see
+/// [`Solver::groups`]). `world` carries the fine-grain collectives (wrap it in
+/// `lblib::Traced` to measure imbalance) and must be `base` split by
+/// [`crate::fine_rank_keys`] ([`crate::fine_world`]). Collective.
+///
+/// # Errors
+/// As [`Solver::run`].
+pub fn solve_multigrain<W: Comm, B: Comm>(
+    a: &CsrMatrix,
+    world: &W,
+    base: &B,
+    params: &JdParams,
+    mg: &MultigrainParams,
+) -> Result<Solution, JdError> {
+    Solver::new(a, params).comm(world).groups(base, mg).run()
 }
 
 /// Collects the whole eigenvectors of a distributed solve on every process:

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use faer::sparse::{SparseColMatRef, SparseRowMatRef};
 use matrices::CsrMatrix;
 
-use crate::solution::JdError;
+use crate::error::JdError;
 
 /// A sparse matrix the solver can take: converted to (or borrowed as) CSR.
 pub trait AsCsr {

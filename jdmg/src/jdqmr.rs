@@ -38,6 +38,7 @@ pub(crate) enum QmrStop {
 }
 
 /// Per-solve inputs of [`JdQmr::solve`].
+#[derive(Clone, Copy)]
 pub(crate) struct QmrSetup {
     /// Ritz value θ of x and the shift σ of the correction equation.
     pub theta: f64,

@@ -212,6 +212,7 @@ pub mod checkpoint;
 mod correction;
 mod dense;
 pub mod driver;
+pub mod error;
 pub mod input;
 pub mod jd;
 mod jdqmr;
@@ -223,28 +224,31 @@ mod random;
 pub mod repartition;
 pub mod report;
 mod scaling;
+mod setup;
 pub mod solution;
+pub mod solver;
 pub mod st;
 pub mod symmetry;
 pub mod tall_skinny;
 
-pub use checkpoint::{
-    Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,
-};
+pub use checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
 pub use driver::{
-    gather_eigenvectors, solve_distributed, solve_distributed_resumable, solve_distributed_with,
-    solve_matrix, solve_matrix_on, solve_matrix_resumable, solve_matrix_with,
+    gather_eigenvectors, solve, solve_distributed, solve_distributed_resumable,
+    solve_distributed_with, solve_matrix, solve_matrix_on, solve_matrix_resumable,
+    solve_matrix_with, solve_multigrain, solve_resumable,
 };
+pub use error::{CheckpointError, JdError};
 pub use input::AsCsr;
-pub use jd::{solve, solve_resumable, Problem, Spaces};
+pub use jd::{Problem, Spaces};
 pub use multigrain::{
-    fine_rank_keys, fine_world, groups_on, parse_groups, solve_multigrain, AlltoallScope, Balance,
-    MultigrainParams, MultigrainStats,
+    fine_rank_keys, fine_world, groups_on, parse_groups, AlltoallScope, Balance, MultigrainParams,
+    MultigrainStats,
 };
 pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
-pub use solution::{InnerStops, IterationEvent, JdError, Solution, Stats};
+pub use solution::{InnerStops, IterationEvent, Solution, Stats};
+pub use solver::Solver;
 
 /// What a user of the library needs, in one `use jdmg::prelude::*;`: the entry
 /// points, the parameters and results, the operator and preconditioner traits
@@ -256,7 +260,7 @@ pub mod prelude {
         solve_matrix, solve_matrix_resumable, solve_matrix_with, solve_multigrain, solve_resumable,
         AsCsr, Balance, Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink,
         Checkpointing, ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams,
-        MultigrainParams, PrecondChoice, Problem, Solution, Spaces, Stats, Target, Verify,
+        MultigrainParams, PrecondChoice, Problem, Solution, Solver, Spaces, Stats, Target, Verify,
     };
     pub use lblib::{Comm, SelfComm, ThreadComm};
     pub use matrices::CsrMatrix;

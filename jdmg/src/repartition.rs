@@ -17,15 +17,17 @@
 //! the speeds instead of overshooting it. An lblib [`Lbs`] on that clock turns
 //! them into rates (`RateKind::Average` over the stretch or LBLIB's
 //! instantaneous rate over the last window). `Monitor`, polled at the top of
-//! every outer iteration as a [`CheckpointSink`], compares the busy times the
+//! every outer iteration by the solver loop, compares the busy times the
 //! ranks' fine rows would take at those rates every
 //! [`RepartitionParams::check_every`] iterations; when that imbalance stays
 //! above [`RepartitionParams::threshold`] for [`RepartitionParams::consecutive`]
-//! checks it stops the solve with a snapshot of its state. The caller
-//! ([`crate::solve_multigrain`]) computes a rate-weighted row partition, moves
-//! every row-distributed array of the snapshot (`move_rows`, one all-to-all-v),
-//! rebuilds the local rows and halo plans and resumes: the solver loop is the one
-//! of [`crate::jd`], entered again from the moved state.
+//! checks it ends the loop with its plan: the weights and the layout built
+//! from them once (the layout that predicted the gain). The loop returns the
+//! plan and a snapshot of its state as an explicit outcome
+//! (`Exit::Repartition`); the multigrain executor moves every row-distributed
+//! array of the snapshot (`move_rows`, one all-to-all-v), rebuilds the local
+//! rows and halo plans from the plan's layout and enters the same solver loop
+//! again from the moved state.
 
 use std::cell::Cell;
 
@@ -33,8 +35,11 @@ use lblib::{Comm, Lbs, LbsConfig, Method, RateKind};
 use matrices::partition::{GroupPartition, Redistribution, RowPartition};
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
-use crate::solution::{JdError, Stats};
+use crate::checkpoint::Checkpoint;
+use crate::error::JdError;
+use crate::jd::LoopMonitor;
+pub use crate::multigrain::stats::{RepartitionEvent, RepartitionStats};
+use crate::solution::Stats;
 
 /// Options of semi-static re-partitioning (part of
 /// [`crate::MultigrainParams`]). Defaults: on, 10 % threshold, a check every 5
@@ -104,57 +109,6 @@ impl RepartitionParams {
         }
         Ok(())
     }
-}
-
-/// One re-partition.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RepartitionEvent {
-    /// Outer iterations done when it happened.
-    pub outer_iteration: usize,
-    /// Imbalance of the projection phase at the measured rates before (the check that
-    /// triggered it).
-    pub imbalance_before: f64,
-    /// Imbalance predicted for the new rows from the same rates.
-    pub imbalance_predicted: f64,
-    /// Imbalance measured at the next check (`None` when the solve ended first).
-    pub imbalance_after: Option<f64>,
-    /// Each rank's measured rate (nonzeros of its group rows per busy second of
-    /// its correction phases).
-    pub rates: Vec<f64>,
-    /// Fine rows of each rank before and after.
-    pub rows_before: Vec<usize>,
-    /// Fine rows of each rank after.
-    pub rows_after: Vec<usize>,
-    /// Seconds of this re-partition (layout, data movement, rebuild), this rank.
-    pub seconds: f64,
-    /// f64 values all ranks sent to other ranks.
-    pub values_moved: u64,
-}
-
-/// Figures of semi-static re-partitioning in one solve (`--json`:
-/// `multigrain.repartition`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RepartitionStats {
-    /// Whether re-partitioning was active.
-    pub active: bool,
-    /// Checks of the measured imbalance done.
-    pub checks: usize,
-    /// Imbalance measured at every check.
-    pub measured_imbalance: Vec<f64>,
-    /// Re-partitions done.
-    pub count: usize,
-    /// Seconds spent in them on this rank (measure, move, rebuild).
-    pub seconds: f64,
-    /// f64 values this rank sent to others in them.
-    pub values_sent: u64,
-    /// Values sent by all ranks in them.
-    pub values_sent_total: u64,
-    /// One entry per re-partition.
-    pub events: Vec<RepartitionEvent>,
-    /// Rate measurements that failed (lblib errors); the check was skipped.
-    pub errors: Vec<String>,
 }
 
 /// The clock of the re-partitioning rates, on the fine-grain communicator: its
@@ -304,30 +258,31 @@ fn times(nnz: &[usize], rates: &[f64]) -> Vec<f64> {
     nnz.iter().zip(rates).map(|(&z, &r)| z as f64 / r).collect()
 }
 
-/// What [`Monitor`] hands over when it stops the solve.
-pub(crate) struct Handover {
-    /// This rank's state at the top of the outer iteration.
-    pub snapshot: Checkpoint,
-    /// The rates to weight the new rows with (one per fine rank).
-    pub weights: Vec<f64>,
-}
-
-/// A re-partition decided by [`Monitor`], waiting for the snapshot.
+/// The figures of a re-partition decided by [`Monitor`], for its event.
 #[derive(Default)]
 struct Pending {
     rates: Vec<f64>,
-    weights: Vec<f64>,
     before: f64,
     predicted: f64,
 }
 
-/// See [`Monitor::new`].
-pub(crate) type Planner<'c> = Box<dyn Fn(&[f64]) -> Option<Vec<usize>> + 'c>;
+/// See [`Monitor::new`]: each rank's nonzeros under the layout built from
+/// given weights, and that layout.
+pub(crate) type Planner<'c, L> = Box<dyn Fn(&[f64]) -> Option<(Vec<usize>, L)> + 'c>;
+
+/// A re-partition: the weights of the new rows (one per fine rank) and the
+/// layout built from them.
+pub(crate) struct Plan<L> {
+    /// The rates the rows follow, floored (`RepartitionParams::min_weight`).
+    pub weights: Vec<f64>,
+    /// The layout of the new rows.
+    pub layout: L,
+}
 
 /// Measures every rank's rate and decides when to re-partition
-/// (see the module documentation). Polled by the solver as a
-/// [`CheckpointSink`]: at every loop top on every rank (collective).
-pub(crate) struct Monitor<'c, W: Comm> {
+/// (see the module documentation). Polled by the solver loop as a
+/// [`LoopMonitor`]: at every loop top on every rank (collective).
+pub(crate) struct Monitor<'c, W: Comm, L> {
     lbs: Lbs<'c, RateClock<'c, W>>,
     clock: &'c RateClock<'c, W>,
     prm: RepartitionParams,
@@ -339,17 +294,16 @@ pub(crate) struct Monitor<'c, W: Comm> {
     phases: usize,
     work0: f64,
     above: usize,
-    handover: Option<Handover>,
     /// The decision of the last check that asked to stop.
     pending: Option<Pending>,
     /// The nonzeros of each rank under the partition weighted by given rates
     /// (with the layout's constraints), for the predicted imbalance.
-    planner: Planner<'c>,
+    planner: Planner<'c, L>,
     /// Figures so far.
     pub stats: RepartitionStats,
 }
 
-impl<'c, W: Comm> Monitor<'c, W> {
+impl<'c, W: Comm, L> Monitor<'c, W, L> {
     /// A monitor on `clock` for fine ranks holding `nnz` nonzeros; `kind` and
     /// `window`: the rates it compares (`MultigrainParams::rate_kind`,
     /// `rate_window`); `planner`: each rank's nonzeros under the partition the
@@ -363,7 +317,7 @@ impl<'c, W: Comm> Monitor<'c, W> {
         kind: RateKind,
         window: f64,
         nnz: Vec<usize>,
-        planner: Planner<'c>,
+        planner: Planner<'c, L>,
     ) -> Result<Self, JdError> {
         prm.validate()?;
         let cfg = LbsConfig {
@@ -381,7 +335,6 @@ impl<'c, W: Comm> Monitor<'c, W> {
             phases: 0,
             work0: 0.0,
             above: 0,
-            handover: None,
             pending: None,
             planner,
             stats: RepartitionStats {
@@ -389,11 +342,6 @@ impl<'c, W: Comm> Monitor<'c, W> {
                 ..RepartitionStats::default()
             },
         })
-    }
-
-    /// The handover of the last stop, if the monitor stopped the solve.
-    pub(crate) fn take_handover(&mut self) -> Option<Handover> {
-        self.handover.take()
     }
 
     /// Records a re-partition done by the caller: the new rows' nonzeros, the
@@ -465,11 +413,9 @@ impl<'c, W: Comm> Monitor<'c, W> {
         }
     }
 
-    /// One check (collective): `true` when the solve should stop to re-partition.
-    fn check(&mut self) -> bool {
-        let Some(rates) = self.measure() else {
-            return false;
-        };
+    /// One check (collective): the plan when the rows should move.
+    fn check(&mut self) -> Option<Plan<L>> {
+        let rates = self.measure()?;
         let t = times(&self.nnz, &rates);
         let imb = imbalance(&t);
         self.stats.checks += 1;
@@ -479,11 +425,11 @@ impl<'c, W: Comm> Monitor<'c, W> {
         }
         if imb <= self.prm.threshold {
             self.above = 0;
-            return false;
+            return None;
         }
         self.above += 1;
         if self.above < self.prm.consecutive || self.stats.count >= self.prm.max_repartitions {
-            return false;
+            return None;
         }
         // weights: the rates, floored so that no rank is starved of rows
         let top = rates.iter().copied().fold(0.0, f64::max);
@@ -492,27 +438,26 @@ impl<'c, W: Comm> Monitor<'c, W> {
             .map(|&r| r.max(self.prm.min_weight * top))
             .collect();
         // predicted busy times of the new rows at the same rates
-        let Some(nnz) = (self.planner)(&weights) else {
-            return false;
-        };
+        let (nnz, layout) = (self.planner)(&weights)?;
         let predicted = times(&nnz, &rates);
         let tmax = t.iter().copied().fold(0.0, f64::max);
         let pmax = predicted.iter().copied().fold(0.0, f64::max);
         if tmax <= 0.0 || 1.0 - pmax / tmax < 0.5 * self.prm.threshold {
-            return false;
+            return None;
         }
         self.pending = Some(Pending {
             predicted: imbalance(&predicted),
             before: imb,
             rates,
-            weights,
         });
-        true
+        Some(Plan { weights, layout })
     }
 }
 
-impl<W: Comm> CheckpointSink for Monitor<'_, W> {
-    fn poll(&mut self, _stats: &Stats) -> CheckpointRequest {
+impl<W: Comm, L> LoopMonitor for Monitor<'_, W, L> {
+    type Plan = Plan<L>;
+
+    fn poll(&mut self, _stats: &Stats) -> Option<Plan<L>> {
         if !self.lbs.in_section() {
             // first loop top of a (resumed) solve: start timing
             self.phases = 0;
@@ -520,35 +465,24 @@ impl<W: Comm> CheckpointSink for Monitor<'_, W> {
             if let Err(e) = self.lbs.section_start() {
                 self.stats.errors.push(format!("section_start: {e}"));
             }
-            return CheckpointRequest::Continue;
+            return None;
         }
         self.phases += 1;
         // the instantaneous rate's window moves at phase ends
         let ops = self.clock.work() - self.work0;
         let _ = self.lbs.should_continue_with(ops, 0.0, self.kind);
         if self.phases < self.prm.check_every {
-            return CheckpointRequest::Continue;
+            return None;
         }
-        let stop = self.check();
-        if stop {
-            CheckpointRequest::SaveAndStop
-        } else {
+        let plan = self.check();
+        if plan.is_none() {
             self.phases = 0;
             self.work0 = self.clock.work();
             if let Err(e) = self.lbs.section_start() {
                 self.stats.errors.push(format!("section_start: {e}"));
             }
-            CheckpointRequest::Continue
         }
-    }
-
-    fn save(&mut self, checkpoint: &Checkpoint, last: bool) {
-        if let (true, Some(p)) = (last, &self.pending) {
-            self.handover = Some(Handover {
-                snapshot: checkpoint.clone(),
-                weights: p.weights.clone(),
-            });
-        }
+        plan
     }
 }
 
@@ -697,14 +631,15 @@ mod tests {
         assert_eq!(out[1], (3.0, 0.0, 2.0e6));
     }
 
-    /// Each rank's nonzeros under rows weighted by `w` (4000 in all).
-    fn plan(w: &[f64]) -> Option<Vec<usize>> {
+    /// Each rank's nonzeros under rows weighted by `w` (4000 in all), twice
+    /// (the second as the layout).
+    fn plan(w: &[f64]) -> Option<(Vec<usize>, Vec<usize>)> {
         let s: f64 = w.iter().sum();
-        Some(
-            w.iter()
-                .map(|x| (4000.0 * x / s).round() as usize)
-                .collect(),
-        )
+        let nnz: Vec<usize> = w
+            .iter()
+            .map(|x| (4000.0 * x / s).round() as usize)
+            .collect();
+        Some((nnz.clone(), nnz))
     }
 
     /// Deterministic (manual clocks): ranks of speeds 1, 1, 1/4, 1/4 start with
@@ -731,11 +666,10 @@ mod tests {
             .unwrap();
             let stats = Stats::default();
             for it in 0..60 {
-                if let CheckpointRequest::SaveAndStop = m.poll(&stats) {
-                    let w = m.pending.as_ref().expect("a decision").weights.clone();
-                    let new = plan(&w).unwrap();
-                    let rows = (m.nnz.clone(), new.clone());
-                    m.record(new, rows, 0.0, (0, 0), it);
+                if let Some(p) = m.poll(&stats) {
+                    assert_eq!(plan(&p.weights).unwrap().1, p.layout);
+                    let rows = (m.nnz.clone(), p.layout.clone());
+                    m.record(p.layout, rows, 0.0, (0, 0), it);
                 }
                 // projection: 1 µs per nonzero of its rows plus 0.5 ms that every
                 // rank repeats, then a fine-grain sum

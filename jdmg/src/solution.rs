@@ -1,7 +1,9 @@
-//! Results, statistics, events and errors of the eigensolver.
+//! Results, statistics and events of the eigensolver (the errors are in
+//! `error`, re-exported here).
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
+
+pub use crate::error::JdError;
 
 /// Counters and timings of one solve (every quantity users tune by).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -123,7 +125,7 @@ pub struct Solution {
     /// Solve groups, balancing and all-to-all figures of a multigrain solve
     /// ([`crate::solve_multigrain`]); None for the other entry points.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub multigrain: Option<crate::multigrain::MultigrainStats>,
+    pub multigrain: Option<crate::multigrain::stats::MultigrainStats>,
     /// Counters and timings.
     pub stats: Stats,
 }
@@ -162,69 +164,4 @@ pub struct IterationEvent {
     pub inner_steps: Vec<usize>,
     /// Seconds since the solve started.
     pub elapsed_seconds: f64,
-}
-
-/// Why a solve did not return a full solution.
-#[derive(Debug, Error)]
-pub enum JdError {
-    /// Parameters inconsistent with the problem.
-    #[error("invalid {field}: {reason}")]
-    InvalidParams {
-        /// The offending `JdParams` field, or the argument (`matrix`, `groups`,
-        /// `diagonal`, …).
-        field: &'static str,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The preconditioner could not be built.
-    #[error("preconditioner: {0}")]
-    Preconditioner(String),
-    /// A non-finite value appeared (bad matrix entries or breakdown).
-    #[error("non-finite value in {0}")]
-    NonFinite(&'static str),
-    /// Budget exhausted: `partial` holds what converged plus the best estimates of
-    /// the rest (with their residuals and `converged == false`).
-    #[error("not converged: {} of {wanted} eigenpairs after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
-    NotConverged {
-        /// Eigenpairs asked for.
-        wanted: usize,
-        /// What the solve has: converged pairs and estimates.
-        partial: Box<Solution>,
-    },
-    /// A checkpoint to resume from does not fit this solve (see
-    /// [`crate::checkpoint::Checkpoint::check_compatible`]).
-    #[error("resume: {0}")]
-    Checkpoint(#[from] crate::checkpoint::CheckpointError),
-    /// The matrix is not symmetric ([`crate::JdParams::check_symmetry`]): jdmg
-    /// solves symmetric problems only.
-    #[error("the matrix is not symmetric: max |a_ij - a_ji| = {max_asymmetry:.3e}, relative {relative:.3e} (above {tol:e}); jdmg solves symmetric problems (JdParams::check_symmetry = false skips the check)", tol = crate::symmetry::SYMMETRY_TOL)]
-    NotSymmetric {
-        /// max |a_ij − a_ji|.
-        max_asymmetry: f64,
-        /// The same divided by max |a_ij|.
-        relative: f64,
-    },
-    /// A sparse direct factorization failed (the shift-and-invert
-    /// transformation, [`crate::st`]): K − σI is singular to working precision
-    /// (σ an eigenvalue), or the factorization ran out of memory.
-    #[error("factorization: {0}")]
-    Factorization(String),
-    /// The observer asked to stop: `partial` as in `NotConverged`.
-    #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
-    Stopped {
-        /// Eigenpairs asked for.
-        wanted: usize,
-        /// What the solve has: converged pairs and estimates.
-        partial: Box<Solution>,
-    },
-}
-
-impl JdError {
-    /// [`JdError::InvalidParams`] for `field`.
-    pub fn invalid(field: &'static str, reason: impl std::fmt::Display) -> Self {
-        JdError::InvalidParams {
-            field,
-            reason: reason.to_string(),
-        }
-    }
 }

@@ -37,9 +37,11 @@ use matrices::CsrMatrix;
 use precond::Operator;
 use serde::{Deserialize, Serialize};
 
-use crate::jd::{solve, Observer, Problem, Spaces};
+use crate::error::JdError;
+use crate::jd::{Observer, Problem, Spaces};
 use crate::params::{JdParams, PrecondChoice, Target};
-use crate::solution::{IterationEvent, JdError, Solution, Stats};
+use crate::solution::{IterationEvent, Solution, Stats};
+use crate::solver::Solver;
 
 /// Largest backward error ‖(A − σI)z − b‖∞ / (‖A − σI‖∞‖z‖∞ + ‖b‖∞) of a test
 /// solve with the LDLᵀ factors; above it (an unstable pivot: LDLᵀ does not
@@ -365,17 +367,7 @@ pub fn solve_shift_invert(
     observer: Option<Observer<'_>>,
     spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
-    if a.nrows() != a.ncols() {
-        return Err(JdError::invalid(
-            "matrix",
-            format!(
-                "the matrix must be square, got {} x {}",
-                a.nrows(),
-                a.ncols()
-            ),
-        ));
-    }
-    crate::symmetry::check_symmetric(a, params)?;
+    crate::setup::check_matrix(a, params)?;
     let t0 = Instant::now();
     let b = ShiftInvert::new(a, sigma, params.threads)?;
     let setup = t0.elapsed().as_secs_f64();
@@ -403,9 +395,9 @@ pub fn solve_shift_invert(
                 ev.ritz_values.iter_mut().for_each(|t| *t = back(*t));
                 obs(&ev)
             };
-            solve(&pb, &p, Some(&mut mapped))
+            Solver::problem(&pb, &p).observer(&mut mapped).run()
         }
-        None => solve(&pb, &p, None),
+        None => Solver::problem(&pb, &p).run(),
     };
     let finish = |mut s: Solution| -> Solution {
         map_back(a, &b, &mut s);

@@ -5,13 +5,10 @@
 use matrices::info::matrix_info;
 use matrices::CsrMatrix;
 
+use crate::error::JdError;
 use crate::params::JdParams;
-use crate::solution::JdError;
 
-/// Largest relative asymmetry max |a_ij − a_ji| / max |a_ij| accepted: far above
-/// the rounding of an assembled or computed matrix (a few ε), far below what
-/// moves eigenvalues at the tolerances the solver reaches.
-pub const SYMMETRY_TOL: f64 = 1e-12;
+pub use crate::error::SYMMETRY_TOL;
 
 /// `Err(JdError::NotSymmetric)` when `a` is square and its relative asymmetry
 /// exceeds [`SYMMETRY_TOL`], unless `params.check_symmetry` is false. One

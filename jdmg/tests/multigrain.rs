@@ -438,14 +438,11 @@ fn a_stop_on_one_rank_stops_every_rank_of_a_multigrain_solve() {
             polls: 0,
             saves: 0,
         };
-        let r = jdmg::multigrain::solve_multigrain_with_sink(
-            &a,
-            &world,
-            &comm,
-            &params,
-            &mg,
-            Some(&mut sink),
-        );
+        let r = jdmg::Solver::new(&a, &params)
+            .comm(&world)
+            .groups(&comm, &mg)
+            .checkpoint(&mut sink)
+            .run();
         match r {
             Err(JdError::Stopped { wanted, partial }) => (
                 wanted,

@@ -210,7 +210,8 @@ pub struct SolveArgs {
     /// Write the solver state (locked pairs, basis, counters) to FILE every
     /// --checkpoint-every seconds and when SIGINT or SIGTERM stops the solve;
     /// atomically, path checked before the solve. With --ranks N or MPI each
-    /// rank writes its rows to FILE.rank<r>. Not with --groups.
+    /// rank writes its rows to FILE.rank<r> (with --groups: its fine rows, which
+    /// a resumed solve keeps).
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
     /// Seconds between checkpoints (default 60; 0: every outer iteration).
@@ -589,11 +590,6 @@ fn check_checkpoint(
     ranks: std::ops::Range<usize>,
     nprocs: usize,
 ) -> Result<(), Fail> {
-    if a.groups.is_some() && (a.checkpoint.is_some() || a.resume.is_some()) {
-        return Err(Fail::bad(
-            "--checkpoint and --resume are for serial and fine-grain solves, not --groups",
-        ));
-    }
     if let Some(e) = a.checkpoint_every {
         if !(e.is_finite() && e >= 0.0) {
             return Err(Fail::bad(format!(
@@ -724,11 +720,6 @@ fn check_outputs(a: &SolveArgs) -> Result<(), Fail> {
         check_output_path("--eigenvectors", p)?;
     }
     if let Some(p) = &a.plot {
-        if a.groups.is_some() {
-            return Err(Fail::bad(
-                "--plot draws the per-iteration residuals, which multigrain solves (--groups) do not report",
-            ));
-        }
         check_output_path("--plot", p)?;
     }
     check_no_overwrite(a)
@@ -880,7 +871,11 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
                 jdmg::st::solve_shift_invert(&m, sigma, &params, Some(&mut obs), vecs.spaces())
             }
-            _ => jdmg::solve_matrix_with(&m, &params, Some(&mut obs), ck, vecs.spaces()),
+            _ => jdmg::Solver::new(&m, &params)
+                .observer(&mut obs)
+                .checkpointing(ck)
+                .spaces(vecs.spaces())
+                .run(),
         };
         (res, 1, Extra::default())
     };
@@ -956,6 +951,28 @@ fn run_distributed<B: Comm>(
     // cross the slow link, the solve groups' own ones do not
     let world = jdmg::fine_world(base, groups.as_deref(), hierarchical, a.link_latency);
     let mut extra = Extra::default();
+    // --checkpoint (or a StopWhen sink) makes a signal's stop collective
+    let mut sink = NotedSink::new(a, world.rank(), world.size());
+    let mut stop = StopWhen(interrupted);
+    let ck = Checkpointing {
+        resume,
+        sink: Some(match sink.as_mut() {
+            Some(s) => s as &mut dyn CheckpointSink,
+            None => &mut stop,
+        }),
+    };
+    let mut watch = watch.map(|w| w.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut obs = |ev: &IterationEvent| {
+        if let Some(w) = watch.as_mut() {
+            w.see(ev);
+        }
+        std::ops::ControlFlow::Continue(())
+    };
+    let solver = jdmg::Solver::new(m, params)
+        .comm(&world)
+        .observer(&mut obs)
+        .checkpointing(ck);
+    let mg;
     let r = match groups {
         Some(groups) => {
             let balance = match a.balance {
@@ -963,7 +980,7 @@ fn run_distributed<B: Comm>(
                 None => Balance::None,
                 Some(b) => b,
             };
-            let mg = jdmg::MultigrainParams {
+            mg = jdmg::MultigrainParams {
                 groups: groups.clone(),
                 balance,
                 hierarchical,
@@ -981,16 +998,7 @@ fn run_distributed<B: Comm>(
             extra.mode = Some(RunMode::Multigrain);
             extra.groups = Some(groups);
             extra.balance = Some(balance);
-            // a signal stops every rank at the same outer iteration
-            let mut stop = StopWhen(interrupted);
-            match jdmg::multigrain::solve_multigrain_with_sink(
-                m,
-                &world,
-                base,
-                params,
-                &mg,
-                Some(&mut stop),
-            ) {
+            match solver.groups(base, &mg).run() {
                 Ok(mut s) => {
                     extra.multigrain = s.multigrain.take();
                     Ok(s)
@@ -1000,35 +1008,10 @@ fn run_distributed<B: Comm>(
         }
         None => {
             extra.mode = Some(RunMode::Fine);
-            let mut sink = NotedSink::new(a, world.rank(), world.size());
-            let mut stop = StopWhen(interrupted);
-            let ck = Checkpointing {
-                resume,
-                sink: Some(match sink.as_mut() {
-                    Some(s) => s as &mut dyn CheckpointSink,
-                    None => &mut stop,
-                }),
-            };
-            match watch {
-                Some(w) => {
-                    let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
-                    let mut obs = |ev: &IterationEvent| {
-                        w.see(ev);
-                        std::ops::ControlFlow::Continue(())
-                    };
-                    jdmg::solve_distributed_with(
-                        m,
-                        &world,
-                        params,
-                        Some(&mut obs),
-                        ck,
-                        vecs.spaces(),
-                    )
-                }
-                None => jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces()),
-            }
+            solver.spaces(vecs.spaces()).run()
         }
     };
+    drop(watch);
     if let Ok(rep) = world.report() {
         // hierarchical multigrain: plus the waits in the all-to-all groups (§4, §6)
         let pct = extra

@@ -16,20 +16,11 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     /// The preconditioner of the correction equation of a pair whose shift is
     /// `shift` (scaled units): a built K, Jacobi on the diagonal, or none.
     fn inner_for(&self, shift: f64) -> Inner<'a> {
-        match (self.prm.precond, self.pb.diagonal, self.pb.precond) {
-            (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Shifted {
-                // the preconditioner's units: those of the operator given
-                pc: m,
-                shift: shift / self.op.scale(),
-            },
-            (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(d), _) => Inner::Diagonal {
-                // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
-                // the scaled operator, which the Krylov solvers do not mind.
-                diag: d,
-                shift: shift / self.op.scale(),
-            },
-            _ => Inner::Identity,
-        }
+        // the preconditioner's units: those of the operator given; for Jacobi
+        // (D − θ/s)⁻¹ = s (sD − θ)⁻¹, proportional to the preconditioner of the
+        // scaled operator, which the Krylov solvers do not mind
+        let shift = shift / self.op.scale();
+        crate::setup::inner_for(self.prm.precond, self.pb.diagonal, self.pb.precond, shift)
     }
 
     /// Davidson steps for all `sel` pairs at once (GD+k, `maxits = 0`; PRIMME's
@@ -47,7 +38,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 t.iter_mut().zip(r).for_each(|(t, v)| *t = -v);
                 return;
             }
-            Inner::Built(m) | Inner::Shifted { pc: m, .. } => {
+            Inner::Shifted { pc: m, .. } => {
                 let t0 = Instant::now();
                 // Each column's shift, in the preconditioner's units.
                 let sh: Vec<f64> = shifts.iter().map(|x| x / self.op.scale()).collect();
@@ -84,7 +75,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     }
 
     /// JDQMR's inputs for the pair `s` with correction shift `shift`.
-    fn qmr_setup(&self, s: &Sel, shift: f64) -> QmrSetup {
+    pub(super) fn qmr_setup(&self, s: &Sel, shift: f64) -> QmrSetup {
         QmrSetup {
             theta: s.theta,
             shift,

@@ -39,16 +39,17 @@ use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
 use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr};
-use crate::checkpoint::{CheckpointRequest, CheckpointSink, Checkpointing};
+use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
+use crate::error::JdError;
 use crate::jdqmr::{QmrSetup, QmrStop};
 use crate::params::{
     ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Sizes, Target, Verify,
 };
 use crate::random;
 use crate::scaling::{scale_for, ScaledOperator};
-use crate::solution::{IterationEvent, JdError, Solution, Stats};
+use crate::solution::{IterationEvent, Solution, Stats};
 
 /// The problem as seen by one process.
 pub struct Problem<'a, A: ?Sized, C: ?Sized> {
@@ -177,6 +178,12 @@ pub(crate) struct CorrectionCtx<'x> {
     pub rnorms: Vec<f64>,
     pub ritz: &'x [f64],
     pub anorm: f64,
+    /// The internal scale s of the operator (see [`crate::scaling`]): the
+    /// backend multiplies its products by it.
+    pub scale: f64,
+    /// JDQMR's setup of each selected pair (`InnerSolver::Qmrs` only, else
+    /// empty).
+    pub qmr: Vec<QmrSetup>,
 }
 
 /// Step (8) done elsewhere (coarse-grain / multigrain solve groups).
@@ -272,16 +279,69 @@ struct Sel {
 /// (the choice of [`State::inner_for`]): a given preconditioner, or Jacobi on a
 /// given diagonal.
 fn preconditioned<A: ?Sized, C: ?Sized>(pb: &Problem<'_, A, C>, choice: PrecondChoice) -> bool {
-    match (choice, pb.diagonal, pb.precond) {
-        (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(_), _) => true,
-        (PrecondChoice::Jacobi, None, _) => false,
-        (_, _, p) => p.is_some(),
+    !matches!(
+        crate::setup::inner_for(choice, pb.diagonal, pb.precond, 0.0),
+        Inner::Identity
+    )
+}
+
+/// A watcher of the solver loop polled at the top of every outer iteration
+/// (from the second on, as checkpoint sinks): `Some(plan)` ends the loop with
+/// [`Exit::Repartition`] (the multigrain re-partitioning monitor,
+/// `crate::repartition`). Collective: polled on every process.
+pub(crate) trait LoopMonitor {
+    /// What the caller needs to go on (the new rows).
+    type Plan;
+    /// Asked at the loop top with the counters so far.
+    fn poll(&mut self, stats: &Stats) -> Option<Self::Plan>;
+}
+
+/// The hooks of one run of the solver loop ([`crate::Solver`] fills them).
+pub(crate) struct Hooks<'h, P = ()> {
+    /// Sees every outer iteration; may stop the solve.
+    pub observer: Option<Observer<'h>>,
+    /// Receives checkpoints (see [`crate::checkpoint`]).
+    pub sink: Option<&'h mut dyn CheckpointSink>,
+    /// The state to start from instead of random vectors.
+    pub resume: Option<&'h Checkpoint>,
+    /// Step (8) done elsewhere (solve groups).
+    pub backend: Option<&'h mut dyn CorrectionBackend>,
+    /// Ends the loop when the rows should move.
+    pub monitor: Option<&'h mut dyn LoopMonitor<Plan = P>>,
+}
+
+impl<P> Default for Hooks<'_, P> {
+    fn default() -> Self {
+        Self {
+            observer: None,
+            sink: None,
+            resume: None,
+            backend: None,
+            monitor: None,
+        }
     }
 }
 
-/// Solves for `params.nev` eigenpairs of the symmetric operator of `pb`.
+/// How the solver loop ended, short of an error.
+pub(crate) enum Exit<P = ()> {
+    /// The wanted pairs converged.
+    Solved(Solution),
+    /// The monitor asked to move the rows: the state at the top of the outer
+    /// iteration, to resume from on the new rows, and the monitor's plan.
+    Repartition {
+        /// The monitor's plan (the new rows).
+        plan: P,
+        /// This process's state, on the current rows.
+        snapshot: Box<Checkpoint>,
+    },
+}
+
+/// The solver loop on `pb` with `hooks` (the one implementation behind
+/// [`crate::Solver`]): `params.nev` eigenpairs of the symmetric operator.
 ///
-/// Collective over `pb.comm`: every process calls it with its own rows.
+/// Collective over `pb.comm`: every process calls it with its own rows, its
+/// own checkpoint to resume from, and a sink and a monitor on every process or
+/// on none.
 ///
 /// # Errors
 /// `InvalidParams` for inconsistent parameters (processes disagreeing on nev,
@@ -289,50 +349,21 @@ fn preconditioned<A: ?Sized, C: ?Sized>(pb: &Problem<'_, A, C>, choice: PrecondC
 /// `PrecondChoice`), `NonFinite` when NaN/Inf appear,
 /// `NotConverged { partial }` when `max_matvecs` or `max_outer` run out (the
 /// partial solution carries locked pairs and the best current estimates),
-/// `Stopped { partial }` when the observer asked to stop.
-pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
+/// `Stopped { partial }` when the observer or the sink asked to stop,
+/// `Checkpoint` when `hooks.resume` does not match the problem, the processes
+/// or the parameters (on every process when on one).
+pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
     pb: &Problem<'_, A, C>,
     params: &JdParams,
-    observer: Option<Observer<'_>>,
-) -> Result<Solution, JdError> {
-    solve_with(pb, params, observer, None, Checkpointing::default())
-}
-
-/// [`solve`] that writes checkpoints to `ck.sink` and starts from the state
-/// `ck.resume` when given (see [`crate::checkpoint`]). A resumed solve takes the
-/// steps the interrupted one would have taken: the same eigenvalues, and its
-/// counters ([`Stats`]) go on from the checkpoint's (bit for bit, except with
-/// `InnerStop::Time`, whose inner steps depend on the clock). With neither,
-/// exactly [`solve`].
-///
-/// Collective over `pb.comm`: every process passes its own checkpoint, and a
-/// sink on every process or on none. The sink is polled at the top of every
-/// outer iteration (one more global max per iteration when there are several
-/// processes); a stop asked by the observer, or a
-/// [`CheckpointRequest::SaveAndStop`], hands the sink a last checkpoint before
-/// the solve ends with `Stopped`.
-///
-/// # Errors
-/// As [`solve`], plus `Checkpoint` when `ck.resume` does not match the problem,
-/// the processes or the parameters (on every process when on one).
-pub fn solve_resumable<A: Operator + ?Sized, C: Comm + ?Sized>(
-    pb: &Problem<'_, A, C>,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-) -> Result<Solution, JdError> {
-    solve_with(pb, params, observer, None, ck)
-}
-
-/// [`solve`] with the correction phase delegated to `backend` when given, and
-/// checkpoints as in [`solve_resumable`].
-pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
-    pb: &Problem<'_, A, C>,
-    params: &JdParams,
-    mut observer: Option<Observer<'_>>,
-    backend: Option<&'b mut dyn CorrectionBackend>,
-    ck: Checkpointing<'b>,
-) -> Result<Solution, JdError> {
+    hooks: Hooks<'_, P>,
+) -> Result<Exit<P>, JdError> {
+    let Hooks {
+        mut observer,
+        sink,
+        resume,
+        backend,
+        mut monitor,
+    } = hooks;
     let sz = params.resolve(pb.n_global)?;
     checks::check_agreement(pb, params, &sz)?;
     if backend.is_none() {
@@ -344,15 +375,6 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
         params.resolved_for(preconditioned(pb, params.precond))
     };
     let params = &resolved;
-    if backend.is_some() && params.inner_solver == InnerSolver::Qmrs {
-        return Err(JdError::invalid(
-            "inner_solver",
-            "inner_solver = qmrs is for serial and fine-grain solves; solve groups use bicgstab",
-        ));
-    }
-    // With a backend, checkpoints stay inside the process: the multigrain
-    // re-partitioning (`crate::repartition`) stops the solve with a snapshot and
-    // resumes from it moved to new rows (the backend keeps its own state).
     let n = pb.a.nrows();
     let [ninit, ndefl] = spaces::agreed_columns(pb)?;
     let mut st = State::new(pb, params, sz, n);
@@ -365,12 +387,12 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
     st.ninit = ninit;
     st.install_deflation(ndefl)?;
     st.backend = backend;
-    st.sink = ck.sink;
-    let resumed = match ck.resume {
+    st.sink = sink;
+    let resumed = match resume {
         Some(c) => Some(st.restore(c)?),
         None => None,
     };
-    let result = st.run(&mut observer, resumed);
+    let result = st.run(&mut observer, &mut monitor, resumed);
     st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
     st.stats.spmv_seconds += st.op.take_seconds();
     let s = &mut st.stats;
@@ -378,9 +400,12 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
         (s.projection_seconds + s.correction_seconds - s.spmv_seconds - s.precond_seconds).max(0.0);
     st.stats.anorm_estimate = st.anorm / st.op.scale();
     result
-        .map(|mut s| {
-            s.stats = st.stats.clone();
-            s
+        .map(|exit| match exit {
+            Exit::Solved(mut s) => {
+                s.stats = st.stats.clone();
+                Exit::Solved(s)
+            }
+            repartition => repartition,
         })
         .map_err(|e| match e {
             JdError::NotConverged {
@@ -468,11 +493,12 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
 
     /// The main loop; `resumed`: the new block's size of a restored state (whose
     /// block is already in `t`), else None (random start block).
-    fn run(
+    fn run<P>(
         &mut self,
         observer: &mut Option<Observer<'_>>,
+        monitor: &mut Option<&mut dyn LoopMonitor<Plan = P>>,
         resumed: Option<usize>,
-    ) -> Result<Solution, JdError> {
+    ) -> Result<Exit<P>, JdError> {
         let (n, k) = (self.n, self.sz.k);
         let nev = self.prm.nev;
         let mut b = match resumed {
@@ -514,6 +540,12 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                             return Err(self.stopped(&last_ritz));
                         }
                     }
+                }
+            }
+            if poll_armed {
+                if let Some(plan) = monitor.as_mut().and_then(|m| m.poll(&self.stats)) {
+                    let snapshot = Box::new(self.snapshot(b));
+                    return Ok(Exit::Repartition { plan, snapshot });
                 }
             }
             poll_armed = true;
@@ -702,7 +734,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     self.stats.projection_seconds += tp.elapsed().as_secs_f64();
                     let stop = self.emit(observer, &ritz_seen, &[]);
                     if self.next_verification() {
-                        return Ok(self.finish(&[]));
+                        return Ok(Exit::Solved(self.finish(&[])));
                     }
                     if stop && self.sink.is_none() {
                         return Err(self.stopped(&ritz_seen));
@@ -755,12 +787,12 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.lam = theta[..nev].to_vec();
                 self.res = ritz_seen.iter().take(nev).map(|r| r.1).collect();
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                return Ok(self.finish(&[]));
+                return Ok(Exit::Solved(self.finish(&[])));
             }
             if basis_full && sel.is_empty() {
                 // Nothing left to add: every Ritz pair is exact.
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                return Ok(self.finish(&[]));
+                return Ok(Exit::Solved(self.finish(&[])));
             }
             // Thick restart (GD+k) when the next block does not fit.
             let bnext = sel.len().max(1);
@@ -799,6 +831,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     rnorms: sel.iter().map(|s| s.rnorm).collect(),
                     ritz: &theta,
                     anorm: self.anorm,
+                    scale: self.op.scale(),
+                    qmr: if self.prm.inner_solver == InnerSolver::Qmrs {
+                        sel.iter()
+                            .map(|s| self.qmr_setup(s, self.shift_for(s)))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                 };
                 steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);
                 self.backend = Some(be);

@@ -18,17 +18,6 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         if s == 1.0 {
             return Ok(());
         }
-        if self.backend.is_some() {
-            return Err(JdError::invalid(
-                "matrix",
-                format!(
-                    "the matrix norm (about {estimate:e}) is outside [{:e}, {:e}]; solve groups \
-                 need a matrix scaled into that range",
-                    crate::scaling::SCALE_BELOW,
-                    crate::scaling::SCALE_ABOVE
-                ),
-            ));
-        }
         self.op.set_scale(s);
         self.wt[..n * b].iter_mut().for_each(|v| *v *= s);
         if let Some(a) = self.prm.anorm {

@@ -1,0 +1,304 @@
+//! The setup of a solve on a CSR matrix, in one place for the serial,
+//! fine-grain and solve-group paths: the checks of the matrix, the operator of
+//! this process's rows, their diagonal, the preconditioner (its kind, its shift
+//! and its stability test), and the choice of the correction equations'
+//! preconditioner ([`inner_for`]).
+
+use std::ops::Range;
+use std::time::Instant;
+
+use lblib::Comm;
+use matrices::partition::RowPartition;
+use matrices::CsrMatrix;
+use precond::dist::{DistCsrOperator, DistOptions};
+use precond::preconditioners::{BoxedPreconditioner, Ilu0, IlutParams, PivotParams, SpaiParams};
+use precond::spmv::CsrOperator;
+use precond::{Operator, PrecondKind, Preconditioner};
+
+use crate::correction::Inner;
+use crate::error::JdError;
+use crate::params::{JdParams, PrecondChoice, Target};
+use crate::solution::Solution;
+
+/// Gershgorin interval [lo, hi] of the rows of `a` (a bound of the spectrum).
+pub fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        let mut d = 0.0;
+        let mut off = 0.0;
+        for (&c, &v) in cols.iter().zip(vals) {
+            if c as usize == i {
+                d = v;
+            } else {
+                off += v.abs();
+            }
+        }
+        lo = lo.min(d - off);
+        hi = hi.max(d + off);
+    }
+    (lo, hi)
+}
+
+/// The preconditioner kind of a parameter set (`None` for none and Jacobi, which
+/// the solver applies itself with the current Ritz value as shift; ILU(0) for
+/// `Auto`, which [`build_preconditioner`] keeps only when it is stable).
+pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
+    match params.precond {
+        PrecondChoice::None | PrecondChoice::Jacobi => None,
+        PrecondChoice::Ilu0 | PrecondChoice::Auto => {
+            Some(PrecondKind::Ilu0(PivotParams::default()))
+        }
+        PrecondChoice::Ilut => Some(PrecondKind::Ilut(IlutParams {
+            fill: params.ilut_fill,
+            drop_tol: params.ilut_drop,
+            ..IlutParams::default()
+        })),
+        PrecondChoice::Spai => Some(PrecondKind::Spai(SpaiParams::default())),
+        PrecondChoice::Fsai => Some(PrecondKind::Fsai),
+    }
+}
+
+/// Shift σ of the preconditioner A − σI (see [`JdParams::precond_shift`]).
+pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
+    params.precond_shift.unwrap_or(match params.target {
+        Target::Closest(s) => s,
+        Target::Smallest => 0.0,
+        Target::Largest => gershgorin(a).1,
+        Target::LargestMagnitude => {
+            let (lo, hi) = gershgorin(a);
+            if hi.abs() >= lo.abs() {
+                hi
+            } else {
+                lo
+            }
+        }
+    })
+}
+
+/// Builds the preconditioner of `a_local` (a square diagonal block) for `params`.
+/// With [`PrecondChoice::Auto`], ILU(0) when [`ilu0_is_stable`] accepts it, else
+/// `None` (the solver then applies Jacobi); a failed factorization also gives
+/// `None` there.
+///
+/// # Errors
+/// [`JdError::Preconditioner`] with the factorization's message (not for `Auto`).
+pub fn build_preconditioner(
+    params: &JdParams,
+    a_local: &CsrMatrix,
+    shift: f64,
+) -> Result<Option<BoxedPreconditioner>, JdError> {
+    if params.precond == PrecondChoice::Auto {
+        let ilu = Ilu0::new(a_local, shift, &PivotParams::default()).ok();
+        return Ok(ilu
+            .filter(|f| ilu0_is_stable(f, a_local, shift))
+            .map(|f| Box::new(f) as BoxedPreconditioner));
+    }
+    match precond_kind(params) {
+        None => Ok(None),
+        Some(kind) => precond::build(&kind, a_local, shift)
+            .map(Some)
+            .map_err(|e| JdError::Preconditioner(e.to_string())),
+    }
+}
+
+/// Bound of [`ilu0_is_stable`]'s growth test.
+pub const ILU_GROWTH_LIMIT: f64 = 1e6;
+
+/// Whether the ILU(0) factors `f` of `a − shift·I` are safe to precondition with
+/// (the test behind [`PrecondChoice::Auto`]; Chow and Saad, "Experimental study
+/// of ILU preconditioners for indefinite matrices", 1997, measure the same
+/// things): no pivot was perturbed, every pivot u_ii has the sign of the diagonal
+/// entry a_ii − σ (an incomplete factorization of a definite matrix that meets a
+/// pivot of the other sign has broken down: bcsstk13 meets 79), and the growth
+/// estimate ‖(LU)⁻¹·1‖∞ is at most [`ILU_GROWTH_LIMIT`] times max_i 1/|a_ii − σ|
+/// (unstable triangular factors blow up where A⁻¹ does not).
+pub fn ilu0_is_stable(f: &Ilu0, a: &CsrMatrix, shift: f64) -> bool {
+    let n = a.nrows();
+    if f.perturbed_pivots() > 0 {
+        return false;
+    }
+    let lu = f.factors();
+    let mut inv_diag = 0.0f64;
+    for i in 0..n {
+        let d = a.get(i, i) - shift;
+        let u = lu.pivot(i);
+        if d == 0.0 || u.signum() != d.signum() || !u.is_finite() {
+            return false;
+        }
+        inv_diag = inv_diag.max(1.0 / d.abs());
+    }
+    let ones = vec![1.0; n];
+    let mut z = vec![0.0; n];
+    lu.solve(&ones, &mut z);
+    let growth = z.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    growth.is_finite() && growth <= ILU_GROWTH_LIMIT * inv_diag.max(f64::MIN_POSITIVE)
+}
+
+/// `InvalidParams` for a matrix that is not square, then the symmetry check
+/// ([`crate::symmetry::check_symmetric`]).
+///
+/// # Errors
+/// `InvalidParams` or `NotSymmetric`.
+pub(crate) fn check_matrix(a: &CsrMatrix, params: &JdParams) -> Result<(), JdError> {
+    if a.nrows() != a.ncols() {
+        return Err(JdError::invalid(
+            "matrix",
+            format!(
+                "the matrix must be square, got {} x {}",
+                a.nrows(),
+                a.ncols()
+            ),
+        ));
+    }
+    crate::symmetry::check_symmetric(a, params)
+}
+
+/// The operator of one process's rows: the whole matrix on one process, the
+/// rows of a partition (with halo exchanges on its communicator) otherwise.
+pub(crate) enum RowOperator<'m, 'c, C: Comm + ?Sized> {
+    /// One process: the plain CSR product.
+    Whole(CsrOperator<'m>),
+    /// This rank's rows of a row partition.
+    Rows(DistCsrOperator<'c, C>),
+}
+
+impl<C: Comm + ?Sized> Operator for RowOperator<'_, '_, C> {
+    fn nrows(&self) -> usize {
+        match self {
+            Self::Whole(a) => a.nrows(),
+            Self::Rows(a) => a.nrows(),
+        }
+    }
+
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        match self {
+            Self::Whole(a) => a.apply_block(x, y, k),
+            Self::Rows(a) => a.apply_block(x, y, k),
+        }
+    }
+}
+
+/// What a solve needs of one process's rows of a CSR matrix.
+pub(crate) struct Rows<'m, 'c, C: Comm + ?Sized> {
+    /// The operator of the rows.
+    pub op: RowOperator<'m, 'c, C>,
+    /// The global rows held.
+    pub range: Range<usize>,
+    /// Their diagonal entries.
+    pub diag: Vec<f64>,
+    /// The preconditioner of their diagonal block (block Jacobi across
+    /// processes), when asked and the choice builds one.
+    pub pc: Option<BoxedPreconditioner>,
+    /// Seconds building it.
+    pub setup_seconds: f64,
+}
+
+/// How [`rows`] builds the operator and preconditioner of one process's rows.
+pub(crate) struct RowsSpec<'p> {
+    /// The row partition over the communicator (`None`: the whole matrix on
+    /// one process).
+    pub part: Option<&'p RowPartition>,
+    /// Threads, overlap and the largest block of the products.
+    pub opts: DistOptions,
+    /// Build the preconditioner of `params` with this shift (`None`: none).
+    pub precond: Option<f64>,
+    /// The argument named by errors (`matrix`, `partition`, `groups`).
+    pub field: &'static str,
+}
+
+/// The operator, diagonal and preconditioner of this process's rows of `a`
+/// (see [`RowsSpec`]). Collective over `comm` with a partition.
+///
+/// # Errors
+/// `InvalidParams` (named `spec.field`) when the operator cannot be built;
+/// `Preconditioner` as [`build_preconditioner`].
+pub(crate) fn rows<'m, 'c, C: Comm + ?Sized>(
+    a: &'m CsrMatrix,
+    comm: &'c C,
+    params: &JdParams,
+    spec: RowsSpec<'_>,
+) -> Result<Rows<'m, 'c, C>, JdError> {
+    let field = spec.field;
+    let (op, range, local) = match spec.part {
+        None => {
+            let op =
+                CsrOperator::new(a, spec.opts.threads).map_err(|e| JdError::invalid(field, e))?;
+            (RowOperator::Whole(op), 0..a.nrows(), None)
+        }
+        Some(part) => {
+            let range = part.range(comm.rank());
+            let local = a.row_slice(range.start, range.end);
+            let op = DistCsrOperator::new(&local, part, comm, spec.opts)
+                .map_err(|e| JdError::invalid(field, e))?;
+            (RowOperator::Rows(op), range, Some(local))
+        }
+    };
+    let diag: Vec<f64> = match &local {
+        None => a.diagonal(),
+        Some(l) => (0..l.nrows()).map(|i| l.get(i, range.start + i)).collect(),
+    };
+    let t0 = Instant::now();
+    let pc = match (spec.precond, &local) {
+        (None, _) => None,
+        (Some(shift), None) => build_preconditioner(params, a, shift)?,
+        (Some(shift), Some(l)) => {
+            let block = precond::preconditioners::diagonal_block(l, 0..l.nrows(), range.start)
+                .map_err(|e| JdError::Preconditioner(e.to_string()))?;
+            build_preconditioner(params, &block, shift)?
+        }
+    };
+    Ok(Rows {
+        op,
+        range,
+        diag,
+        pc,
+        setup_seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The preconditioner of the correction equations (shift in the units of
+/// the preconditioner's operator), the one choice of the serial, fine-grain
+/// and solve-group paths: a given preconditioner unless `Jacobi` is asked,
+/// else Jacobi on the diagonal with `Jacobi` or `Auto`, else none.
+pub(crate) fn inner_for<'a>(
+    choice: PrecondChoice,
+    diag: Option<&'a [f64]>,
+    pc: Option<&'a (dyn Preconditioner + Send + Sync)>,
+    shift: f64,
+) -> Inner<'a> {
+    match (choice, diag, pc) {
+        (c, _, Some(pc)) if c != PrecondChoice::Jacobi => Inner::Shifted { pc, shift },
+        (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(diag), _) => {
+            Inner::Diagonal { diag, shift }
+        }
+        _ => Inner::Identity,
+    }
+}
+
+/// Records the preconditioner setup time in a solution or in the partial solution
+/// of `NotConverged`.
+pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Solution, JdError> {
+    match r {
+        Ok(mut s) => {
+            s.stats.setup_seconds = setup;
+            Ok(s)
+        }
+        Err(JdError::NotConverged {
+            wanted,
+            mut partial,
+        }) => {
+            partial.stats.setup_seconds = setup;
+            Err(JdError::NotConverged { wanted, partial })
+        }
+        Err(JdError::Stopped {
+            wanted,
+            mut partial,
+        }) => {
+            partial.stats.setup_seconds = setup;
+            Err(JdError::Stopped { wanted, partial })
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,457 @@
+//! The one entry point of every solve: [`Solver`], a builder in the style of
+//! argmin's `Executor`. It takes the problem (a CSR matrix, or a [`Problem`]
+//! of one's own operator) and the parameters, any number of hooks (observers,
+//! checkpoint sinks, a checkpoint to resume from), and where to run (one
+//! process, the ranks of a communicator, or multigrain solve groups), then
+//! [`run`](Solver::run)s the one solver loop of [`crate::jd`].
+//!
+//! ```
+//! use jdmg::prelude::*;
+//! use std::ops::ControlFlow;
+//!
+//! let a = matrices::generate::generate(&"lap3d:8".parse().unwrap()).unwrap();
+//! let params = JdParams { nev: 3, tol: 1e-10, ..JdParams::default() };
+//! let mut residuals = Vec::new();
+//! let mut watch = |ev: &IterationEvent| {
+//!     residuals.push(ev.residual_norms.clone());
+//!     ControlFlow::Continue(())
+//! };
+//! let sol = Solver::new(&a, &params).observer(&mut watch).run()?;
+//! assert_eq!(sol.nconverged(), 3);
+//! assert!(!residuals.is_empty());
+//! # Ok::<(), JdError>(())
+//! ```
+//!
+//! Serial, fine-grain ([`Solver::comm`]) and multigrain ([`Solver::groups`])
+//! solves all take every hook: solve groups get the observer, checkpoints
+//! (written and resumed), JDQMR (`InnerSolver::Qmrs`) and the internal scaling
+//! like the other two. The functions [`crate::solve_matrix`],
+//! [`crate::solve_distributed`], [`crate::solve`], … are one-line shorthands
+//! for common builders.
+
+use std::ops::ControlFlow;
+
+use lblib::{Comm, SelfComm};
+use matrices::partition::RowPartition;
+use precond::dist::DistOptions;
+use precond::Operator;
+
+use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
+use crate::error::JdError;
+use crate::input::AsCsr;
+use crate::jd::{local_rows, run_loop, Exit, Hooks, Observer, Problem, Spaces};
+use crate::multigrain::groups::fine_world;
+use crate::multigrain::MultigrainParams;
+use crate::params::JdParams;
+use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
+use crate::solution::{IterationEvent, Solution, Stats};
+
+/// A solve on a CSR matrix (any [`AsCsr`]): on one process, over the ranks
+/// of `comm` (fine grain), or with solve groups (multigrain). See
+/// [`Solver::new`].
+pub struct OnMatrix<'h, M: ?Sized, C = SelfComm, B = SelfComm> {
+    a: &'h M,
+    comm: Option<&'h C>,
+    groups: Option<(&'h B, &'h MultigrainParams)>,
+    spaces: Spaces<'h>,
+}
+
+/// A solve on a [`Problem`] of one's own (matrix-free). See
+/// [`Solver::problem`].
+pub struct OnProblem<'h, 'p, A: ?Sized, C: ?Sized> {
+    pb: &'h Problem<'p, A, C>,
+}
+
+/// The one solver entry point: the problem, the parameters and the hooks,
+/// then [`run`](Solver::run) (see the module documentation).
+pub struct Solver<'h, I> {
+    input: I,
+    params: &'h JdParams,
+    observers: Vec<Observer<'h>>,
+    sinks: Vec<&'h mut dyn CheckpointSink>,
+    resume: Option<&'h Checkpoint>,
+}
+
+impl<'h, M: AsCsr + ?Sized> Solver<'h, OnMatrix<'h, M>> {
+    /// A solve of the matrix `a` (a [`matrices::CsrMatrix`], a
+    /// `sprs::CsMat<f64>` or a faer sparse matrix) on one process, with
+    /// `params.threads` threads; the operator, its diagonal and the
+    /// preconditioner of `params.precond` are built from it. Add
+    /// [`comm`](Solver::comm) or [`groups`](Solver::groups) to run on several
+    /// processes.
+    pub fn new(a: &'h M, params: &'h JdParams) -> Self {
+        Self {
+            input: OnMatrix {
+                a,
+                comm: None,
+                groups: None,
+                spaces: Spaces::default(),
+            },
+            params,
+            observers: Vec::new(),
+            sinks: Vec::new(),
+            resume: None,
+        }
+    }
+}
+
+impl<'h, 'p, A: Operator + ?Sized, C: Comm + ?Sized> Solver<'h, OnProblem<'h, 'p, A, C>> {
+    /// A solve of a problem of one's own: an operator on this process's rows,
+    /// on its communicator, with its diagonal, preconditioner and spaces
+    /// (see [`Problem`]). Collective over `pb.comm`.
+    pub fn problem(pb: &'h Problem<'p, A, C>, params: &'h JdParams) -> Self {
+        Self {
+            input: OnProblem { pb },
+            params,
+            observers: Vec::new(),
+            sinks: Vec::new(),
+            resume: None,
+        }
+    }
+
+    /// Runs the solve.
+    ///
+    /// # Errors
+    /// As [`Solver::run`] of a matrix, but for the checks of the matrix.
+    pub fn run(self) -> Result<Solution, JdError> {
+        let mut hooks = HookSet {
+            observers: self.observers,
+            sinks: self.sinks,
+        };
+        let (mut observer, mut sink) = hooks.both();
+        let hooks = Hooks {
+            observer: observer.as_deref_mut().map(|o| o as Observer<'_>),
+            sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
+            resume: self.resume,
+            ..Hooks::default()
+        };
+        solved(run_loop::<_, _, ()>(self.input.pb, self.params, hooks))
+    }
+}
+
+impl<'h, I> Solver<'h, I> {
+    /// Adds an observer: it sees an [`IterationEvent`] after every outer
+    /// iteration (progress, residual history); returning
+    /// `ControlFlow::Break(())` stops the solve, which ends with
+    /// [`JdError::Stopped`]. Observers are called in the order added; any
+    /// one's break stops. With several processes, give it on the processes
+    /// that should watch (every process sees the same events).
+    pub fn observer(
+        mut self,
+        observer: &'h mut dyn FnMut(&IterationEvent) -> ControlFlow<()>,
+    ) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// [`Solver::observer`] when `observer` is given.
+    pub fn observer_opt<'o: 'h>(
+        mut self,
+        observer: Option<&'o mut (dyn FnMut(&IterationEvent) -> ControlFlow<()> + 'o)>,
+    ) -> Self {
+        if let Some(o) = observer {
+            self.observers.push(o);
+        }
+        self
+    }
+
+    /// The sink and the checkpoint to resume from of `ck` (each when given):
+    /// [`Solver::checkpoint`] and [`Solver::resume`].
+    pub fn checkpointing<'c: 'h>(mut self, ck: Checkpointing<'c>) -> Self {
+        if let Some(s) = ck.sink {
+            self.sinks.push(s);
+        }
+        if ck.resume.is_some() {
+            self.resume = ck.resume;
+        }
+        self
+    }
+
+    /// Adds a checkpoint sink ([`crate::checkpoint`]): polled at the top of
+    /// every outer iteration, the largest request of all sinks and processes
+    /// is granted; every sink receives every checkpoint. Collective: give
+    /// sinks on every process or on none.
+    pub fn checkpoint(mut self, sink: &'h mut dyn CheckpointSink) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    /// Starts from this process's checkpoint instead of random vectors: the
+    /// solve takes the steps the interrupted one would have taken (see
+    /// [`crate::checkpoint`]). Collective: a checkpoint on every process.
+    pub fn resume(mut self, checkpoint: &'h Checkpoint) -> Self {
+        self.resume = Some(checkpoint);
+        self
+    }
+
+    /// [`Solver::resume`] when `checkpoint` is given.
+    pub fn resume_from(mut self, checkpoint: Option<&'h Checkpoint>) -> Self {
+        self.resume = checkpoint;
+        self
+    }
+}
+
+impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> {
+    /// Start vectors and deflation vectors (n × p column-major blocks of the
+    /// global rows, see [`Spaces`]; with several processes every process
+    /// passes the same blocks and keeps its rows). Not with solve groups.
+    pub fn spaces(mut self, spaces: Spaces<'h>) -> Self {
+        self.input.spaces = spaces;
+        self
+    }
+
+    /// Fine grain (McCombs et al. §3) over the processes of `comm`: the rows
+    /// of A and of every block vector are split over them (balanced by
+    /// nonzeros); every process passes the same global matrix and keeps its
+    /// rows. The preconditioner is block Jacobi: each process factors its
+    /// own diagonal block. With [`groups`](Solver::groups), `comm` is the
+    /// fine-grain communicator of the multigrain solve. Collective; the
+    /// eigenvectors of the result hold this process's rows.
+    pub fn comm<C2: Comm>(self, comm: &'h C2) -> Solver<'h, OnMatrix<'h, M, C2, B>> {
+        let OnMatrix {
+            a, groups, spaces, ..
+        } = self.input;
+        Solver {
+            input: OnMatrix {
+                a,
+                comm: Some(comm),
+                groups,
+                spaces,
+            },
+            params: self.params,
+            observers: self.observers,
+            sinks: self.sinks,
+            resume: self.resume,
+        }
+    }
+
+    /// Multigrain (or coarse grain, one process per group) solve groups
+    /// (McCombs et al. §6): the projection runs fine grain, the correction
+    /// equations in the groups of `mg.groups` (ranks of `base`), balanced by
+    /// `mg.balance`. `base` creates the groups' communicators; the fine-grain
+    /// one is [`comm`](Solver::comm) when given (it must then be `base` split
+    /// by [`crate::fine_rank_keys`], e.g. [`crate::fine_world`]), else
+    /// `fine_world(base, groups, mg.hierarchical, 0.0)`. A checkpoint holds
+    /// this process's fine rows: a resumed solve keeps the rows of its
+    /// checkpoints. Collective over `base`.
+    pub fn groups<B2: Comm>(
+        self,
+        base: &'h B2,
+        mg: &'h MultigrainParams,
+    ) -> Solver<'h, OnMatrix<'h, M, C, B2>> {
+        let OnMatrix {
+            a, comm, spaces, ..
+        } = self.input;
+        Solver {
+            input: OnMatrix {
+                a,
+                comm,
+                groups: Some((base, mg)),
+                spaces,
+            },
+            params: self.params,
+            observers: self.observers,
+            sinks: self.sinks,
+            resume: self.resume,
+        }
+    }
+
+    /// Runs the solve.
+    ///
+    /// # Errors
+    /// `InvalidParams` for inconsistent parameters (processes disagreeing on
+    /// nev, block or basis size; a `precond` choice the problem cannot
+    /// honour), a non-square matrix, a bad partition, bad groups or spaces;
+    /// `NotSymmetric` (unless `params.check_symmetry` is false);
+    /// `Preconditioner` when the factorization fails; `NonFinite` when
+    /// NaN/Inf appear; `NotConverged { partial }` when `max_matvecs` or
+    /// `max_outer` run out; `Stopped { partial }` when an observer or a sink
+    /// asked to stop; `Checkpoint` when the checkpoint to resume from does not
+    /// fit (on every process when on one).
+    pub fn run(self) -> Result<Solution, JdError> {
+        let OnMatrix {
+            a,
+            comm,
+            groups,
+            spaces,
+        } = self.input;
+        let mut hooks = HookSet {
+            observers: self.observers,
+            sinks: self.sinks,
+        };
+        let (mut observer, mut sink) = hooks.both();
+        let observer = observer.as_deref_mut().map(|o| o as Observer<'_>);
+        let sink = sink.as_mut().map(|s| s as &mut dyn CheckpointSink);
+        let params = self.params;
+        let csr = a.as_csr()?;
+        match (groups, comm) {
+            (Some((base, mg)), world) => {
+                if !spaces.initial.is_empty() || !spaces.deflation.is_empty() {
+                    return Err(JdError::invalid(
+                        "deflation",
+                        "start and deflation vectors are for serial and fine-grain solves, not \
+                         solve groups",
+                    ));
+                }
+                match world {
+                    Some(w) => crate::multigrain::solve::run(
+                        &csr,
+                        w,
+                        base,
+                        params,
+                        mg,
+                        observer,
+                        sink,
+                        self.resume,
+                    ),
+                    None => {
+                        let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
+                        crate::multigrain::solve::run(
+                            &csr,
+                            &w,
+                            base,
+                            params,
+                            mg,
+                            observer,
+                            sink,
+                            self.resume,
+                        )
+                    }
+                }
+            }
+            (None, Some(c)) => fine(&csr, c, params, spaces, observer, sink, self.resume),
+            (None, None) => fine(
+                &csr,
+                &SelfComm::new(),
+                params,
+                spaces,
+                observer,
+                sink,
+                self.resume,
+            ),
+        }
+    }
+}
+
+/// The serial (one process) and fine-grain solve of `a` over `comm`.
+fn fine<C: Comm>(
+    a: &matrices::CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    spaces: Spaces<'_>,
+    observer: Option<Observer<'_>>,
+    sink: Option<&mut dyn CheckpointSink>,
+    resume: Option<&Checkpoint>,
+) -> Result<Solution, JdError> {
+    check_matrix(a, params)?;
+    let n = a.nrows();
+    let part = if comm.size() > 1 {
+        Some(
+            RowPartition::balanced_by_nnz(a, comm.size())
+                .map_err(|e| JdError::invalid("partition", e))?,
+        )
+    } else {
+        None
+    };
+    let sizes = params.resolve(n)?;
+    let spec = RowsSpec {
+        part: part.as_ref(),
+        opts: DistOptions {
+            threads: params.threads,
+            overlap: false,
+            max_block: sizes.max_basis,
+        },
+        precond: Some(precond_shift(params, a)),
+        field: if part.is_some() {
+            "partition"
+        } else {
+            "matrix"
+        },
+    };
+    let r = rows(a, comm, params, spec)?;
+    let initial = local_rows("initial", spaces.initial, n, r.range.clone())?;
+    let deflation = local_rows("deflation", spaces.deflation, n, r.range.clone())?;
+    let pb = Problem {
+        a: &r.op,
+        comm,
+        n_global: n,
+        row_offset: r.range.start,
+        diagonal: Some(&r.diag),
+        precond: r.pc.as_deref().map(|p| p as _),
+        spaces: Spaces::default(),
+    }
+    .with_initial(&initial)?
+    .with_deflation(&deflation)?;
+    let hooks = Hooks {
+        observer: observer.map(|o| -> Observer<'_> { o }),
+        sink: sink.map(|s| -> &mut dyn CheckpointSink { s }),
+        resume,
+        ..Hooks::default()
+    };
+    with_setup(
+        solved(run_loop::<_, _, ()>(&pb, params, hooks)),
+        r.setup_seconds,
+    )
+}
+
+/// The solution of a loop that cannot end in a re-partition (no monitor).
+fn solved(r: Result<Exit<()>, JdError>) -> Result<Solution, JdError> {
+    match r? {
+        Exit::Solved(s) => Ok(s),
+        Exit::Repartition { .. } => unreachable!("a re-partition without a monitor"),
+    }
+}
+
+/// The observers and sinks of a [`Solver`], combined into one of each.
+struct HookSet<'h> {
+    observers: Vec<Observer<'h>>,
+    sinks: Vec<&'h mut dyn CheckpointSink>,
+}
+
+/// Every observer in turn; any one's break stops.
+struct Observers<'s, 'h>(&'s mut Vec<Observer<'h>>);
+
+/// Every sink: the largest request is granted, every sink saves.
+struct Sinks<'s, 'h>(&'s mut Vec<&'h mut dyn CheckpointSink>);
+
+impl CheckpointSink for Sinks<'_, '_> {
+    fn poll(&mut self, stats: &Stats) -> CheckpointRequest {
+        // every sink is polled (a poll may be collective), Continue < Save < SaveAndStop
+        self.0
+            .iter_mut()
+            .map(|s| s.poll(stats))
+            .fold(CheckpointRequest::Continue, CheckpointRequest::max)
+    }
+
+    fn save(&mut self, checkpoint: &Checkpoint, last: bool) {
+        for s in self.0.iter_mut() {
+            s.save(checkpoint, last);
+        }
+    }
+}
+
+impl<'h> HookSet<'h> {
+    /// The observer closure and the sink of the hooks (`None` without any).
+    #[allow(clippy::type_complexity)]
+    fn both(
+        &mut self,
+    ) -> (
+        Option<Box<dyn FnMut(&IterationEvent) -> ControlFlow<()> + '_>>,
+        Option<Sinks<'_, 'h>>,
+    ) {
+        let observers = (!self.observers.is_empty()).then(|| {
+            let all = Observers(&mut self.observers);
+            Box::new(move |ev: &IterationEvent| {
+                let mut flow = ControlFlow::Continue(());
+                for o in all.0.iter_mut() {
+                    if o(ev).is_break() {
+                        flow = ControlFlow::Break(());
+                    }
+                }
+                flow
+            }) as Box<dyn FnMut(&IterationEvent) -> ControlFlow<()> + '_>
+        });
+        let sinks = (!self.sinks.is_empty()).then(|| Sinks(&mut self.sinks));
+        (observers, sinks)
+    }
+}
