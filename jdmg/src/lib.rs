@@ -182,9 +182,9 @@
 //! # Ok::<(), JdError>(())
 //! ```
 //!
-//! Checkpoints ([`checkpoint`], [`solve_resumable`]), multigrain solve groups
-//! ([`solve_multigrain`]) and the `jdmg` command line are described in the
-//! repository's README.
+//! Checkpoints ([`checkpoint`], [`Solver::checkpoint`], [`Solver::resume`]),
+//! multigrain solve groups ([`Solver::groups`], [`multigrain`]) and the `jdmg`
+//! command line are described in the repository's README.
 //!
 //! # References
 //!

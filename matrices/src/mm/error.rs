@@ -171,9 +171,9 @@ pub enum MmErrorKind {
     /// size line. Nothing proportional to the size was allocated.
     #[error(
         "the declared size needs {} to read, more than the {} available (set {} to change the limit)",
-        super::memory::human_bytes(*needed),
-        super::memory::human_bytes(*available),
-        super::memory::MEMORY_LIMIT_ENV
+        super::units::human_bytes(*needed),
+        super::units::human_bytes(*available),
+        super::units::MEMORY_LIMIT_ENV
     )]
     InsufficientMemory {
         /// Bytes the reader would allocate.

@@ -31,6 +31,7 @@ mod error;
 mod header;
 pub mod memory;
 mod parse;
+mod units;
 mod write;
 
 use std::fs::File;
