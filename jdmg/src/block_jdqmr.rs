@@ -252,6 +252,7 @@ impl BlockJdQmr {
     /// solve. An equation whose QMRs gives nothing usable (no step, or a
     /// breakdown at once) gets the projected Davidson step t_j = −P_j K_j⁻¹ r_j.
     /// `scratch` is overwritten. All three must hold at least n×b entries.
+    #[allow(clippy::too_many_arguments)]
     pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
         &mut self,
         op: &A,
