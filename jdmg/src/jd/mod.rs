@@ -499,7 +499,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         // each batch is computed in place after the pairs selected so far.
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
-        let mut last_ritz: Vec<(f64, f64)> = Vec::new();
         loop {
             if self.sink.is_some() && poll_armed {
                 match self.poll_checkpoint(stop_pending) {
@@ -511,7 +510,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                             s.save(&ck, last);
                         }
                         if last {
-                            return Err(self.stopped(&last_ritz));
+                            return Err(self.stopped());
                         }
                     }
                 }
@@ -610,7 +609,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 pos += cnt;
             }
-            last_ritz = ritz_seen.clone();
             if let Some(dy) = dynamic.as_mut() {
                 let phi = dynamic::potential(&ritz_seen, remaining, |th| self.tol_for(th));
                 let mut secs = [self.start.elapsed().as_secs_f64()];
@@ -715,7 +713,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         return Ok(self.finish(&[]));
                     }
                     if stop && self.sink.is_none() {
-                        return Err(self.stopped(&ritz_seen));
+                        return Err(self.stopped());
                     }
                     // With a sink the stop waits for the loop top (the last
                     // checkpoint); the partial result is the same, all wanted
@@ -790,7 +788,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             {
                 // Finishing anyway: a stop request changes nothing.
                 self.emit(observer, &ritz_seen, &[]);
-                return Err(self.not_converged(&last_ritz));
+                return Err(self.not_converged());
             }
             // (8) correction equations.
             let tc = Instant::now();
@@ -847,7 +845,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.correction_seconds += tc.elapsed().as_secs_f64();
             if self.emit(observer, &ritz_seen, &steps) {
                 if self.sink.is_none() {
-                    return Err(self.stopped(&last_ritz));
+                    return Err(self.stopped());
                 }
                 stop_pending = true;
             }
