@@ -120,7 +120,10 @@ fn solve_groups_call_the_observer_with_residuals() {
         let first = &events[0];
         let last = events.last().unwrap();
         assert!(!first.residual_norms.is_empty());
-        assert!(first.residual_norms.iter().all(|r| r.is_finite() && *r > 0.0));
+        assert!(first
+            .residual_norms
+            .iter()
+            .all(|r| r.is_finite() && *r > 0.0));
         assert_eq!(last.nconverged, 4);
         assert!(last.outer_iteration == *outer);
         // the residuals fell by orders of magnitude over the run

@@ -209,7 +209,18 @@ fn inner_solver_qmrs_flag_and_config() {
         "equal",
         "--inner-solver",
         "qmrs",
+        "--balance",
+        "none",
+        "--json",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("qmrs"));
+    // solve groups run JDQMR too (they used to refuse it)
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json(&out);
+    assert_eq!(j["stats"]["inner_solver"], "qmrs");
+    assert_eq!(j["mode"], "multigrain");
 }

@@ -10,7 +10,6 @@
 use super::header::{MmFormat, MmHeader, MmSymmetry};
 pub use super::units::{human_bytes, MEMORY_LIMIT_ENV};
 
-
 /// Bytes of memory available to this process: the smaller of `MemAvailable`
 /// from `/proc/meminfo` (free memory plus reclaimable caches; `sysinfo(2)`'s
 /// free + buffer RAM when `/proc` is missing) and [`MEMORY_LIMIT_ENV`] when
