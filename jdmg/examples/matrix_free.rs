@@ -4,7 +4,7 @@
 //! `cargo run --release -p jdmg --example matrix_free -- [N] [NEV]` (default 48, 4):
 //! the NEV smallest eigenvalues of the N³ grid, checked against the analytic ones.
 
-use jdmg::{solve, JdParams, Problem};
+use jdmg::{JdParams, Problem, Solver};
 use lblib::SelfComm;
 use precond::Operator;
 
@@ -69,7 +69,7 @@ fn main() {
         nev,
         ..JdParams::default()
     };
-    let sol = match solve(&problem, &params, None) {
+    let sol = match Solver::problem(&problem, &params).run() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("matrix_free: {e}");

@@ -1,6 +1,6 @@
 //! Parameter exploration: `cargo run --release -p jdmg --example tune -- SPEC NEV TOL`
 //! prints matvecs and time for several inner-solver settings.
-use jdmg::{solve_matrix, JdParams, PrecondChoice};
+use jdmg::{JdParams, PrecondChoice, Solver};
 use matrices::generate::{generate, GenSpec};
 
 fn main() {
@@ -34,7 +34,7 @@ fn main() {
             ..JdParams::default()
         };
         let t = std::time::Instant::now();
-        match solve_matrix(&a, &p, None) {
+        match Solver::new(&a, &p).run() {
             Ok(s) => println!("maxits {maxits:2} block {block} mb {mb:2} rs {rs}: mv {:6} outer {:4} t {:.3}s proj {:.3} corr {:.3} restarts {} {:?}", s.stats.matvecs, s.stats.outer_iterations, t.elapsed().as_secs_f64(), s.stats.projection_seconds, s.stats.correction_seconds, s.stats.restarts, s.eigenvalues),
             Err(e) => println!("maxits {maxits:2} block {block} mb {mb:2} rs {rs}: {e}"),
         }

@@ -41,8 +41,10 @@ use crate::error::JdError;
 use crate::input::AsCsr;
 use crate::jd::{local_rows, run_loop, Exit, Hooks, Observer, Problem, Spaces};
 use crate::multigrain::groups::fine_world;
+use crate::multigrain::solve::{run as multigrain_run, Caller};
 use crate::multigrain::MultigrainParams;
 use crate::params::JdParams;
+use crate::repartition::RepartitionEvent;
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
 
@@ -70,6 +72,7 @@ pub struct Solver<'h, I> {
     observers: Vec<Observer<'h>>,
     sinks: Vec<&'h mut dyn CheckpointSink>,
     resume: Option<&'h Checkpoint>,
+    repartitions: Vec<&'h mut dyn FnMut(&RepartitionEvent)>,
 }
 
 impl<'h, M: AsCsr + ?Sized> Solver<'h, OnMatrix<'h, M>> {
@@ -91,6 +94,7 @@ impl<'h, M: AsCsr + ?Sized> Solver<'h, OnMatrix<'h, M>> {
             observers: Vec::new(),
             sinks: Vec::new(),
             resume: None,
+            repartitions: Vec::new(),
         }
     }
 }
@@ -106,6 +110,7 @@ impl<'h, 'p, A: Operator + ?Sized, C: Comm + ?Sized> Solver<'h, OnProblem<'h, 'p
             observers: Vec::new(),
             sinks: Vec::new(),
             resume: None,
+            repartitions: Vec::new(),
         }
     }
 
@@ -184,6 +189,16 @@ impl<'h, I> Solver<'h, I> {
         self
     }
 
+    /// Adds a watcher of the re-partitions of a multigrain solve
+    /// ([`Solver::groups`] with rate-weighted rows; Boudet et al. §4.5): it is
+    /// told of every one (imbalance before and predicted, rows before and
+    /// after, values moved) once the rows have moved, on every process it is
+    /// given on. Serial and fine-grain solves never re-partition.
+    pub fn on_repartition(mut self, watcher: &'h mut dyn FnMut(&RepartitionEvent)) -> Self {
+        self.repartitions.push(watcher);
+        self
+    }
+
     /// [`Solver::resume`] when `checkpoint` is given.
     pub fn resume_from(mut self, checkpoint: Option<&'h Checkpoint>) -> Self {
         self.resume = checkpoint;
@@ -222,6 +237,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             observers: self.observers,
             sinks: self.sinks,
             resume: self.resume,
+            repartitions: self.repartitions,
         }
     }
 
@@ -253,6 +269,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             observers: self.observers,
             sinks: self.sinks,
             resume: self.resume,
+            repartitions: self.repartitions,
         }
     }
 
@@ -293,29 +310,17 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                          solve groups",
                     ));
                 }
+                let caller = Caller {
+                    observer,
+                    sink,
+                    resume: self.resume,
+                    on_repartition: self.repartitions,
+                };
                 match world {
-                    Some(w) => crate::multigrain::solve::run(
-                        &csr,
-                        w,
-                        base,
-                        params,
-                        mg,
-                        observer,
-                        sink,
-                        self.resume,
-                    ),
+                    Some(w) => multigrain_run(&csr, w, base, params, mg, caller),
                     None => {
                         let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
-                        crate::multigrain::solve::run(
-                            &csr,
-                            &w,
-                            base,
-                            params,
-                            mg,
-                            observer,
-                            sink,
-                            self.resume,
-                        )
+                        multigrain_run(&csr, &w, base, params, mg, caller)
                     }
                 }
             }

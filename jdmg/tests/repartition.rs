@@ -141,8 +141,20 @@ fn run_with(
             repartition: repartition.clone(),
             ..MultigrainParams::default()
         };
-        let mut out = solve_multigrain(a, &world, &comm, params, &mg).expect("converges");
+        // the re-partitions, as the solver's hook sees them
+        let mut seen = Vec::new();
+        let mut watch = |ev: &jdmg::RepartitionEvent| seen.push(ev.clone());
+        let mut out = jdmg::Solver::new(a, params)
+            .comm(&world)
+            .groups(&comm, &mg)
+            .on_repartition(&mut watch)
+            .run()
+            .expect("converges");
         let st = out.multigrain.take().expect("multigrain stats");
+        assert_eq!(
+            seen, st.repartition.events,
+            "the hook saw every re-partition"
+        );
         (whole(&world, a.nrows(), out), st)
     })
 }

@@ -124,7 +124,7 @@ fn solve_groups_call_the_observer_with_residuals() {
             .residual_norms
             .iter()
             .all(|r| r.is_finite() && *r > 0.0));
-        assert_eq!(last.nconverged, 4);
+        assert!(last.nconverged >= 4, "{}", last.nconverged);
         assert!(last.outer_iteration == *outer);
         // the residuals fell by orders of magnitude over the run
         let r0 = first.residual_norms[0];
@@ -186,9 +186,12 @@ fn solve_groups_write_and_resume_checkpoints() {
         assert!(matches!(r, Err(JdError::Stopped { .. })), "{r:?}");
         sink.saved.expect("a checkpoint")
     });
+    // a checkpoint is of the fine-grain rank (ordered by fine part in the
+    // hierarchical layout), held by the process of its base rank
+    let fine_ranks = jdmg::fine_rank_keys(&mg.groups, mg.hierarchical);
     for (r, ck) in saved.iter().enumerate() {
         assert_eq!(ck.nprocs, 4);
-        assert_eq!(ck.rank, r);
+        assert_eq!(ck.rank, fine_ranks[r]);
         assert_eq!(ck.stats.outer_iterations, 5);
         assert!(ck.n_local > 0 && ck.n_local < a.nrows());
     }

@@ -852,7 +852,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         catch_interrupts();
         let out = crate::resources::run_ranks(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()), &vecs)
+            run_distributed(a, &params, &m, &comm, w, Resume::All(&resume), &vecs)
         })?;
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -923,6 +923,15 @@ impl Extra {
 
 type DistOutcome = (Result<Result<Solution, JdError>, Fail>, Extra);
 
+/// The checkpoints a distributed run resumes from: every rank's (thread
+/// ranks, indexed by fine-grain rank), or this process's own (MPI, read from
+/// the file of its fine-grain rank, `fine_rank`).
+enum Resume<'c> {
+    All(&'c [Checkpoint]),
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Mine(Option<&'c Checkpoint>),
+}
+
 /// Fine grain (or multigrain with --groups) on the processes of `base`, with the
 /// paper's imbalance tracer on the fine-grain communicator. Collective.
 /// `watch` (on one rank) observes the fine-grain iterations.
@@ -932,7 +941,7 @@ fn run_distributed<B: Comm>(
     m: &CsrMatrix,
     base: &B,
     watch: Option<&Mutex<Watch>>,
-    resume: Option<&Checkpoint>,
+    resume: Resume<'_>,
     vecs: &crate::vectors::Vectors,
 ) -> DistOutcome {
     // Solve groups first: with the hierarchical layout (McCombs et al. §6) the fine-grain
@@ -951,6 +960,12 @@ fn run_distributed<B: Comm>(
     // cross the slow link, the solve groups' own ones do not
     let world = jdmg::fine_world(base, groups.as_deref(), hierarchical, a.link_latency);
     let mut extra = Extra::default();
+    // the checkpoint of this fine-grain rank (with the hierarchical layout of
+    // solve groups, the fine-grain rank differs from the rank in `base`)
+    let resume = match resume {
+        Resume::All(set) => set.get(world.rank()),
+        Resume::Mine(ck) => ck,
+    };
     // --checkpoint (or a StopWhen sink) makes a signal's stop collective
     let mut sink = NotedSink::new(a, world.rank(), world.size());
     let mut stop = StopWhen(interrupted);
@@ -1292,7 +1307,9 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             check_groups(g, size)?;
         }
         let resume = match &a.resume {
-            Some(p) => set::rank_options(p, rank, size).map_err(resume_fail)?,
+            Some(p) => {
+                set::rank_options(p, fine_rank(a, params, rank, size), size).map_err(resume_fail)?
+            }
             None => Vec::new(),
         };
         let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
@@ -1342,7 +1359,15 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     let w = (rank == 0).then_some(&watch);
     // the checkpoint sink (or the StopWhen sink) makes the stop collective
     catch_interrupts();
-    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first(), &vecs);
+    let (r, extra) = run_distributed(
+        a,
+        params,
+        &m,
+        &slowed,
+        w,
+        Resume::Mine(resume.first()),
+        &vecs,
+    );
     agree_on_signal(world);
     let extra = extra.resumed_from(resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -1361,6 +1386,29 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             }
             Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
         }
+    }
+}
+
+/// The fine-grain rank of MPI rank `rank`, whose checkpoint files it writes
+/// and resumes from: its rank, or with hierarchical solve groups its place in
+/// the fine-grain order ([`jdmg::fine_rank_keys`]). `--groups host` is
+/// resolved collectively in the solve: its ranks keep their own.
+#[cfg(feature = "mpi")]
+fn fine_rank(a: &SolveArgs, params: &JdParams, rank: usize, size: usize) -> usize {
+    match a.groups.as_deref() {
+        Some(spec) if spec != "host" => {
+            let k = if params.block == 0 {
+                params.nev.min(jdmg::params::DEFAULT_BLOCK_CAP)
+            } else {
+                params.block
+            };
+            let hierarchical = matches!(a.hierarchical, OnOff::On);
+            jdmg::parse_groups(spec, size, k)
+                .ok()
+                .and_then(|g| jdmg::fine_rank_keys(&g, hierarchical).get(rank).copied())
+                .unwrap_or(rank)
+        }
+        _ => rank,
     }
 }
 

@@ -359,7 +359,7 @@ fn bad_checkpoints_are_exit_2() {
     let (code, _, err) = small(&["--resume", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("checksum"), "{err}");
-    // not with solve groups
+    // solve groups write checkpoints too (they used to be refused)
     let (code, _, err) = small(&[
         "--ranks",
         "2",
@@ -368,7 +368,7 @@ fn bad_checkpoints_are_exit_2() {
         "--checkpoint",
         f.to_str().unwrap(),
     ]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 0, "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -419,5 +419,72 @@ fn two_rank_sigterm_and_an_incomplete_set() {
         Some(older.stats.outer_iterations as u64)
     );
     assert_eq!(resumed["converged"], true);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Solve groups draw --plot and write checkpoints (each thread rank its fine
+/// rows, named by its fine-grain rank) and resume from them to the uninterrupted answer: a
+/// budget stops the first solve (exit 3) after a few checkpoints, the resumed
+/// one converges with the eigenvalues of a solve never stopped.
+#[test]
+fn solve_groups_checkpoint_and_resume() {
+    let d = dir("groups");
+    let ck = d.join("groups.ckpt");
+    let groups = [
+        "--generate",
+        "lap3d:8",
+        "--nev",
+        "2",
+        "--ranks",
+        "4",
+        "--groups",
+        "equal",
+        "--balance",
+        "none",
+    ];
+    let solve = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        c.args([
+            "solve", "--tol", "1e-10", "--block", "2", "--quiet", "--json",
+        ])
+        .args(groups)
+        .args(extra);
+        run(&mut c)
+    };
+    // --plot draws the residual history of solve groups too
+    let plot = d.join("groups.svg");
+    let (code, whole, err) = solve(&["--plot", plot.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let svg = std::fs::read_to_string(&plot).expect("the plot");
+    assert!(svg.contains("<svg"), "{}", &svg[..svg.len().min(200)]);
+    let want = eigenvalues(&whole);
+    let outer = whole["stats"]["outer_iterations"].as_u64().unwrap();
+    assert!(outer > 3, "{outer}");
+    let budget = (whole["stats"]["matvecs"].as_u64().unwrap() / 2).to_string();
+    let (code, _, err) = solve(&[
+        "--max-matvecs",
+        &budget,
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--checkpoint-every",
+        "0",
+    ]);
+    assert_eq!(code, 3, "the budget stops it: {err}");
+    for r in 0..4 {
+        let f = PathBuf::from(format!("{}.rank{r}", ck.display()));
+        let c = Checkpoint::read(&f).expect("a checkpoint per rank");
+        assert_eq!(c.rank, r);
+        assert!(c.stats.outer_iterations >= 1);
+    }
+    let (code, resumed, err) = solve(&["--resume", ck.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        resumed["resumed_from"]["outer_iterations"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert_close(&eigenvalues(&resumed), &want);
+    assert_eq!(resumed["mode"], "multigrain");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -22,7 +22,7 @@ use crate::error::JdError;
 use crate::jd::{run_loop, CorrectionBackend, Exit, Hooks, LoopMonitor, Observer, Problem};
 use crate::optimal_m::DEFAULT_MAXITS_GROUPS;
 use crate::params::{JdParams, PrecondChoice};
-use crate::repartition::{move_rows, Monitor, Plan, RateClock, WaitTimer};
+use crate::repartition::{move_rows, Monitor, Plan, RateClock, RepartitionEvent, WaitTimer};
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, Rows, RowsSpec};
 use crate::solution::{Solution, Stats};
 
@@ -100,6 +100,18 @@ fn checkpoint_rows<W: Comm>(world: &W, ck: &Checkpoint, n: usize) -> Result<RowP
     RowPartition::from_offsets(offsets).map_err(|e| JdError::invalid("groups", e))
 }
 
+/// The caller's hooks of a multigrain run (see [`crate::Solver`]).
+pub(crate) struct Caller<'h, 'r> {
+    /// Sees every outer iteration.
+    pub observer: Option<Observer<'h>>,
+    /// Receives checkpoints (this process's fine rows).
+    pub sink: Option<&'h mut dyn CheckpointSink>,
+    /// This process's checkpoint to resume from.
+    pub resume: Option<&'h Checkpoint>,
+    /// Told of every re-partition, once its rows have moved.
+    pub on_repartition: Vec<&'r mut dyn FnMut(&RepartitionEvent)>,
+}
+
 /// Multigrain (or coarse-grain, one process per group) block JD: fine-grain
 /// projection over `world`, correction equations solved by the solve groups
 /// of `mg` (ranks of `base`), with the caller's observer, checkpoint sink and
@@ -110,17 +122,20 @@ fn checkpoint_rows<W: Comm>(world: &W, ck: &Checkpoint, n: usize) -> Result<RowP
 ///
 /// # Errors
 /// See [`crate::Solver::groups`].
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn run<W: Comm, B: Comm>(
     a: &CsrMatrix,
     world: &W,
     base: &B,
     params: &JdParams,
     mg: &MultigrainParams,
-    mut observer: Option<Observer<'_>>,
-    mut sink: Option<&mut dyn CheckpointSink>,
-    resume: Option<&Checkpoint>,
+    caller: Caller<'_, '_>,
 ) -> Result<Solution, JdError> {
+    let Caller {
+        mut observer,
+        mut sink,
+        resume,
+        mut on_repartition,
+    } = caller;
     let invalid = |e: &dyn std::fmt::Display| JdError::invalid("groups", e);
     // §4: solve groups iterate up to the paper's m = 150 unless told otherwise
     let mut group_params = params.clone();
@@ -361,6 +376,9 @@ pub(crate) fn run<W: Comm, B: Comm>(
         let it = state.stats.outer_iterations;
         if let Some(mon) = monitor.as_mut() {
             mon.record(nnz, rows, t0.elapsed().as_secs_f64(), (sent, total[0]), it);
+            if let Some(ev) = mon.stats.events.last() {
+                on_repartition.iter_mut().for_each(|f| f(ev));
+            }
         }
         fine = new.fine;
         moved = Some(state);
