@@ -157,6 +157,8 @@ pub(crate) fn check_matrix(a: &CsrMatrix, params: &JdParams) -> Result<(), JdErr
 
 /// The operator of one process's rows: the whole matrix on one process, the
 /// rows of a partition (with halo exchanges on its communicator) otherwise.
+// one per solve (or solve group): the size of the variants does not matter
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum RowOperator<'m, 'c, C: Comm + ?Sized> {
     /// One process: the plain CSR product.
     Whole(CsrOperator<'m>),

@@ -150,10 +150,7 @@ impl<'h, I> Solver<'h, I> {
     }
 
     /// [`Solver::observer`] when `observer` is given.
-    pub fn observer_opt<'o: 'h>(
-        mut self,
-        observer: Option<&'o mut (dyn FnMut(&IterationEvent) -> ControlFlow<()> + 'o)>,
-    ) -> Self {
+    pub fn observer_opt<'o: 'h>(mut self, observer: Option<Observer<'o>>) -> Self {
         if let Some(o) = observer {
             self.observers.push(o);
         }
@@ -456,7 +453,7 @@ impl<'h> HookSet<'h> {
                 flow
             }) as Box<dyn FnMut(&IterationEvent) -> ControlFlow<()> + '_>
         });
-        let sinks = (!self.sinks.is_empty()).then(|| Sinks(&mut self.sinks));
+        let sinks = (!self.sinks.is_empty()).then_some(Sinks(&mut self.sinks));
         (observers, sinks)
     }
 }

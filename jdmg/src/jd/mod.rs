@@ -323,6 +323,8 @@ impl<P> Default for Hooks<'_, P> {
 }
 
 /// How the solver loop ended, short of an error.
+// one value per loop run: the size of `Solution` does not matter
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Exit<P = ()> {
     /// The wanted pairs converged.
     Solved(Solution),

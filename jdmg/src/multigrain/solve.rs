@@ -364,7 +364,6 @@ pub(crate) fn run<W: Comm, B: Comm>(
         debug_assert_eq!(plan.weights.len(), np, "one weight per fine rank");
         let new = plan.layout;
         let (state, sent) = move_rows(world, &fine, &new.fine, &snapshot)?;
-        drop(pb);
         frows = fine_spec(&new.fine)?;
         backend.mover.to_group = new.to_group;
         backend.mover.from_group = new.from_group;
