@@ -16,7 +16,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 matvecs: self.stats.matvecs,
                 basis_size: self.m,
                 nconverged: self.nl(),
-                ritz_values: ritz.iter().map(|r| r.0 / self.op.scale()).collect(),
+                ritz_values: ritz.iter().map(|r| r.0 / self.ev_scale()).collect(),
                 residual_norms: ritz.iter().map(|r| r.1 / self.op.scale()).collect(),
                 inner_steps: steps.to_vec(),
                 elapsed_seconds: self.start.elapsed().as_secs_f64(),
@@ -45,8 +45,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             vecs[q * n..(q + 1) * n].copy_from_slice(&xl[it.3 * n..(it.3 + 1) * n]);
         }
         let s = self.op.scale();
+        let ev = self.ev_scale();
         Solution {
-            eigenvalues: items.iter().map(|i| i.0 / s).collect(),
+            eigenvalues: items.iter().map(|i| i.0 / ev).collect(),
             residual_norms: items.iter().map(|i| i.1 / s).collect(),
             converged: items.iter().map(|i| i.2).collect(),
             eigenvectors: vecs,
