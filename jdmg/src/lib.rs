@@ -212,6 +212,7 @@ pub mod checkpoint;
 mod correction;
 mod dense;
 pub mod driver;
+pub mod generalized;
 pub mod input;
 pub mod jd;
 mod jdqmr;
@@ -236,7 +237,8 @@ pub use driver::{
     solve_matrix, solve_matrix_on, solve_matrix_resumable, solve_matrix_with,
 };
 pub use input::AsCsr;
-pub use jd::{solve, solve_resumable, Problem, Spaces};
+pub use generalized::{solve_distributed_generalized, solve_matrix_generalized};
+pub use jd::{solve, solve_resumable, Mass, Problem, Spaces};
 pub use multigrain::{
     fine_rank_keys, fine_world, groups_on, parse_groups, solve_multigrain, AlltoallScope, Balance,
     MultigrainParams, MultigrainStats,
