@@ -414,3 +414,24 @@ fn checkpoint_resume_with_mass() {
     let e = solve_matrix_generalized(&k, &m2, &prm, None, resume, Spaces::default()).unwrap_err();
     assert!(matches!(e, JdError::Checkpoint(_)), "{e}");
 }
+
+/// An interior target: the 3 eigenvalues closest to σ (ILU of K − σM, Jacobi
+/// diag(K) − θ·diag(M)).
+#[test]
+fn closest_to_an_interior_shift() {
+    let (k, m, ex) = pair("fem1d:120");
+    let sigma = 0.5 * (ex[9] + ex[10]) + 0.1 * (ex[10] - ex[9]);
+    let mut want: Vec<f64> = ex.clone();
+    want.sort_by(|a, b| (a - sigma).abs().total_cmp(&(b - sigma).abs()));
+    want.truncate(3);
+    for pc in [PrecondChoice::Ilu0, PrecondChoice::Jacobi] {
+        let prm = JdParams {
+            target: Target::Closest(sigma),
+            precond: pc,
+            max_matvecs: 200_000,
+            ..params(3)
+        };
+        let sol = solve(&k, &m, &prm);
+        assert_ghep(&k, &m, &sol, &want, &format!("closest {pc:?}"));
+    }
+}
