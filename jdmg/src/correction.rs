@@ -177,7 +177,13 @@ pub(crate) fn shifted_jacobi(diag: &[f64], shift: f64, r: &[f64], z: &mut [f64])
 }
 
 /// `z = (D − σ·D_M)⁻¹ r`, entries kept away from zero as in [`shifted_jacobi`].
-pub(crate) fn shifted_jacobi_mass(diag: &[f64], mdiag: &[f64], shift: f64, r: &[f64], z: &mut [f64]) {
+pub(crate) fn shifted_jacobi_mass(
+    diag: &[f64],
+    mdiag: &[f64],
+    shift: f64,
+    r: &[f64],
+    z: &mut [f64],
+) {
     for (((zi, ri), di), mi) in z.iter_mut().zip(r).zip(diag).zip(mdiag) {
         let mut d = di - shift * mi;
         let floor = 1e-12 * di.abs().max(1e-300);

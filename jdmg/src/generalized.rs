@@ -74,7 +74,7 @@ pub fn check_pair(k: &CsrMatrix, m: &CsrMatrix, params: &JdParams) -> Result<(),
         .diagonal()
         .into_iter()
         .enumerate()
-        .find(|&(_, d)| !(d > 0.0))
+        .find(|&(_, d)| d <= 0.0 || d.is_nan())
     {
         return Err(JdError::MassNotPositiveDefinite {
             what: format!("diagonal entry m_{0}{0} = {d:e} (row {0})", i + 1),
@@ -198,11 +198,8 @@ pub fn solve_distributed_generalized<C: Comm + ?Sized>(
     };
     let kop = DistCsrOperator::new(&klocal, &part, comm, opts).map_err(|e| invalid(&e))?;
     let mop = DistCsrOperator::new(&mlocal, &part, comm, opts).map_err(|e| invalid(&e))?;
-    let diag_of = |a: &CsrMatrix| -> Vec<f64> {
-        (0..a.nrows())
-            .map(|i| a.get(i, range.start + i))
-            .collect()
-    };
+    let diag_of =
+        |a: &CsrMatrix| -> Vec<f64> { (0..a.nrows()).map(|i| a.get(i, range.start + i)).collect() };
     let (kdiag, mdiag) = (diag_of(&klocal), diag_of(&mlocal));
     let t0 = Instant::now();
     let pc = match crate::driver::precond_kind(params) {

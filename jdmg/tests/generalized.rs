@@ -9,9 +9,9 @@
 use jdmg::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
 use jdmg::prelude::*;
 use jdmg::{solve_distributed_generalized, solve_matrix_generalized};
+use lblib::ThreadComm;
 use matrices::generate::{fem_pair, generalized_eigenvalues, GenSpec};
 use precond::CsrOperator;
-use lblib::ThreadComm;
 
 fn pair(spec: &str) -> (CsrMatrix, CsrMatrix, Vec<f64>) {
     let s: GenSpec = spec.parse().unwrap();
@@ -74,7 +74,10 @@ fn ghep_errors(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution) -> (Vec<f64>, f64) 
 /// errors and M-orthonormal vectors.
 fn assert_ghep(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution, exact: &[f64], what: &str) {
     let nev = sol.eigenvalues.len();
-    assert!(sol.converged.iter().all(|&c| c), "{what}: not all converged");
+    assert!(
+        sol.converged.iter().all(|&c| c),
+        "{what}: not all converged"
+    );
     let lmax = exact.iter().fold(0.0f64, |a, v| a.max(v.abs()));
     for (j, (&l, &e)) in sol.eigenvalues.iter().zip(exact).enumerate() {
         assert!(
@@ -142,7 +145,11 @@ fn every_inner_solver_and_preconditioner() {
         (InnerSolver::Auto, Some(0)),
         (InnerSolver::Auto, None),
     ] {
-        for pc in [PrecondChoice::Ilu0, PrecondChoice::Jacobi, PrecondChoice::None] {
+        for pc in [
+            PrecondChoice::Ilu0,
+            PrecondChoice::Jacobi,
+            PrecondChoice::None,
+        ] {
             for threads in [1, 2] {
                 let prm = JdParams {
                     inner_solver: inner,
@@ -245,7 +252,10 @@ fn lund_against_dense_lapack() {
                 );
             }
             let (back, orth) = ghep_errors(&k, &m, &sol);
-            assert!(back.iter().all(|&b| b <= 1e-10), "{what}: backward errors {back:?}");
+            assert!(
+                back.iter().all(|&b| b <= 1e-10),
+                "{what}: backward errors {back:?}"
+            );
             assert!(orth <= 1e-9, "{what}: ‖XᵀMX − I‖ = {orth:e}");
         }
     }
@@ -301,8 +311,15 @@ fn mass_not_positive_definite_is_refused() {
     let mut t: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, 1.0)).collect();
     t[7].2 = -1.0;
     let bad = CsrMatrix::from_triplets(n, n, &t).unwrap();
-    let e = solve_matrix_generalized(&k, &bad, &params(2), None, Checkpointing::default(), Spaces::default())
-        .unwrap_err();
+    let e = solve_matrix_generalized(
+        &k,
+        &bad,
+        &params(2),
+        None,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
+    .unwrap_err();
     assert!(matches!(e, JdError::MassNotPositiveDefinite { .. }), "{e}");
     // M = I − 1.5·e eᵀ/n: diagonal 1 − 1.5/n > 0, eigenvalue −0.5 along e.
     struct Indefinite(usize);
@@ -340,16 +357,36 @@ fn mass_not_positive_definite_is_refused() {
 fn mismatched_or_unsymmetric_mass_is_refused() {
     let (k, _, _) = pair("fem1d:20");
     let (_, m2, _) = pair("fem1d:21");
-    let e = solve_matrix_generalized(&k, &m2, &params(2), None, Checkpointing::default(), Spaces::default())
-        .unwrap_err();
-    assert!(matches!(e, JdError::InvalidParams { field: "mass", .. }), "{e}");
+    let e = solve_matrix_generalized(
+        &k,
+        &m2,
+        &params(2),
+        None,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, JdError::InvalidParams { field: "mass", .. }),
+        "{e}"
+    );
     let n = k.nrows();
     let mut t: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, 1.0)).collect();
     t.push((0, 1, 0.5));
     let unsym = CsrMatrix::from_triplets(n, n, &t).unwrap();
-    let e = solve_matrix_generalized(&k, &unsym, &params(2), None, Checkpointing::default(), Spaces::default())
-        .unwrap_err();
-    assert!(matches!(e, JdError::InvalidParams { field: "mass", .. }), "{e}");
+    let e = solve_matrix_generalized(
+        &k,
+        &unsym,
+        &params(2),
+        None,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, JdError::InvalidParams { field: "mass", .. }),
+        "{e}"
+    );
 }
 
 /// Takes a checkpoint at outer iteration `at` and stops.

@@ -78,7 +78,7 @@ pub fn load(
         .diagonal()
         .into_iter()
         .enumerate()
-        .find(|&(_, d)| !(d > 0.0))
+        .find(|&(_, d)| d <= 0.0 || d.is_nan())
     {
         return Err(Fail::bad(format!(
             "mass matrix {source}: not positive definite: diagonal entry ({0}, {0}) is {d:e}",

@@ -893,7 +893,16 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         catch_interrupts();
         let out = crate::resources::run_ranks(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, mass.as_ref(), &comm, w, resume.get(comm.rank()), &vecs)
+            run_distributed(
+                a,
+                &params,
+                &m,
+                mass.as_ref(),
+                &comm,
+                w,
+                resume.get(comm.rank()),
+                &vecs,
+            )
         })?;
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -1090,7 +1099,9 @@ fn run_distributed<B: Comm>(
                         ck,
                         vecs.spaces(),
                     ),
-                    None => jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces()),
+                    None => {
+                        jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces())
+                    }
                 },
             }
         }

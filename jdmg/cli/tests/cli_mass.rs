@@ -88,7 +88,11 @@ fn mass_file_gives_m_orthonormal_eigenvectors() {
     for i in 0..3 {
         m.mul_vec(&x.data[i * n..(i + 1) * n], &mut mx);
         for j in 0..3 {
-            let d: f64 = mx.iter().zip(&x.data[j * n..(j + 1) * n]).map(|(a, b)| a * b).sum();
+            let d: f64 = mx
+                .iter()
+                .zip(&x.data[j * n..(j + 1) * n])
+                .map(|(a, b)| a * b)
+                .sum();
             let want = if i == j { 1.0 } else { 0.0 };
             assert!((d - want).abs() < 1e-8, "xᵢᵀMxⱼ = {d} ({i}, {j})");
         }
@@ -127,8 +131,24 @@ fn refusals_exit_2_with_a_message() {
     }
     for extra in [
         &["--generate", "lap2d:10", "--mass-generate"][..],
-        &["--generate", "fem2d:10", "--mass-generate", "--ranks", "2", "--groups", "2"][..],
-        &["--generate", "fem2d:10", "--mass-generate", "--st", "sinvert", "--target", "30"][..],
+        &[
+            "--generate",
+            "fem2d:10",
+            "--mass-generate",
+            "--ranks",
+            "2",
+            "--groups",
+            "2",
+        ][..],
+        &[
+            "--generate",
+            "fem2d:10",
+            "--mass-generate",
+            "--st",
+            "sinvert",
+            "--target",
+            "30",
+        ][..],
     ] {
         let mut args = vec!["solve", "--nev", "2"];
         args.extend_from_slice(extra);

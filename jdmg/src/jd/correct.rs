@@ -8,7 +8,9 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     /// is still large (JD's usual safeguard for interior targets).
     pub(super) fn shift_for(&self, s: &Sel) -> f64 {
         match self.target {
-            Target::Closest(sigma) if s.rnorm > 1e-2 * self.res_scale(s.theta).max(f64::MIN_POSITIVE) => {
+            Target::Closest(sigma)
+                if s.rnorm > 1e-2 * self.res_scale(s.theta).max(f64::MIN_POSITIVE) =>
+            {
                 sigma
             }
             _ => s.theta,

@@ -105,11 +105,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
         }
         if let Some(i) = d.iter().position(|&v| v <= 0.0) {
             return Err(JdError::MassNotPositiveDefinite {
-                what: format!(
-                    "diagonal entry {} is {:e}",
-                    self.row_offset + i + 1,
-                    d[i]
-                ),
+                what: format!("diagonal entry {} is {:e}", self.row_offset + i + 1, d[i]),
             });
         }
         m.diagonal = Some(d);
@@ -223,7 +219,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let mut b = [crate::dense::dot(&w, &w)];
             self.allreduce(&mut b);
             let b = b[0].sqrt();
-            if !(b > 1e-12 * a[0].abs()) {
+            if b <= 1e-12 * a[0].abs() || b.is_nan() {
                 break;
             }
             beta.push(b);
@@ -319,7 +315,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for (j, item) in lock.iter_mut().enumerate() {
             let (xax, xmx, xx) = (rq[3 * j], rq[3 * j + 1], rq[3 * j + 2]);
             let c = j * n..(j + 1) * n;
-            if !(xmx > 0.0) {
+            if xmx <= 0.0 || xmx.is_nan() {
                 self.mass_failed(format!("a Ritz vector x has xᵀMx = {xmx:e}"));
             } else {
                 if xax.is_finite() {

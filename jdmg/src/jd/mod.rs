@@ -31,8 +31,8 @@ mod results;
 mod snapshot;
 mod spaces;
 
-pub(crate) use spaces::local_rows;
 pub use mass::Mass;
+pub(crate) use spaces::local_rows;
 pub use spaces::Spaces;
 
 use std::time::Instant;
@@ -479,9 +479,17 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             ndefl: 0,
             ninit: 0,
             mop: pb.mass.map(|m| ScaledOperator::new(m.op)),
-            bv: if pb.mass.is_some() { vec![0.0; n * mb] } else { Vec::new() },
+            bv: if pb.mass.is_some() {
+                vec![0.0; n * mb]
+            } else {
+                Vec::new()
+            },
             bxl: Vec::new(),
-            bt: if pb.mass.is_some() { vec![0.0; n * sz.k] } else { Vec::new() },
+            bt: if pb.mass.is_some() {
+                vec![0.0; n * sz.k]
+            } else {
+                Vec::new()
+            },
             knorm: 0.0,
             mnorm: 0.0,
             mass_error: None,
@@ -916,7 +924,11 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     CorrectionSolver::new(n, kind, nev + self.ndefl + self.sz.k)
                 });
                 for (i, s) in sel.iter().enumerate() {
-                    let bx = if mass { &bxsel[i * n..(i + 1) * n] } else { &[][..] };
+                    let bx = if mass {
+                        &bxsel[i * n..(i + 1) * n]
+                    } else {
+                        &[][..]
+                    };
                     let st = self.correct(
                         solver,
                         &xsel[i * n..(i + 1) * n],

@@ -72,7 +72,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             if pass == 0 {
                 for (j, v) in norms0.iter_mut().enumerate() {
                     let mm = buf[(nl + m) * b + j];
-                    if mass && !(mm > 0.0) && buf[(nl + m) * b + b + j] > 0.0 {
+                    if mass && (mm <= 0.0 || mm.is_nan()) && buf[(nl + m) * b + b + j] > 0.0 {
                         self.mass_failed(format!(
                             "a vector x with xᵀx = {:e} has xᵀMx = {mm:e}",
                             buf[(nl + m) * b + b + j]
@@ -164,7 +164,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             .collect();
         self.allreduce(&mut nn);
         for (j, &v) in nn.iter().enumerate() {
-            if !(v > 0.0) {
+            if v <= 0.0 || v.is_nan() {
                 self.mass_failed(format!("an M-normalized basis vector has xᵀMx = {v:e}"));
                 continue;
             }
@@ -198,7 +198,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 let col = &cur[..n];
                 // The dual columns: M·[X V T] with a mass matrix.
                 let (xd, vd, prevd, cold) = if mass {
-                    (&self.bxl[..], &self.bv[..], &self.bt[..j * n], &self.bt[j * n..(j + 1) * n])
+                    (
+                        &self.bxl[..],
+                        &self.bv[..],
+                        &self.bt[..j * n],
+                        &self.bt[j * n..(j + 1) * n],
+                    )
                 } else {
                     (&self.xl[..], &self.v[..], &prev[..], col)
                 };
@@ -234,17 +239,25 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.prm.threads);
             if mass {
                 let (bprev, bcur) = self.bt.split_at_mut(j * n);
-                gemm_sub(&mut bcur[..n], bprev, n, j, &c[off..off + j], 1, self.prm.threads);
+                gemm_sub(
+                    &mut bcur[..n],
+                    bprev,
+                    n,
+                    j,
+                    &c[off..off + j],
+                    1,
+                    self.prm.threads,
+                );
             }
         }
         let dual = if mass { &self.bt } else { &self.t };
-        let mut nn = [crate::dense::dot(&self.t[j * n..(j + 1) * n], &dual[j * n..(j + 1) * n])];
+        let mut nn = [crate::dense::dot(
+            &self.t[j * n..(j + 1) * n],
+            &dual[j * n..(j + 1) * n],
+        )];
         self.allreduce(&mut nn);
         if mass && nn[0] < -1e-8 * norm0 * norm0 {
-            self.mass_failed(format!(
-                "an orthogonalized vector x has xᵀMx = {:e}",
-                nn[0]
-            ));
+            self.mass_failed(format!("an orthogonalized vector x has xᵀMx = {:e}", nn[0]));
         }
         let nrm = nn[0].max(0.0).sqrt();
         if !(nrm.is_finite() && nrm > 1e-8 * norm0 && nrm > 0.0) {

@@ -204,14 +204,38 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _pass in 0..2 {
                 let (bprev, bcur) = self.bv.split_at_mut(kept * n);
                 let (prev, cur) = self.v.split_at_mut(kept * n);
-                gemm_tn(&mut c[..kept], bprev, n, kept, &cur[..n], 1, self.prm.threads);
+                gemm_tn(
+                    &mut c[..kept],
+                    bprev,
+                    n,
+                    kept,
+                    &cur[..n],
+                    1,
+                    self.prm.threads,
+                );
                 c[kept] = 0.0;
                 self.pb
                     .comm
                     .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
                 self.stats.global_sums += 1;
-                gemm_sub(&mut cur[..n], prev, n, kept, &c[..kept], 1, self.prm.threads);
-                gemm_sub(&mut bcur[..n], bprev, n, kept, &c[..kept], 1, self.prm.threads);
+                gemm_sub(
+                    &mut cur[..n],
+                    prev,
+                    n,
+                    kept,
+                    &c[..kept],
+                    1,
+                    self.prm.threads,
+                );
+                gemm_sub(
+                    &mut bcur[..n],
+                    bprev,
+                    n,
+                    kept,
+                    &c[..kept],
+                    1,
+                    self.prm.threads,
+                );
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],

@@ -118,7 +118,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
 
     /// Whether the checkpoint's mass matrix (`ck`) is this problem's (`now`):
     /// both absent, or both present and the same.
-    fn same_mass(&self, ck: Option<[f64; 2]>, now: Option<[f64; 2]>) -> Result<(), CheckpointError> {
+    fn same_mass(
+        &self,
+        ck: Option<[f64; 2]>,
+        now: Option<[f64; 2]>,
+    ) -> Result<(), CheckpointError> {
         let what = "the mass matrix M".to_string();
         match (ck, now) {
             (None, None) => Ok(()),
@@ -132,11 +136,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 checkpoint: "absent (a standard problem)".into(),
                 current: "present".into(),
             }),
-            (Some(c), Some(n)) => self.same_operator(c, n).map_err(|_| CheckpointError::Mismatch {
-                what: "the mass matrix M (applied to a fixed random vector)".into(),
-                checkpoint: format!("{:.6e}, {:.6e}", c[0], c[1]),
-                current: format!("{:.6e}, {:.6e} (a checkpoint of another M)", n[0], n[1]),
-            }),
+            (Some(c), Some(n)) => self
+                .same_operator(c, n)
+                .map_err(|_| CheckpointError::Mismatch {
+                    what: "the mass matrix M (applied to a fixed random vector)".into(),
+                    checkpoint: format!("{:.6e}, {:.6e}", c[0], c[1]),
+                    current: format!("{:.6e}, {:.6e} (a checkpoint of another M)", n[0], n[1]),
+                }),
         }
     }
 

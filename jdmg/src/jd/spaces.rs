@@ -196,10 +196,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             if mass {
                 self.mass_apply(&col, &mut bcol, 1);
             }
-            let d = |col: &[f64], bcol: &[f64]| crate::dense::dot(col, if mass { bcol } else { col });
+            let d =
+                |col: &[f64], bcol: &[f64]| crate::dense::dot(col, if mass { bcol } else { col });
             let mut nn = [d(&col, &bcol), crate::dense::dot(&col, &col)];
             self.allreduce(&mut nn);
-            if mass && !(nn[0] > 0.0) && nn[1] > 0.0 {
+            if mass && (nn[0] <= 0.0 || nn[0].is_nan()) && nn[1] > 0.0 {
                 return Err(JdError::MassNotPositiveDefinite {
                     what: format!("deflation vector {} y has yᵀMy = {:e}", j + 1, nn[0]),
                 });
@@ -212,7 +213,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.allreduce(&mut c);
                 gemm_sub(&mut col, &self.xl, n, kept, &c[..kept], 1, self.prm.threads);
                 if mass {
-                    gemm_sub(&mut bcol, &self.bxl, n, kept, &c[..kept], 1, self.prm.threads);
+                    gemm_sub(
+                        &mut bcol,
+                        &self.bxl,
+                        n,
+                        kept,
+                        &c[..kept],
+                        1,
+                        self.prm.threads,
+                    );
                 }
             }
             let mut nn = [d(&col, &bcol)];
