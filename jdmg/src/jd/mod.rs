@@ -555,7 +555,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let mut rsel = vec![0.0; n * k];
         // M·X of the selected pairs (generalized problems only).
         let mut bxsel = vec![0.0; if mass { n * k } else { 0 }];
-        let mut last_ritz: Vec<(f64, f64)> = Vec::new();
         loop {
             if self.sink.is_some() && poll_armed {
                 match self.poll_checkpoint(stop_pending) {
@@ -567,7 +566,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                             s.save(&ck, last);
                         }
                         if last {
-                            return Err(self.stopped(&last_ritz));
+                            return Err(self.stopped());
                         }
                     }
                 }
@@ -589,7 +588,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let remaining = self.goal.saturating_sub(self.nl());
             let mut sel: Vec<Sel> = Vec::new();
             let mut lock: Vec<(usize, f64, f64)> = Vec::new(); // (position, theta, true rnorm)
-            let mut lock_x: Vec<f64> = Vec::new();
             let mut wanted_converged = 0;
             let mut in_order = true;
             let mut pos = 0;
@@ -675,9 +673,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     if conv && wanted {
                         wanted_converged += 1;
                         if self.prm.locking && in_order {
+                            // The candidates' vectors go into T, free until the
+                            // correction step.
+                            let (c, q) = (s0 + j, lock.len());
+                            if self.t.len() < (q + 1) * n {
+                                self.t.resize((q + 1) * n, 0.0);
+                            }
+                            self.t[q * n..(q + 1) * n].copy_from_slice(&xsel[c * n..(c + 1) * n]);
                             lock.push((p, th, rn));
-                            let c = s0 + j;
-                            lock_x.extend_from_slice(&xsel[c * n..(c + 1) * n]);
                         }
                         continue;
                     }
@@ -699,7 +702,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 pos += cnt;
             }
-            last_ritz = ritz_seen.clone();
             if let Some(dy) = dynamic.as_mut() {
                 let phi = dynamic::potential(&ritz_seen, remaining, |th| self.tol_for(th));
                 let mut secs = [self.start.elapsed().as_secs_f64()];
@@ -721,22 +723,30 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // block 2 lost a copy of its triple eigenvalue that way).
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
-            // Verify lock candidates with true residuals (explicit matvecs).
-            // M·x of the lock candidates (generalized problems).
+            // M·x of the lock candidates (generalized problems; see `mass`).
             let mut lock_bx: Vec<f64> = Vec::new();
             if !lock.is_empty() && mass {
-                lock_bx = self.verify_locks_mass(&mut lock, &mut lock_x);
+                let nlk = lock.len();
+                let mut lx = std::mem::take(&mut self.t);
+                lock_bx = self.verify_locks_mass(&mut lock, &mut lx[..n * nlk]);
+                self.t = lx;
             }
+            // Verify lock candidates (in T) with true residuals (explicit matvecs,
+            // into W_T, free as well).
             if !lock.is_empty() && !mass {
                 let nlk = lock.len();
-                let mut ax = vec![0.0; n * nlk];
-                self.op.apply_block(&lock_x, &mut ax, nlk);
+                let lock_x = &self.t[..n * nlk];
+                let mut ax = std::mem::take(&mut self.wt);
+                if ax.len() < n * nlk {
+                    ax.resize(n * nlk, 0.0);
+                }
+                self.op.apply_block(lock_x, &mut ax[..n * nlk], nlk);
                 self.stats.matvecs += nlk as u64;
                 // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
                 // from H), then true residuals ‖Ax − ρx‖.
                 let mut rq = vec![0.0; 2 * nlk];
                 for j in 0..nlk {
-                    let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &ax[j * n..(j + 1) * n]);
+                    let (xj, aj) = (&self.t[j * n..(j + 1) * n], &ax[j * n..(j + 1) * n]);
                     rq[2 * j] = crate::dense::dot(xj, aj);
                     rq[2 * j + 1] = crate::dense::dot(xj, xj);
                 }
@@ -747,13 +757,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         item.1 = rq[2 * j] / rq[2 * j + 1];
                     }
                     let th = item.1;
-                    let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
+                    let (xj, aj) = (&self.t[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
                     aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
                     nrm[j] = crate::dense::dot(aj, aj);
                 }
                 if self.ndefl > 0 {
                     self.deflate_residuals(&mut ax, &mut nrm);
                 }
+                self.wt = ax;
                 self.allreduce(&mut nrm);
                 for (j, item) in lock.iter_mut().enumerate() {
                     item.2 = nrm[j].sqrt();
@@ -792,9 +803,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 for &j in &accepted {
                     let (p, th, rn) = lock[j];
                     if let Some(be) = self.backend.as_mut() {
-                        be.on_lock(&lock_x[j * n..(j + 1) * n], &mut self.stats);
+                        be.on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
                     }
-                    self.xl.extend_from_slice(&lock_x[j * n..(j + 1) * n]);
+                    self.xl.extend_from_slice(&self.t[j * n..(j + 1) * n]);
                     if mass {
                         self.bxl.extend_from_slice(&lock_bx[j * n..(j + 1) * n]);
                     }
@@ -810,7 +821,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         return Ok(self.finish(&[]));
                     }
                     if stop && self.sink.is_none() {
-                        return Err(self.stopped(&ritz_seen));
+                        return Err(self.stopped());
                     }
                     // With a sink the stop waits for the loop top (the last
                     // checkpoint); the partial result is the same, all wanted
@@ -885,7 +896,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             {
                 // Finishing anyway: a stop request changes nothing.
                 self.emit(observer, &ritz_seen, &[]);
-                return Err(self.not_converged(&last_ritz));
+                return Err(self.not_converged());
             }
             // (8) correction equations.
             let tc = Instant::now();
@@ -916,7 +927,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.gdk_iterations += 1;
                 steps = vec![0; sel.len()];
             } else if let Some(bq) = block_qmr.as_mut() {
-                steps = self.correct_qmr_block(bq, &xsel, &rsel, &sel);
+                steps = self.correct_qmr_block(bq, &xsel, &mut rsel, &sel);
                 self.stats.jdqmr_iterations += 1;
             } else {
                 let kind = self.correction_kind();
@@ -952,7 +963,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.correction_seconds += tc.elapsed().as_secs_f64();
             if self.emit(observer, &ritz_seen, &steps) {
                 if self.sink.is_none() {
-                    return Err(self.stopped(&last_ritz));
+                    return Err(self.stopped());
                 }
                 stop_pending = true;
             }

@@ -13,7 +13,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut mx = [self.wt[..n * b].iter().fold(0.0f64, |a, v| a.max(v.abs()))];
         self.pb.comm.all_reduce(&mut mx, ReduceOp::Max);
         self.stats.global_sums += 1;
-        let estimate = mx[0] * (self.pb.n_global as f64).sqrt();
+        // Entries near the largest double: the product overflows, the scale
+        // must not (it then brings f64::MAX to about 1).
+        let estimate = match mx[0] * (self.pb.n_global as f64).sqrt() {
+            e if mx[0].is_finite() && e.is_infinite() => f64::MAX,
+            e => e,
+        };
         let s = scale_for(estimate);
         if s == 1.0 {
             return Ok(());
