@@ -472,3 +472,47 @@ fn closest_to_an_interior_shift() {
         assert_ghep(&k, &m, &sol, &want, &format!("closest {pc:?}"));
     }
 }
+
+/// A budget that runs out: the partial solution's estimates carry their true
+/// residuals ‖Kx − θMx‖/‖x‖ (from K·V and M·V, recomputed here).
+#[test]
+fn partial_results_carry_true_residuals() {
+    let (k, m, _) = pair("fem2d:30");
+    let prm = JdParams {
+        max_matvecs: 60,
+        precond: PrecondChoice::None,
+        ..params(4)
+    };
+    let e = solve_matrix_generalized(
+        &k,
+        &m,
+        &prm,
+        None,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
+    .unwrap_err();
+    let JdError::NotConverged { partial, .. } = e else {
+        panic!("{e}");
+    };
+    let n = k.nrows();
+    let (mut kx, mut mx) = (vec![0.0; n], vec![0.0; n]);
+    for j in 0..partial.eigenvalues.len() {
+        let x = partial.eigenvector(j);
+        k.mul_vec(x, &mut kx);
+        m.mul_vec(x, &mut mx);
+        let lam = partial.eigenvalues[j];
+        let r = kx
+            .iter()
+            .zip(&mx)
+            .map(|(a, b)| (a - lam * b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            / x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let rep = partial.residual_norms[j];
+        assert!(
+            (r - rep).abs() <= 1e-6 * r.max(1e-12) + 1e-10,
+            "estimate {j}: reported {rep:e}, true {r:e}"
+        );
+    }
+}
