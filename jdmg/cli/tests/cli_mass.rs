@@ -119,8 +119,22 @@ fn refusals_exit_2_with_a_message() {
     diag[3].2 = 1.0;
     diag.push((0, 1, 0.5));
     let unsym = write("unsym.mtx", &diag, n);
+    // Indefinite with a positive diagonal: tridiag(0.9, 1, 0.9) (eigenvalues
+    // 1 + 1.8 cos(jπ/(n+1)) down to −0.79), found through xᵀMx < 0 in the solve.
+    let tri: Vec<(usize, usize, f64)> = (0..n)
+        .flat_map(|i| {
+            let mut v = vec![(i, i, 1.0)];
+            if i + 1 < n {
+                v.push((i, i + 1, 0.9));
+                v.push((i + 1, i, 0.9));
+            }
+            v
+        })
+        .collect();
+    let indefinite = write("indef.mtx", &tri, n);
     let k = kp.to_str().unwrap();
     for (m, says) in [
+        (&indefinite, "not positive definite"),
         (&small, "same size"),
         (&negative, "not positive definite"),
         (&unsym, "not symmetric"),

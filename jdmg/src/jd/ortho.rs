@@ -251,13 +251,22 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         let dual = if mass { &self.bt } else { &self.t };
-        let mut nn = [crate::dense::dot(
-            &self.t[j * n..(j + 1) * n],
-            &dual[j * n..(j + 1) * n],
-        )];
-        self.allreduce(&mut nn);
-        if mass && nn[0] < -1e-8 * norm0 * norm0 {
-            self.mass_failed(format!("an orthogonalized vector x has xᵀMx = {:e}", nn[0]));
+        let col = &self.t[j * n..(j + 1) * n];
+        let mut nn = [crate::dense::dot(col, &dual[j * n..(j + 1) * n]), 0.0];
+        // With M: xᵀx too, so that xᵀMx < 0 beyond rounding (a few hundred ε
+        // of ‖M‖xᵀx) tells an indefinite M from a cancelled column.
+        let len = if mass {
+            nn[1] = crate::dense::dot(col, col);
+            2
+        } else {
+            1
+        };
+        self.allreduce(&mut nn[..len]);
+        if mass && nn[0] < -1e3 * f64::EPSILON * self.mnorm * nn[1] {
+            self.mass_failed(format!(
+                "an orthogonalized vector x with xᵀx = {:e} has xᵀMx = {:e}",
+                nn[1], nn[0]
+            ));
         }
         let nrm = nn[0].max(0.0).sqrt();
         if !(nrm.is_finite() && nrm > 1e-8 * norm0 && nrm > 0.0) {
