@@ -18,6 +18,11 @@
 //! through the one correction-equation solver of `crate::correction`), `results`
 //! and `snapshot` (checkpoints: export and restore of the state at the top of an
 //! outer iteration, see [`crate::checkpoint`]).
+//!
+//! Generalized problems K x = λ M x ([`Problem::with_mass`]) run through the
+//! same loop in the M inner product: `mass` documents what changes (M·V kept
+//! beside V, residuals Kx − θMx, the M projectors of the correction equation,
+//! the convergence rule ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖).
 
 mod checks;
 mod convergence;
