@@ -45,7 +45,7 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
-use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr};
+use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, Lent};
 use crate::checkpoint::{CheckpointRequest, CheckpointSink, Checkpointing};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
@@ -233,9 +233,8 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     row_block: Vec<f64>,
     h: Vec<f64>,
     m: usize,
-    // new block and its image
+    // the new block (its image A·T goes straight into W)
     t: Vec<f64>,
-    wt: Vec<f64>,
     // previous Ritz coefficients (m_prev × kp) for GD+k restarts
     prev: Vec<f64>,
     prev_m: usize,
@@ -466,7 +465,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             h: vec![0.0; mb * mb],
             m: 0,
             t: vec![0.0; n * sz.k],
-            wt: vec![0.0; n * sz.k],
             prev: Vec::new(),
             prev_m: 0,
             prev_k: 0,
@@ -737,15 +735,20 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.t = lx;
             }
             // Verify lock candidates (in T) with true residuals (explicit matvecs,
-            // into W_T, free as well).
+            // into W's free columns m..mb when they suffice).
             if !lock.is_empty() && !mass {
                 let nlk = lock.len();
                 let lock_x = &self.t[..n * nlk];
-                let mut ax = std::mem::take(&mut self.wt);
-                if ax.len() < n * nlk {
-                    ax.resize(n * nlk, 0.0);
-                }
-                self.op.apply_block(lock_x, &mut ax[..n * nlk], nlk);
+                let tail = self.m + nlk <= self.sz.max_basis;
+                let mut wv = std::mem::take(&mut self.w);
+                let mut own = Vec::new();
+                let ax: &mut [f64] = if tail {
+                    &mut wv[self.m * n..(self.m + nlk) * n]
+                } else {
+                    own.resize(n * nlk, 0.0);
+                    &mut own
+                };
+                self.op.apply_block(lock_x, ax, nlk);
                 self.stats.matvecs += nlk as u64;
                 // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
                 // from H), then true residuals ‖Ax − ρx‖.
@@ -767,9 +770,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     nrm[j] = crate::dense::dot(aj, aj);
                 }
                 if self.ndefl > 0 {
-                    self.deflate_residuals(&mut ax, &mut nrm);
+                    self.deflate_residuals(ax, &mut nrm);
                 }
-                self.wt = ax;
+                drop(own);
+                self.w = wv;
                 self.allreduce(&mut nrm);
                 for (j, item) in lock.iter_mut().enumerate() {
                     item.2 = nrm[j].sqrt();
