@@ -17,7 +17,14 @@
 //! The correction equation is (I − MQQᵀ)(K − θM)(I − QQᵀM) t = −r with
 //! Q = [X, x] (`crate::correction`), GD+k takes t = −P⁻¹r, and block JDQMR
 //! runs one equation at a time (JDQMR with the M projectors; the lockstep
-//! kernels of `crate::block_jdqmr` are for M = I).
+//! kernels of `crate::block_jdqmr` are for M = I). JDQMR's estimates of the
+//! outer residual and Ritz value (its dynamic stopping rules) still take the
+//! Euclidean norm of x + t: with M they only steer when the inner solve
+//! stops, not what converges.
+//!
+//! **Checkpoints** record M's fingerprint; M·V and M·X are not stored but
+//! recomputed on resume (m + nl products), so a resumed generalized solve
+//! reaches the same eigenpairs to the tolerance, not bit for bit.
 //!
 //! **Convergence** (`ConvTest::Norm`): a pair (θ, x) converges when
 //! ‖Kx − θMx‖₂ ≤ tol·(‖K‖ + |θ|·‖M‖)·‖x‖₂, the backward error of SLEPc's
