@@ -213,6 +213,7 @@ mod correction;
 mod dense;
 pub mod driver;
 pub mod error;
+pub mod generalized;
 pub mod input;
 pub mod jd;
 mod jdqmr;
@@ -238,8 +239,9 @@ pub use driver::{
     solve_matrix_with, solve_multigrain, solve_resumable,
 };
 pub use error::{CheckpointError, JdError};
+pub use generalized::{solve_distributed_generalized, solve_matrix_generalized};
 pub use input::AsCsr;
-pub use jd::{Problem, Spaces};
+pub use jd::{Mass, Problem, Spaces};
 pub use multigrain::{
     fine_rank_keys, fine_world, groups_on, parse_groups, AlltoallScope, Balance, MultigrainParams,
     MultigrainStats,

@@ -263,18 +263,21 @@ pub(crate) fn rows<'m, 'c, C: Comm + ?Sized>(
 /// The preconditioner of the correction equations (shift in the units of
 /// the preconditioner's operator), the one choice of the serial, fine-grain
 /// and solve-group paths: a given preconditioner unless `Jacobi` is asked,
-/// else Jacobi on the diagonal with `Jacobi` or `Auto`, else none.
+/// else Jacobi on the diagonal with `Jacobi` or `Auto` (diag(K) − σ·diag(M)
+/// with the diagonal `mdiag` of a mass matrix), else none.
 pub(crate) fn inner_for<'a>(
     choice: PrecondChoice,
     diag: Option<&'a [f64]>,
+    mdiag: Option<&'a [f64]>,
     pc: Option<&'a (dyn Preconditioner + Send + Sync)>,
     shift: f64,
 ) -> Inner<'a> {
     match (choice, diag, pc) {
         (c, _, Some(pc)) if c != PrecondChoice::Jacobi => Inner::Shifted { pc, shift },
-        (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(diag), _) => {
-            Inner::Diagonal { diag, shift }
-        }
+        (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(diag), _) => match mdiag {
+            Some(mdiag) => Inner::MassDiagonal { diag, mdiag, shift },
+            None => Inner::Diagonal { diag, shift },
+        },
         _ => Inner::Identity,
     }
 }

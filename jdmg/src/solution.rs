@@ -76,6 +76,9 @@ pub struct Stats {
     pub deflation_vectors: usize,
     /// Start vectors that entered the basis ([`crate::Problem::with_initial`]).
     pub initial_vectors: usize,
+    /// Products with the mass matrix M, per vector (0 for a standard problem;
+    /// [`crate::Problem::with_mass`]).
+    pub mass_matvecs: u64,
     /// Shift-and-invert ([`crate::st`]): the number of eigenvalues of A below σ,
     /// from the inertia of the LDLᵀ factorization of A − σI (the count of
     /// negative pivots, Sylvester's law); None when the factorization does not

@@ -381,6 +381,7 @@ fn fine<C: Comm>(
         diagonal: Some(&r.diag),
         precond: r.pc.as_deref().map(|p| p as _),
         spaces: Spaces::default(),
+        mass: None,
     }
     .with_initial(&initial)?
     .with_deflation(&deflation)?;

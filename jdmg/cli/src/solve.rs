@@ -239,6 +239,18 @@ pub struct SolveArgs {
     /// orthogonal to them (for known eigenvectors: the next eigenpairs).
     #[arg(long, value_name = "FILE.mtx")]
     pub deflate: Option<PathBuf>,
+    /// Mass matrix M of a generalized problem K x = λ M x (K: FILE or
+    /// --generate; M symmetric positive definite, same size): a MatrixMarket
+    /// file. Eigenvectors come back M-orthonormal; convergence is
+    /// ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖. One process or --ranks N (not
+    /// --groups, MPI or --st sinvert yet).
+    #[arg(long, value_name = "M.mtx")]
+    pub mass: Option<PathBuf>,
+    /// With --generate femNd:... (the stiffness matrix K): solve K x = λ M x
+    /// with the generator's mass matrix M (femNd:...:mass), e.g.
+    /// `--generate fem3d:40 --mass-generate`.
+    #[arg(long, requires = "generate", conflicts_with = "mass")]
+    pub mass_generate: bool,
     /// Spectral transformation: none, or sinvert (shift-and-invert on a sparse
     /// direct factorization of A − σI, σ from --target; one process). Reports the
     /// number of eigenvalues below σ when the factorization (LDLᵀ) gives it.
@@ -820,6 +832,14 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             check_groups(g, a.ranks)?;
         }
     }
+    let with_mass = a.mass.is_some() || a.mass_generate;
+    if with_mass {
+        crate::mass::check_options(
+            a.st == crate::vectors::St::Sinvert,
+            a.groups.is_some(),
+            matches!(mode(a)?, Mode::Mpi),
+        )?;
+    }
     if let Mode::Mpi = mode(a)? {
         return solve_mpi(a, &params);
     }
@@ -842,6 +862,18 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
+    let mass = crate::mass::load(
+        a.mass.as_deref(),
+        a.mass_generate,
+        a.generate.as_deref(),
+        &m,
+        !a.no_symmetry_check,
+    )?;
+    let source = match &mass {
+        Some((_, ms)) => format!("{source} with mass {ms}"),
+        None => source,
+    };
+    let mass = mass.map(|(mm, _)| mm);
     check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -852,7 +884,16 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         catch_interrupts();
         let out = crate::resources::run_ranks(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w, Resume::All(&resume), &vecs)
+            run_distributed(
+                a,
+                &params,
+                &m,
+                mass.as_ref(),
+                &comm,
+                w,
+                Resume::All(&resume),
+                &vecs,
+            )
         })?;
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -871,11 +912,21 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
                 jdmg::st::solve_shift_invert(&m, sigma, &params, Some(&mut obs), vecs.spaces())
             }
-            _ => jdmg::Solver::new(&m, &params)
-                .observer(&mut obs)
-                .checkpointing(ck)
-                .spaces(vecs.spaces())
-                .run(),
+            _ => match &mass {
+                Some(mm) => jdmg::solve_matrix_generalized(
+                    &m,
+                    mm,
+                    &params,
+                    Some(&mut obs),
+                    ck,
+                    vecs.spaces(),
+                ),
+                None => jdmg::Solver::new(&m, &params)
+                    .observer(&mut obs)
+                    .checkpointing(ck)
+                    .spaces(vecs.spaces())
+                    .run(),
+            },
         };
         (res, 1, Extra::default())
     };
@@ -935,10 +986,12 @@ enum Resume<'c> {
 /// Fine grain (or multigrain with --groups) on the processes of `base`, with the
 /// paper's imbalance tracer on the fine-grain communicator. Collective.
 /// `watch` (on one rank) observes the fine-grain iterations.
+#[allow(clippy::too_many_arguments)]
 fn run_distributed<B: Comm>(
     a: &SolveArgs,
     params: &JdParams,
     m: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
     base: &B,
     watch: Option<&Mutex<Watch>>,
     resume: Resume<'_>,
@@ -983,10 +1036,6 @@ fn run_distributed<B: Comm>(
         }
         std::ops::ControlFlow::Continue(())
     };
-    let solver = jdmg::Solver::new(m, params)
-        .comm(&world)
-        .observer(&mut obs)
-        .checkpointing(ck);
     let mg;
     let r = match groups {
         Some(groups) => {
@@ -1013,7 +1062,12 @@ fn run_distributed<B: Comm>(
             extra.mode = Some(RunMode::Multigrain);
             extra.groups = Some(groups);
             extra.balance = Some(balance);
-            match solver.groups(base, &mg).run() {
+            let solver = jdmg::Solver::new(m, params)
+                .comm(&world)
+                .observer(&mut obs)
+                .checkpointing(ck)
+                .groups(base, &mg);
+            match solver.run() {
                 Ok(mut s) => {
                     extra.multigrain = s.multigrain.take();
                     Ok(s)
@@ -1023,7 +1077,23 @@ fn run_distributed<B: Comm>(
         }
         None => {
             extra.mode = Some(RunMode::Fine);
-            solver.spaces(vecs.spaces()).run()
+            match mass {
+                Some(mm) => jdmg::solve_distributed_generalized(
+                    m,
+                    mm,
+                    &world,
+                    params,
+                    Some(&mut obs),
+                    ck,
+                    vecs.spaces(),
+                ),
+                None => jdmg::Solver::new(m, params)
+                    .comm(&world)
+                    .observer(&mut obs)
+                    .checkpointing(ck)
+                    .spaces(vecs.spaces())
+                    .run(),
+            }
         }
     };
     drop(watch);
@@ -1222,6 +1292,13 @@ fn text_report(out: &mut String, rep: &SolveReport) {
             "shift-and-invert: {below} eigenvalues below the shift (inertia of LDLᵀ)"
         );
     }
+    if s.mass_matvecs > 0 {
+        let _ = writeln!(
+            out,
+            "generalized K x = λ M x: {} products with M; eigenvectors M-orthonormal, residuals ‖Kx − λMx‖/‖x‖, ‖A‖ est is ‖K‖",
+            s.mass_matvecs
+        );
+    }
     if s.deflation_vectors > 0 || s.initial_vectors > 0 {
         let _ = writeln!(
             out,
@@ -1363,6 +1440,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
         a,
         params,
         &m,
+        None,
         &slowed,
         w,
         Resume::Mine(resume.first()),

@@ -8,7 +8,11 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     /// is still large (JD's usual safeguard for interior targets).
     pub(super) fn shift_for(&self, s: &Sel) -> f64 {
         match self.target {
-            Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
+            Target::Closest(sigma)
+                if s.rnorm > 1e-2 * self.res_scale(s.theta).max(f64::MIN_POSITIVE) =>
+            {
+                sigma
+            }
             _ => s.theta,
         }
     }
@@ -18,9 +22,17 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     fn inner_for(&self, shift: f64) -> Inner<'a> {
         // the preconditioner's units: those of the operator given; for Jacobi
         // (D − θ/s)⁻¹ = s (sD − θ)⁻¹, proportional to the preconditioner of the
-        // scaled operator, which the Krylov solvers do not mind
-        let shift = shift / self.op.scale();
-        crate::setup::inner_for(self.prm.precond, self.pb.diagonal, self.pb.precond, shift)
+        // scaled operator, which the Krylov solvers do not mind; with M,
+        // diag(K) − σ·diag(M) (without M's diagonal, diag(K) − σ)
+        let shift = shift / self.ev_scale();
+        let mdiag = self.pb.mass.and_then(|m| m.diagonal);
+        crate::setup::inner_for(
+            self.prm.precond,
+            self.pb.diagonal,
+            mdiag,
+            self.pb.precond,
+            shift,
+        )
     }
 
     /// Davidson steps for all `sel` pairs at once (GD+k, `maxits = 0`; PRIMME's
@@ -32,6 +44,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let (n, s) = (self.n, sel.len());
         let shifts: Vec<f64> = sel.iter().map(|p| self.shift_for(p)).collect();
         let inner = self.inner_for(shifts.first().copied().unwrap_or(0.0));
+        let ev_scale = self.ev_scale();
         let (r, t) = (&r[..n * s], &mut self.t[..n * s]);
         match inner {
             Inner::Identity => {
@@ -41,7 +54,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             Inner::Shifted { pc: m, .. } => {
                 let t0 = Instant::now();
                 // Each column's shift, in the preconditioner's units.
-                let sh: Vec<f64> = shifts.iter().map(|x| x / self.op.scale()).collect();
+                let sh: Vec<f64> = shifts.iter().map(|x| x / ev_scale).collect();
                 if self.prm.threads > 1 && s > 1 {
                     // Half of the block's columns each on two threads (the
                     // substitutions are sequential within a column).
@@ -58,11 +71,24 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 self.stats.precond_seconds += t0.elapsed().as_secs_f64();
             }
             Inner::Diagonal { diag, .. } => {
-                let scale = self.op.scale();
+                let scale = ev_scale;
                 for (j, shift) in shifts.iter().enumerate() {
                     let cols = j * n..(j + 1) * n;
                     crate::correction::shifted_jacobi(
                         diag,
+                        shift / scale,
+                        &r[cols.clone()],
+                        &mut t[cols],
+                    );
+                }
+            }
+            Inner::MassDiagonal { diag, mdiag, .. } => {
+                let scale = ev_scale;
+                for (j, shift) in shifts.iter().enumerate() {
+                    let cols = j * n..(j + 1) * n;
+                    crate::correction::shifted_jacobi_mass(
+                        diag,
+                        mdiag,
                         shift / scale,
                         &r[cols.clone()],
                         &mut t[cols],
@@ -115,15 +141,20 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             setups: &setups,
             threads: self.prm.threads,
         };
-        // W_T is free until the next extension: it is the solve's scratch.
+        // W's columns m..m+b are free until the extension that fills them (the
+        // restart made room): they are the solve's scratch.
+        let at = self.m * n;
         let out = solver.solve(
             &self.op,
             self.pb.comm,
             &inner,
             &eq,
-            r,
-            &mut self.t,
-            &mut self.wt,
+            Lent {
+                r,
+                t: &mut self.t,
+                scratch: &mut self.w,
+                at,
+            },
         );
         self.stats.matvecs += out.matvecs;
         self.stats.precond_applications += out.precond_applies;
@@ -148,6 +179,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         &mut self,
         solver: &mut CorrectionSolver,
         x: &[f64],
+        bx: &[f64],
         r: &[f64],
         s: &Sel,
         slot: usize,
@@ -158,7 +190,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let inner = self.inner_for(shift);
         let maxits = self.prm.maxits();
         let floor = 0.1 * self.tol_for(s.theta);
-        let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| self.qmr_setup(s, shift));
+        let qmr = (self.correction_kind() == InnerSolver::Qmrs).then(|| self.qmr_setup(s, shift));
         let eq = Equation { x, r, shift, qmr };
         let tcol = &mut self.t[slot * n..(slot + 1) * n];
         let sums = std::cell::Cell::new(0);
@@ -169,8 +201,14 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             }
             stop => Box::new(steps_rule(stop, maxits, rel, floor)),
         };
-        let out = solver.solve(
+        let mass = self.mop.as_ref().map(|m| crate::correction::MassCtx {
+            op: m as &dyn Operator,
+            locked: &self.bxl[..],
+            bx,
+        });
+        let out = solver.solve_general(
             &self.op,
+            mass,
             self.pb.comm,
             &self.xl,
             nl,
@@ -191,6 +229,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         self.stats.precond_applications += o.precond_applies;
         self.stats.precond_seconds += o.precond_seconds;
         self.stats.global_sums += o.global_sums;
+        self.stats.mass_matvecs += o.mass_matvecs;
         self.stats.inner_steps += o.steps as u64;
         if let Some(stop) = o.qmr_stop {
             let st = &mut self.stats.inner_stops;

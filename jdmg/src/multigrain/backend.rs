@@ -258,7 +258,7 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         let shift = ctx.shifts[i];
         // the preconditioner's units: those of the unscaled matrix
         let pc = self.pc.as_deref().map(|p| p as _);
-        let inner = inner_for(self.precond, Some(&self.diag), pc, shift / ctx.scale);
+        let inner = inner_for(self.precond, Some(&self.diag), None, pc, shift / ctx.scale);
         // JDQMR (`InnerSolver::Qmrs`) runs its dynamic rules up to this phase's m
         let qmr = ctx
             .qmr

@@ -343,6 +343,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
             diagonal: Some(&frows.diag),
             precond: None,
             spaces: Default::default(),
+            mass: None,
         };
         let hooks = Hooks {
             observer: observer.as_mut().map(|o| &mut **o as Observer<'_>),
