@@ -1443,7 +1443,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     let w = (rank == 0).then_some(&watch);
     // the checkpoint sink (or the StopWhen sink) makes the stop collective
     catch_interrupts();
-    let (r, extra) = run_distributed(a, params, &m, &slowed, w, resume.first(), &vecs);
+    let (r, extra) = run_distributed(a, params, &m, None, &slowed, w, resume.first(), &vecs);
     agree_on_signal(world);
     let extra = extra.resumed_from(resume.first());
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
