@@ -115,7 +115,7 @@ fn to_py(e: JdError) -> PyErr {
         JdError::InvalidParams { .. } | JdError::NotSymmetric { .. } => {
             PyValueError::new_err(e.to_string())
         }
-        JdError::NonFinite(what) if what == "matrix" => PyValueError::new_err(e.to_string()),
+        JdError::NonFinite("matrix") => PyValueError::new_err(e.to_string()),
         e => JdmgError::new_err(e.to_string()),
     }
 }
@@ -178,7 +178,10 @@ fn solve_py<'py>(
             ))
         }
     };
-    let x0: Vec<f64> = x0.map(|x| x.as_slice().map(<[f64]>::to_vec)).transpose()?.unwrap_or_default();
+    let x0: Vec<f64> = x0
+        .map(|x| x.as_slice().map(<[f64]>::to_vec))
+        .transpose()?
+        .unwrap_or_default();
     let defl: Vec<f64> = deflation
         .map(|x| x.as_slice().map(<[f64]>::to_vec))
         .transpose()?
