@@ -343,6 +343,8 @@ def eigsh(
         n = _square_shape(tuple(A.shape), "A")
     else:
         n = csr[0]
+        if not _np.all(_np.isfinite(csr[3])):
+            raise ValueError("A holds NaN or Inf")
     if isinstance(k, bool) or not isinstance(k, (int, _np.integer)):
         raise TypeError(f"k must be an integer, got {k!r}")
     k = int(k)

@@ -463,6 +463,16 @@ def test_bad_arguments_are_value_errors(kwargs):
         jdmg.eigsh(kw.pop("A"), **kw)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_matrix_is_a_value_error(bad):
+    a = lap1d(30).tolil()
+    a[3, 3] = bad
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        jdmg.eigsh(a.tocsr(), k=2)
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        jdmg.eigsh(a.toarray(), k=2)
+
+
 def test_non_symmetric_matrix_is_a_value_error():
     a = lap1d(30).tolil()
     a[0, 5] = 3.0
