@@ -56,6 +56,8 @@ _METHODS = {"auto": "auto", "bicgstab": "bicgstab", "qmrs": "qmrs", "jdqmr": "qm
 # tol = 0 (SciPy's "machine precision"): the Norm test ||r|| <= tol ||A|| at this
 # tol, the smallest that converges reliably in double precision.
 _TOL_ZERO = 1e-12
+# The smallest basis taken from ncv (the library's own default minimum).
+_MIN_BASIS = 24
 
 
 def _sparse_module():
@@ -259,7 +261,9 @@ def eigsh(
     v0, X0 : array, optional
         Start vector(s): shape (n,) or (n, p).
     ncv : int, optional
-        Maximum basis size (default max(5 * block + k, 24)).
+        Maximum basis size, k < ncv <= n (default max(5 * block + k, 24));
+        values below 24 are raised to min(24, n): unlike ARPACK's Krylov
+        space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
     maxiter : int, optional
         Maximum number of outer iterations (default 100000).
     tol : float
@@ -373,8 +377,12 @@ def eigsh(
 
     params = dict(options)
     params["tol"] = tol
-    if ncv is not None:
-        params["max_basis"] = int(ncv)
+    if ncv is not None and not (k < int(ncv) <= n or k == int(ncv) == n):
+        raise ValueError(f"ncv must be k < ncv <= n, got ncv = {ncv} (k = {k}, n = {n})")
+    if ncv is not None and "max_basis" not in params:
+        # ARPACK's ncv is a Krylov dimension, which works small; a Jacobi-Davidson
+        # basis of 2k+1 vectors (SciPy's default ncv for small k) does not.
+        params["max_basis"] = max(int(ncv), min(n, _MIN_BASIS))
     if maxiter is not None:
         if int(maxiter) <= 0:
             raise ValueError(f"maxiter must be positive, got {maxiter}")
@@ -459,6 +467,13 @@ def eigsh(
                 both[0][5],
             )
         )
+    elif sigma is None and which == "SM" and csr is not None:
+        # the eigenvalues closest to 0: shift-and-invert at 0 (ARPACK's advice), or
+        # interior Jacobi-Davidson when A is singular
+        try:
+            results.append(run(k, "largest_magnitude", shift_invert=0.0))
+        except JdmgError:
+            results.append(run(k, {"closest": 0.0}))
     elif sigma is None:
         for nev, tgt in targets(which):
             if nev:

@@ -212,6 +212,31 @@ def test_k_equal_n_small_matrix():
     np.testing.assert_allclose(w, dense_eigs(a)[0], rtol=1e-9)
 
 
+@pytest.mark.parametrize("n", [6, 20])
+@pytest.mark.parametrize("sigma", [None, 0.5])
+@pytest.mark.parametrize("which", ["LM", "SM", "LA", "SA", "BE"])
+def test_small_random_matrices_every_mode(n, sigma, which):
+    # SciPy's test_symmetric_modes: small random symmetric matrices (indefinite),
+    # k = 1..3, SciPy's ncv = 2k+1, float32 and float64, dense, sparse and
+    # LinearOperator (which='LM' only with sigma), with and without v0
+    rng = np.random.default_rng(n)
+    m = rng.standard_normal((n, n))
+    ad = m + m.T
+    for k in (1, 2, 3):
+        want = expected(ad, k, which, sigma)
+        for dtype in (np.float32, np.float64):
+            a = ad.astype(dtype)
+            kinds = [a, sp.csr_matrix(a)]
+            if sigma is None or which == "LM":
+                kinds.append(sla.aslinearoperator(a))
+            for x in kinds:
+                for v0 in (None, np.ones(n)):
+                    w, v = jdmg.eigsh(x, k=k, which=which, sigma=sigma, ncv=min(n, 2 * k + 1), v0=v0)
+                    atol = (1e-4 if dtype == np.float32 else 1e-8) * np.abs(want).max()
+                    np.testing.assert_allclose(w, want, atol=atol)
+                    assert np.linalg.norm(ad @ v - v * w, axis=0).max() < 1e-6 * np.abs(ad).sum()
+
+
 # ---------------------------------------------------------------------------
 # LinearOperator, preconditioners, start vectors
 
@@ -444,6 +469,8 @@ def test_complex_input_is_a_type_error():
         dict(v0=np.ones((30, 2, 1))),
         dict(v0=np.full(30, np.nan)),
         dict(ncv=1, k=4),
+        dict(ncv=4, k=4),
+        dict(ncv=31),
         dict(maxiter=0),
         dict(precond="ilu9"),
         dict(precond=sp.identity(29)),
