@@ -50,9 +50,8 @@ pub(crate) struct BlockEquations<'x> {
     /// Locked vectors (n × `nl`).
     pub locked: &'x [f64],
     pub nl: usize,
-    /// Selected Ritz vectors and their residuals (n × b each).
+    /// Selected Ritz vectors (n × b); their residuals are lent to the solve.
     pub x: &'x [f64],
-    pub r: &'x [f64],
     /// Shift σ_j and JDQMR setup of every equation (b of each).
     pub shifts: &'x [f64],
     pub setups: &'x [QmrSetup],
@@ -180,14 +179,18 @@ pub(crate) struct BlockOutcome {
 }
 
 /// Work space of [`BlockJdQmr::solve`], sized once per outer solve: a solve
-/// allocates only vectors of the block's size (scalars).
+/// allocates only vectors of the block's size (scalars). Three n×kmax arrays
+/// are its own; the residual g, the solution and the scratch w are the
+/// caller's buffers, lent for the solve.
 pub(crate) struct BlockJdQmr {
     n: usize,
     kmax: usize,
+    /// The residuals r_j on entry, then the QMRs residuals (lent).
     g: Vec<f64>,
     d: Vec<f64>,
     w: Vec<f64>,
     delta: Vec<f64>,
+    /// The solutions s_j, in the caller's `t` (lent).
     sol: Vec<f64>,
     /// K_j⁻¹ x_j, by equation (input order).
     kx: Vec<f64>,
@@ -209,18 +212,19 @@ fn col_mut(v: &mut [f64], n: usize, c: usize) -> &mut [f64] {
 }
 
 impl BlockJdQmr {
-    /// Work space for up to `kmax` equations of `n` local rows (five n×kmax
-    /// arrays; the sixth, scratch for A·d and K⁻¹g, is lent to each solve).
+    /// Work space for up to `kmax` equations of `n` local rows (three n×kmax
+    /// arrays: d, δ and K⁻¹X; g, the solution and the scratch for A·d and K⁻¹g
+    /// are lent to each solve).
     pub fn new(n: usize, kmax: usize) -> Self {
         let v = || vec![0.0; n * kmax];
         Self {
             n,
             kmax,
-            g: v(),
+            g: Vec::new(),
             d: v(),
             w: Vec::new(),
             delta: v(),
-            sol: v(),
+            sol: Vec::new(),
             kx: v(),
             pl: Vec::new(),
             mu: vec![0.0; kmax],
@@ -242,29 +246,41 @@ impl BlockJdQmr {
         gemm_tn(cl, eq.locked, n, eq.nl, &v[..n * na], na, eq.threads);
     }
 
-    /// Solves the `b = eq.setups.len()` equations; the JD corrections
-    /// t_j = −s_j go into the first b columns of `t` (input order). An equation
-    /// whose QMRs gives nothing usable (no step, or a breakdown at once) gets the
-    /// projected Davidson step t_j = −P_j K_j⁻¹ r_j. `scratch` (at least n×b) is
-    /// overwritten.
+    /// Solves the `b = eq.setups.len()` equations for the residuals `r` (the
+    /// first b columns; overwritten); the JD corrections t_j = −s_j go into the
+    /// first b columns of `t` (input order), which holds the solutions during the
+    /// solve. An equation whose QMRs gives nothing usable (no step, or a
+    /// breakdown at once) gets the projected Davidson step t_j = −P_j K_j⁻¹ r_j.
+    /// `scratch` is overwritten. All three must hold at least n×b entries.
+    #[allow(clippy::too_many_arguments)]
     pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
         &mut self,
         op: &A,
         comm: &C,
         inner: &BlockInner<'_>,
         eq: &BlockEquations<'_>,
-        t: &mut [f64],
+        r: &mut Vec<f64>,
+        t: &mut Vec<f64>,
         scratch: &mut Vec<f64>,
     ) -> BlockOutcome {
         let (n, b) = (self.n, eq.setups.len());
         assert!(
-            b <= self.kmax && scratch.len() >= n * b,
-            "block JDQMR: {b} equations for {} columns, scratch {}",
+            b <= self.kmax
+                && [r.len(), t.len(), scratch.len()]
+                    .iter()
+                    .all(|&l| l >= n * b),
+            "block JDQMR: {b} equations for {} columns, buffers {} {} {}",
             self.kmax,
+            r.len(),
+            t.len(),
             scratch.len()
         );
         std::mem::swap(&mut self.w, scratch);
-        let out = self.solve_in(op, comm, inner, eq, t);
+        std::mem::swap(&mut self.g, r);
+        std::mem::swap(&mut self.sol, t);
+        let out = self.solve_in(op, comm, inner, eq);
+        std::mem::swap(&mut self.sol, t);
+        std::mem::swap(&mut self.g, r);
         std::mem::swap(&mut self.w, scratch);
         out
     }
@@ -275,7 +291,6 @@ impl BlockJdQmr {
         comm: &C,
         inner: &BlockInner<'_>,
         eq: &BlockEquations<'_>,
-        t: &mut [f64],
     ) -> BlockOutcome {
         let (n, nl) = (self.n, eq.nl);
         let b = eq.setups.len();
@@ -284,8 +299,7 @@ impl BlockJdQmr {
             return out;
         }
         let all: Vec<usize> = (0..b).collect();
-        // g = (I − Q_jQ_jᵀ) r_j and ‖g‖ (two global sums).
-        self.g[..n * b].copy_from_slice(&eq.r[..n * b]);
+        // g = (I − Q_jQ_jᵀ) r_j (in place) and ‖g‖ (two global sums).
         self.project_own(eq, &all, comm, &mut out);
         self.buf.clear();
         self.buf
@@ -369,43 +383,90 @@ impl BlockJdQmr {
         // Corrections t_j = −s_j in input order (rec[p] describes the equation
         // whose vectors sit in column p).
         out.per_eq = vec![rec[0].out; b];
-        let mut fallback = Vec::new();
+        let mut fallback = Vec::new(); // (position, equation)
         for (p, r) in rec.iter().enumerate() {
             let mut o = r.out;
             o.matvecs = o.steps as u64;
             out.per_eq[r.idx] = o;
-            let sol = col(&self.sol, n, p);
-            if crate::correction::usable_correction(r.out.steps, sol) {
-                let dst = col_mut(t, n, r.idx);
-                dst.iter_mut().zip(sol).for_each(|(t, s)| *t = -s);
-            } else {
-                fallback.push(r.idx);
+            if !crate::correction::usable_correction(r.out.steps, col(&self.sol, n, p)) {
+                fallback.push((p, r.idx));
             }
+        }
+        // The solutions into input order, in place (cycles of the permutation).
+        let mut at: Vec<usize> = rec.iter().map(|r| r.idx).collect();
+        for p in 0..b {
+            while at[p] != p {
+                let q = at[p];
+                swap_cols(&mut self.sol, n, p, q);
+                at.swap(p, q);
+            }
+        }
+        for e in (0..b).filter(|e| fallback.iter().all(|&(_, f)| f != *e)) {
+            col_mut(&mut self.sol, n, e)
+                .iter_mut()
+                .for_each(|s| *s = -*s);
         }
         if !fallback.is_empty() {
-            // g ← P_j r_j for those equations, then t_j = −P_j K_j⁻¹ g.
-            for (c, &e) in fallback.iter().enumerate() {
-                col_mut(&mut self.g, n, c).copy_from_slice(col(eq.r, n, e));
-            }
-            self.project_own(eq, &fallback, comm, &mut out);
-            let t0 = std::time::Instant::now();
-            inner.apply(&self.g, &mut self.w, n, &fallback, eq.threads);
-            if !inner.is_identity() {
-                out.precond_seconds += t0.elapsed().as_secs_f64();
-                out.precond_applies += fallback.len() as u64;
-            }
-            let (_, _, coefs) = self.oblique_coefs(inner, eq, &fallback, comm, &mut out);
-            for (c, &e) in fallback.iter().enumerate() {
-                let (alpha, own) = coefs[c];
-                self.subtract_projection(eq, &fallback, c, alpha, own);
-                let z = col(&self.w, n, c);
-                col_mut(t, n, e)
-                    .iter_mut()
-                    .zip(z)
-                    .for_each(|(t, z)| *t = -z);
-            }
+            self.davidson_fallback(op, inner, eq, &fallback, comm, &mut out);
         }
         out
+    }
+
+    /// t_j = −P_j K_j⁻¹ P_j r_j for the equations `fallback` ((position, equation)
+    /// pairs, by increasing position) whose QMRs gave nothing usable. g's column at
+    /// the position still holds P_j r_j after no step; after steps it is
+    /// recomputed as P_j (A x_j − θ_j x_j), one matvec each.
+    fn davidson_fallback<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        op: &A,
+        inner: &BlockInner<'_>,
+        eq: &BlockEquations<'_>,
+        fallback: &[(usize, usize)],
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) {
+        let n = self.n;
+        let idx: Vec<usize> = fallback.iter().map(|&(_, e)| e).collect();
+        // Column c ≤ position p: moving in increasing order never overwrites a
+        // position still to be read.
+        let mut redo = Vec::new();
+        for (c, &(p, e)) in fallback.iter().enumerate() {
+            if out.per_eq[e].steps == 0 {
+                if c != p {
+                    let (lo, hi) = self.g.split_at_mut(p * n);
+                    lo[c * n..(c + 1) * n].copy_from_slice(&hi[..n]);
+                }
+            } else {
+                redo.push(c);
+            }
+        }
+        if !redo.is_empty() {
+            for &c in &redo {
+                let e = idx[c];
+                let (x, theta) = (col(eq.x, n, e), eq.setups[e].theta);
+                let g = col_mut(&mut self.g, n, c);
+                op.apply_block(x, g, 1);
+                g.iter_mut().zip(x).for_each(|(g, x)| *g -= theta * x);
+            }
+            out.matvecs += redo.len() as u64;
+            self.project_own(eq, &idx, comm, out);
+        }
+        let t0 = std::time::Instant::now();
+        inner.apply(&self.g, &mut self.w, n, &idx, eq.threads);
+        if !inner.is_identity() {
+            out.precond_seconds += t0.elapsed().as_secs_f64();
+            out.precond_applies += idx.len() as u64;
+        }
+        let (_, _, coefs) = self.oblique_coefs(inner, eq, &idx, comm, out);
+        for (c, &e) in idx.iter().enumerate() {
+            let (alpha, own) = coefs[c];
+            self.subtract_projection(eq, &idx, c, alpha, own);
+            let (w, sol) = (&self.w, &mut self.sol);
+            col_mut(sol, n, e)
+                .iter_mut()
+                .zip(col(w, n, c))
+                .for_each(|(t, z)| *t = -z);
+        }
     }
 
     /// `g[:, c] ← (I − Q_eQ_eᵀ) g[:, c]` for the equations `idx` (one global sum).
@@ -1085,7 +1146,6 @@ mod tests {
                 locked: &locked,
                 nl,
                 x: &x,
-                r: &r,
                 shifts: &shifts,
                 setups: &setups,
                 threads,
@@ -1098,6 +1158,7 @@ mod tests {
                 &comm,
                 &BlockInner::from_inners(&inners),
                 &eq,
+                &mut r.clone(),
                 &mut t,
                 &mut scratch,
             );
@@ -1143,5 +1204,67 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An equation that breaks down at its first step (w = (A − σ)d = 0) gets the
+    /// projected Davidson step −P r; its neighbour still gets its QMRs solution.
+    #[test]
+    fn breakdown_at_once_falls_back_to_davidson() {
+        let n = 12;
+        let op = Tri { n };
+        let unit = |j: usize| {
+            let mut v = vec![0.0; n];
+            v[j] = 1.0;
+            v
+        };
+        // Equation 0: x = e_0, r = e_{n−1}, σ chosen so that ((A − σ) e_{n−1})
+        // is orthogonal to e_{n−1}: dᵀw = 0, a breakdown before the first step.
+        // Equation 1: an ordinary one.
+        let x: Vec<f64> = [unit(0), unit(1)].concat();
+        let mut r = vec![0.0; 2 * n];
+        r[n - 1] = 1.0;
+        for i in 2..n {
+            r[n + i] = 1.0 / (1.0 + i as f64);
+        }
+        let shifts = [2.0 + 0.1 * (n - 1) as f64, 0.3];
+        let setups: Vec<QmrSetup> = shifts
+            .iter()
+            .map(|&s| QmrSetup {
+                theta: s,
+                shift: s,
+                target: Target::Smallest,
+                maxits: 5,
+                conv_tol: 0.0,
+                ltol: 1e-14,
+                etol_factor: 0.0,
+                fixed: true,
+            })
+            .collect();
+        let eq = BlockEquations {
+            locked: &[],
+            nl: 0,
+            x: &x,
+            shifts: &shifts,
+            setups: &setups,
+            threads: 1,
+        };
+        let comm = SelfComm::new();
+        let (mut t, mut scratch) = (vec![0.0; 2 * n], vec![0.0; 2 * n]);
+        let out = BlockJdQmr::new(n, 2).solve(
+            &op,
+            &comm,
+            &BlockInner::Identity,
+            &eq,
+            &mut r.clone(),
+            &mut t,
+            &mut scratch,
+        );
+        assert_eq!(out.per_eq[0].steps, 0);
+        assert_eq!(out.per_eq[0].stop, QmrStop::Breakdown);
+        for i in 0..n {
+            assert_eq!(t[i], -r[i], "row {i} of the fallback step");
+        }
+        assert_eq!(out.per_eq[1].steps, 5);
+        assert!(t[n..].iter().any(|v| *v != 0.0) && t[n] == 0.0 && t[n + 1] == 0.0);
     }
 }

@@ -8,6 +8,7 @@ pub mod dist;
 pub mod krylov;
 pub mod operator;
 pub mod preconditioners;
+pub mod scratch;
 pub mod spmv;
 
 pub use dist::{redistribute, DistCsrOperator, DistError, DistOptions, RedistScratch};

@@ -24,12 +24,13 @@
 //! Row bounds and the pool are set up at construction. Per product (and per group of
 //! vectors) the only heap allocations are one small `Arc`'d block counter and rayon's
 //! boxed job per helper thread (none for one thread); the
-//! interleave buffer (`ncols × min(k, 8)` doubles) is allocated on the first block
-//! apply and reused. Inner loops never allocate.
+//! interleave buffer (`ncols × min(k, 8)` doubles) is the calling thread's
+//! [`crate::scratch`] buffer, shared with the blocked preconditioners and grown on
+//! the first block apply. Inner loops never allocate.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use matrices::{CsrMatrix, RowPartition};
 use thiserror::Error;
@@ -453,16 +454,16 @@ impl<const CHECKED: bool> GroupKernel for SerialKernel<'_, CHECKED> {
 }
 
 /// Threaded kernel over the row blocks `bounds` of a validated matrix (see
-/// [`run_blocks`]); groups of more than one vector are interleaved into `scratch` first.
-struct ParKernel<'m, 'b, 's> {
+/// [`run_blocks`]); groups of more than one vector are first interleaved into the
+/// calling thread's [`crate::scratch`] buffer.
+struct ParKernel<'m, 'b> {
     a: Csr<'m>,
     bounds: &'b [usize],
-    scratch: &'s mut Vec<f64>,
     pool: Option<&'b rayon::ThreadPool>,
     helpers: usize,
 }
 
-impl GroupKernel for ParKernel<'_, '_, '_> {
+impl GroupKernel for ParKernel<'_, '_> {
     fn run<const K: usize>(&mut self, x: [&[f64]; K], y: [&mut [f64]; K]) {
         let (a, bounds) = (self.a, self.bounds);
         let nblocks = bounds.len() - 1;
@@ -476,20 +477,16 @@ impl GroupKernel for ParKernel<'_, '_, '_> {
                 rows_kernel::<K, false>(a, lo..hi, x, yb);
             });
         } else {
-            let len = a.ncols * K;
-            if self.scratch.len() < len {
-                // Grown to the largest group seen, advised as huge pages before
-                // first touch.
-                *self.scratch = huge_page_vec(len);
-            }
-            let xi = &mut self.scratch[..len];
-            interleave::<K>(self.pool, self.helpers, x, xi);
-            let xi = &*xi;
-            run_blocks(self.pool, self.helpers, nblocks, &|b| {
-                let (lo, hi) = (bounds[b], bounds[b + 1]);
-                // SAFETY: as above.
-                let yb = unsafe { out.rows(lo, hi) };
-                rows_kernel_il::<K>(a, lo..hi, xi, yb);
+            let (pool, helpers) = (self.pool, self.helpers);
+            crate::scratch::with(a.ncols * K, |xi| {
+                interleave::<K>(pool, helpers, x, xi);
+                let xi = &*xi;
+                run_blocks(pool, helpers, nblocks, &|b| {
+                    let (lo, hi) = (bounds[b], bounds[b + 1]);
+                    // SAFETY: as above.
+                    let yb = unsafe { out.rows(lo, hi) };
+                    rows_kernel_il::<K>(a, lo..hi, xi, yb);
+                });
             });
         }
     }
@@ -657,9 +654,6 @@ pub(crate) struct Engine {
     bounds: Vec<usize>,
     pool: Option<rayon::ThreadPool>,
     threads: usize,
-    /// Interleaved copy of a group of up to 8 input vectors (`ncols * 8` at most),
-    /// grown on the first block apply; a `Mutex` so the engine stays `Sync`.
-    scratch: Mutex<Vec<f64>>,
 }
 
 impl Engine {
@@ -715,7 +709,6 @@ impl Engine {
             bounds,
             pool,
             threads,
-            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -744,12 +737,9 @@ impl Engine {
         );
         assert_eq!(x.len(), a.ncols() * k, "spmv: x length");
         assert_eq!(y.len(), a.nrows() * k, "spmv: y length");
-        // A poisoned lock only means an earlier apply panicked; the buffer is still usable.
-        let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let mut kern = ParKernel {
             a: Csr::of(a),
             bounds: &self.bounds,
-            scratch: &mut guard,
             pool: self.pool.as_ref(),
             helpers: self.threads - 1,
         };
@@ -763,8 +753,8 @@ impl Engine {
 /// of `threads - 1` (no pool when `threads == 1`). Rows are split into `8 × threads`
 /// contiguous blocks of (nearly) equal nonzeros, claimed dynamically, so a pool thread
 /// that the OS schedules late (shared machine) delays nothing but its own claims. `apply_block`
-/// reads the matrix once per group of up to 8 vectors; it allocates only on the first
-/// block apply (the interleave buffer, see the module docs).
+/// reads the matrix once per group of up to 8 vectors; it allocates only when the
+/// thread's interleave buffer grows (see the module docs).
 pub struct CsrOperator<'a> {
     a: &'a CsrMatrix,
     engine: Engine,

@@ -98,12 +98,13 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     }
 
     /// JDQMR for all `sel` pairs in lockstep (see [`crate::block_jdqmr`]): the
-    /// corrections go into the first columns of t. Returns inner steps per pair.
+    /// corrections go into the first columns of t; `r` (the residuals) is
+    /// overwritten. Returns inner steps per pair.
     pub(super) fn correct_qmr_block(
         &mut self,
         solver: &mut BlockJdQmr,
         x: &[f64],
-        r: &[f64],
+        r: &mut Vec<f64>,
         sel: &[Sel],
     ) -> Vec<usize> {
         let (n, b) = (self.n, sel.len());
@@ -119,7 +120,6 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             locked: &self.xl,
             nl: self.nproj(),
             x: &x[..n * b],
-            r: &r[..n * b],
             shifts: &shifts,
             setups: &setups,
             threads: self.prm.threads,
@@ -130,6 +130,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             self.pb.comm,
             &inner,
             &eq,
+            r,
             &mut self.t,
             &mut self.wt,
         );

@@ -532,7 +532,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let remaining = self.goal.saturating_sub(self.nl());
             let mut sel: Vec<Sel> = Vec::new();
             let mut lock: Vec<(usize, f64, f64)> = Vec::new(); // (position, theta, true rnorm)
-            let mut lock_x: Vec<f64> = Vec::new();
             let mut wanted_converged = 0;
             let mut in_order = true;
             let mut pos = 0;
@@ -585,9 +584,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     if conv && wanted {
                         wanted_converged += 1;
                         if self.prm.locking && in_order {
+                            // The candidates' vectors go into T, free until the
+                            // correction step.
+                            let (c, q) = (s0 + j, lock.len());
+                            if self.t.len() < (q + 1) * n {
+                                self.t.resize((q + 1) * n, 0.0);
+                            }
+                            self.t[q * n..(q + 1) * n].copy_from_slice(&xsel[c * n..(c + 1) * n]);
                             lock.push((p, th, rn));
-                            let c = s0 + j;
-                            lock_x.extend_from_slice(&xsel[c * n..(c + 1) * n]);
                         }
                         continue;
                     }
@@ -628,17 +632,22 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // block 2 lost a copy of its triple eigenvalue that way).
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
-            // Verify lock candidates with true residuals (explicit matvecs).
+            // Verify lock candidates (in T) with true residuals (explicit matvecs,
+            // into W_T, free as well).
             if !lock.is_empty() {
                 let nlk = lock.len();
-                let mut ax = vec![0.0; n * nlk];
-                self.op.apply_block(&lock_x, &mut ax, nlk);
+                let lock_x = &self.t[..n * nlk];
+                let mut ax = std::mem::take(&mut self.wt);
+                if ax.len() < n * nlk {
+                    ax.resize(n * nlk, 0.0);
+                }
+                self.op.apply_block(lock_x, &mut ax[..n * nlk], nlk);
                 self.stats.matvecs += nlk as u64;
                 // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
                 // from H), then true residuals ‖Ax − ρx‖.
                 let mut rq = vec![0.0; 2 * nlk];
                 for j in 0..nlk {
-                    let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &ax[j * n..(j + 1) * n]);
+                    let (xj, aj) = (&self.t[j * n..(j + 1) * n], &ax[j * n..(j + 1) * n]);
                     rq[2 * j] = crate::dense::dot(xj, aj);
                     rq[2 * j + 1] = crate::dense::dot(xj, xj);
                 }
@@ -649,13 +658,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         item.1 = rq[2 * j] / rq[2 * j + 1];
                     }
                     let th = item.1;
-                    let (xj, aj) = (&lock_x[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
+                    let (xj, aj) = (&self.t[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
                     aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
                     nrm[j] = crate::dense::dot(aj, aj);
                 }
                 if self.ndefl > 0 {
                     self.deflate_residuals(&mut ax, &mut nrm);
                 }
+                self.wt = ax;
                 self.allreduce(&mut nrm);
                 let mut accepted = Vec::new();
                 // With the whole space in the basis the Ritz pairs are exact up to
@@ -690,9 +700,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 for &j in &accepted {
                     let (p, th, rn) = lock[j];
                     if let Some(be) = self.backend.as_mut() {
-                        be.on_lock(&lock_x[j * n..(j + 1) * n], &mut self.stats);
+                        be.on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
                     }
-                    self.xl.extend_from_slice(&lock_x[j * n..(j + 1) * n]);
+                    self.xl.extend_from_slice(&self.t[j * n..(j + 1) * n]);
                     self.lam.push(th);
                     self.res.push(rn);
                     locked_pos.push(p);
@@ -811,7 +821,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.gdk_iterations += 1;
                 steps = vec![0; sel.len()];
             } else if let Some(bq) = block_qmr.as_mut() {
-                steps = self.correct_qmr_block(bq, &xsel, &rsel, &sel);
+                steps = self.correct_qmr_block(bq, &xsel, &mut rsel, &sel);
                 self.stats.jdqmr_iterations += 1;
             } else {
                 let solver = solver.get_or_insert_with(|| {

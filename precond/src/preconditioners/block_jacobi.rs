@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use matrices::CsrMatrix;
 
-use super::blocked::Scratch;
+use super::blocked::OwnScratch;
 use super::{build_with_info, BoxedPreconditioner, PrecondError, PrecondKind};
 use crate::operator::Preconditioner;
 
@@ -21,7 +21,7 @@ pub struct BlockJacobi {
     perturbed: usize,
     nnz: usize,
     /// Gathered rows of one block (input and output) for `apply_block`.
-    scratch: Scratch,
+    scratch: OwnScratch,
 }
 
 impl std::fmt::Debug for BlockJacobi {
@@ -132,7 +132,7 @@ impl BlockJacobi {
             blocks,
             perturbed,
             nnz,
-            scratch: Scratch::default(),
+            scratch: OwnScratch::default(),
         })
     }
 
@@ -158,7 +158,7 @@ impl BlockJacobi {
             blocks: vec![(0..n, m)],
             perturbed: info.perturbed_pivots,
             nnz: info.nnz,
-            scratch: Scratch::default(),
+            scratch: OwnScratch::default(),
         })
     }
 

@@ -1,6 +1,6 @@
 //! Shared pieces of the blocked `apply_block` kernels: column groups of 1 to 8 vectors
 //! dispatched to const-generic kernels, sequential sparse row dots over `K` columns, and
-//! a reusable scratch buffer that keeps the preconditioners `Send + Sync`.
+//! reusable scratch buffers that keep the preconditioners `Send + Sync`.
 
 use std::sync::Mutex;
 
@@ -54,16 +54,37 @@ pub(crate) fn row_dots<const K: usize>(c: &[u32], v: &[f64], x: &[&[f64]; K]) ->
     s
 }
 
-/// A lazily grown `f64` buffer reused across calls of `&self` methods.
+/// The scratch of the blocked sweeps: the calling thread's buffer of
+/// [`crate::scratch`], shared with the block SpMV (a zero-sized handle, so that
+/// an operator and its preconditioner hold one interleaved copy, not two).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Scratch;
+
+impl Scratch {
+    /// Runs `f` on a buffer of at least `len` entries (contents unspecified).
+    pub(crate) fn with<R>(&self, len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+        crate::scratch::with(len, f)
+    }
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scratch")
+    }
+}
+
+/// A lazily grown `f64` buffer of one preconditioner, reused across calls of `&self`
+/// methods: for a preconditioner that applies others inside its own use of the
+/// buffer (block-Jacobi), which the thread's shared [`Scratch`] cannot serve.
 ///
-/// A `Mutex` only guards the hand-over, never the work: [`Scratch::with`] takes the
+/// A `Mutex` only guards the hand-over, never the work: [`OwnScratch::with`] takes the
 /// buffer with `try_lock` and, if another thread holds it (two concurrent applies of
 /// the same preconditioner), falls back to a temporary allocation instead of waiting.
 /// A single caller therefore allocates only when the buffer must grow.
 #[derive(Default)]
-pub(crate) struct Scratch(Mutex<Vec<f64>>);
+pub(crate) struct OwnScratch(Mutex<Vec<f64>>);
 
-impl Scratch {
+impl OwnScratch {
     /// Runs `f` on a buffer of at least `len` entries (contents unspecified).
     pub(crate) fn with<R>(&self, len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
         match self.0.try_lock() {
@@ -86,15 +107,15 @@ impl Scratch {
     }
 }
 
-impl Clone for Scratch {
+impl Clone for OwnScratch {
     /// A fresh, empty buffer (scratch contents are never shared).
     fn clone(&self) -> Self {
         Self::default()
     }
 }
 
-impl std::fmt::Debug for Scratch {
+impl std::fmt::Debug for OwnScratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Scratch")
+        f.write_str("OwnScratch")
     }
 }

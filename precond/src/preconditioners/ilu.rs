@@ -209,7 +209,7 @@ impl LuFactors {
         LuFactors {
             n: tri.dinv.len(),
             tri,
-            scratch: Scratch::default(),
+            scratch: Scratch,
         }
     }
 
