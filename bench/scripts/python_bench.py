@@ -31,7 +31,9 @@ slepc4py: eig_compare.py's settings (HEP, SMALLEST_REAL, NORM test).
 ARPACK: eigsh(A, k, which='SA', tol=tol*||A||/|l_k|), so that ||r|| <=
 tol*|l| means ||r|| <= tol*||A||; capped at --arpack-maxiter restarts.
 lobpcg: its test is ||r|| <= tol (absolute), given tol*||A||; no preconditioner
-(and the diagonal, constant here, is no better); capped at --lobpcg-maxiter.
+(the diagonal is constant here, and with an incomplete LU from spilu lobpcg
+stalled at ||r|| ~ 1e-5 on the triple eigenvalue); capped at --lobpcg-maxiter;
+run --lobpcg-repeat times (default once: minutes per run).
 """
 
 import argparse
@@ -139,14 +141,15 @@ def run_lobpcg(a, args):
     c = Counting(a)
     x = np.random.default_rng(1).standard_normal((a.shape[0], args.nev))
     t = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         w, v = lobpcg(c.op, x, largest=False, tol=args.tol * args.anorm, maxiter=args.lobpcg_maxiter)
     wall = time.perf_counter() - t
     o = np.argsort(w)
     w, v = w[o], v[:, o]
-    res = true_residual(a, w, v, args.anorm)
-    note = "" if res <= args.tol * 1.01 else "not converged (maxiter)"
+    # lobpcg warns when it stops at maxiter short of its tolerance
+    missed = any("not reaching the requested tolerance" in str(m.message) for m in caught)
+    note = "not converged (maxiter)" if missed else ""
     return dict(w=w, v=v, wall=wall, matvecs=c.count, note=note)
 
 
@@ -215,6 +218,7 @@ def main():
     p.add_argument("--solvers", default="cli-gdk,jdmg-gdk,cli,jdmg,primme,slepc-lobpcg,slepc-ks,lobpcg,arpack")
     p.add_argument("--arpack-maxiter", type=int, default=2000)
     p.add_argument("--lobpcg-maxiter", type=int, default=2000)
+    p.add_argument("--lobpcg-repeat", type=int, default=1, help="runs of lobpcg (minutes each on lap3d:64)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -232,6 +236,8 @@ def main():
     runs = {s: [] for s in solvers}
     for r in range(args.repeat):
         for s in solvers:  # interleaved: every solver sees the same load in each round
+            if s == "lobpcg" and r >= args.lobpcg_repeat:
+                continue
             if s == "cli":
                 res = run_cli(args)
             elif s == "cli-gdk":
