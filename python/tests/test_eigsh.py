@@ -148,6 +148,19 @@ def test_sigma_with_linear_operator_interior():
     check_pairs(a, w, v)
 
 
+def test_default_tol_converges_with_shift_invert_on_a_multiple_eigenvalue():
+    # lap3d:12 at sigma = 1: the eigenvalues nearest 1 are one 3-fold and one 6-fold
+    # value; tol = 0 must not ask for more than double precision gives
+    t = lap1d(12)
+    i = sp.identity(12)
+    a = (sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i) + sp.kron(sp.kron(i, i), t)).tocsr()
+    w, v = jdmg.eigsh(a, k=4, sigma=1.0, maxiter=2000)
+    e1 = 2 - 2 * np.cos(np.arange(1, 13) * np.pi / 13)
+    ew = (e1[:, None, None] + e1[None, :, None] + e1[None, None, :]).ravel()
+    np.testing.assert_allclose(w, np.sort(ew[np.argsort(np.abs(ew - 1.0))[:4]]), rtol=1e-10)
+    check_pairs(a, w, v)
+
+
 def test_sigma_with_opinv():
     a = lap1d(200)
     sigma = 1.01
@@ -381,7 +394,7 @@ def test_return_stats_keys():
     ):
         assert key in st, key
     assert st["numMatvecs"] > 0 and st["elapsedTime"] > 0
-    assert np.all(st["rnorms"] < 1e-10) and np.all(st["converged"])
+    assert np.all(st["rnorms"] <= 1e-10 * 4.0) and np.all(st["converged"])  # tol=0: 1e-10 ||A||
     w2, st2 = jdmg.eigsh(a, k=2, which="SA", return_eigenvectors=False, return_stats=True)
     np.testing.assert_allclose(w2, w)
 
