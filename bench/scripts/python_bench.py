@@ -261,6 +261,7 @@ def main():
             res["err"] = float(np.abs(np.asarray(res["w"][: args.nev]) - exact[: len(res["w"])]).max()) if len(res["w"]) else float("nan")
             res["res"] = true_residual(a, res["w"], res["v"], args.anorm)
             res.pop("v", None)
+            res["w"] = [float(x) for x in res["w"]]
             runs[s].append(res)
             print(f"  round {r + 1} {s}: {res['wall']:.3f} s, {res['matvecs']} matvecs", flush=True)
 

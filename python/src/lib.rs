@@ -120,24 +120,45 @@ fn to_py(e: JdError) -> PyErr {
     }
 }
 
-fn vec_i64_to_usize(v: &[i64], what: &str) -> PyResult<Vec<usize>> {
-    v.iter()
-        .map(|&x| usize::try_from(x))
-        .collect::<Result<_, _>>()
-        .map_err(|_| PyValueError::new_err(format!("negative entry in the matrix's {what}")))
-}
-
-/// The matrix of a solve.
+/// The matrix, built.
 enum Matrix {
     Csr(CsrMatrix),
     Callable(Py<PyAny>),
+}
+
+/// The matrix of a solve: CSR arrays (borrowed from numpy) or a Python callable.
+enum Input<'s> {
+    Csr(&'s [i64], &'s [i64], &'s [f64]),
+    Callable(Py<PyAny>),
+}
+
+/// The [`CsrMatrix`] of n × n CSR arrays (every invariant checked).
+fn csr_matrix(
+    n: usize,
+    indptr: &[i64],
+    indices: &[i64],
+    data: &[f64],
+) -> Result<CsrMatrix, JdError> {
+    let bad = |what: &str| JdError::invalid("matrix", format!("invalid CSR matrix: {what}"));
+    let indptr = indptr
+        .iter()
+        .map(|&x| usize::try_from(x))
+        .collect::<Result<Vec<usize>, _>>()
+        .map_err(|_| bad("a negative row pointer"))?;
+    let indices = indices
+        .iter()
+        .map(|&c| u32::try_from(c))
+        .collect::<Result<Vec<u32>, _>>()
+        .map_err(|_| bad("a column index out of range"))?;
+    CsrMatrix::new(n, n, indptr, indices, data.to_vec()).map_err(|e| bad(&e.to_string()))
 }
 
 /// Solves; returns `(status, eigenvalues, eigenvectors, converged,
 /// residual_norms, stats_json)`: status 0 converged, 1 the budget ran out
 /// (`NotConverged`), 2 stopped. Eigenvalues in the library's target order,
 /// eigenvectors as one flat array of nev·n values (column-major), empty when
-/// `vectors` is false.
+/// `vectors` is false. The CSR matrix is built, and the solve runs, without
+/// the GIL.
 #[pyfunction(name = "solve")]
 #[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true))]
 #[allow(clippy::too_many_arguments)]
@@ -157,42 +178,36 @@ fn solve_py<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let params: JdParams = serde_json::from_str(params_json)
         .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
-    let matrix = match (indptr, indices, data, matvec) {
+    let input = match (&indptr, &indices, &data, matvec) {
         (Some(p), Some(i), Some(d), None) => {
-            let indptr = vec_i64_to_usize(p.as_slice()?, "indptr")?;
-            let indices = i
-                .as_slice()?
-                .iter()
-                .map(|&c| u32::try_from(c))
-                .collect::<Result<Vec<u32>, _>>()
-                .map_err(|_| PyValueError::new_err("a column index is out of range"))?;
-            let data = d.as_slice()?.to_vec();
-            let a = CsrMatrix::new(n, n, indptr, indices, data)
-                .map_err(|e| PyValueError::new_err(format!("invalid CSR matrix: {e}")))?;
-            Matrix::Csr(a)
+            Input::Csr(p.as_slice()?, i.as_slice()?, d.as_slice()?)
         }
-        (None, None, None, Some(f)) => Matrix::Callable(f),
+        (None, None, None, Some(f)) => Input::Callable(f),
         _ => {
             return Err(PyValueError::new_err(
                 "give either the CSR arrays or a matvec callable",
             ))
         }
     };
-    let x0: Vec<f64> = x0
-        .map(|x| x.as_slice().map(<[f64]>::to_vec))
-        .transpose()?
-        .unwrap_or_default();
-    let defl: Vec<f64> = deflation
-        .map(|x| x.as_slice().map(<[f64]>::to_vec))
-        .transpose()?
-        .unwrap_or_default();
     let spaces = Spaces {
-        initial: &x0,
-        deflation: &defl,
+        initial: x0
+            .as_ref()
+            .map(|x| x.as_slice())
+            .transpose()?
+            .unwrap_or(&[]),
+        deflation: deflation
+            .as_ref()
+            .map(|x| x.as_slice())
+            .transpose()?
+            .unwrap_or(&[]),
     };
 
     let failure = Failure::default();
     let result = py.detach(|| {
+        let matrix = match input {
+            Input::Csr(p, i, d) => Matrix::Csr(csr_matrix(n, p, i, d)?),
+            Input::Callable(f) => Matrix::Callable(f),
+        };
         let mut observer = |_: &IterationEvent| {
             if failure.failed() {
                 return ControlFlow::Break(());
