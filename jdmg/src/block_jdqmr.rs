@@ -178,6 +178,17 @@ pub(crate) struct BlockOutcome {
     pub global_sums: u64,
 }
 
+/// The caller's buffers that a block solve borrows (see [`BlockJdQmr::solve`]).
+pub(crate) struct Lent<'b> {
+    /// The residuals r_j (n × b), overwritten.
+    pub r: &'b mut Vec<f64>,
+    /// Receives the corrections (n × b).
+    pub t: &'b mut Vec<f64>,
+    /// Scratch: its n × b entries from `at` on are overwritten.
+    pub scratch: &'b mut Vec<f64>,
+    pub at: usize,
+}
+
 /// Work space of [`BlockJdQmr::solve`], sized once per outer solve: a solve
 /// allocates only vectors of the block's size (scalars). Three n×kmax arrays
 /// are its own; the residual g, the solution and the scratch w are the
@@ -190,6 +201,8 @@ pub(crate) struct BlockJdQmr {
     d: Vec<f64>,
     w: Vec<f64>,
     delta: Vec<f64>,
+    /// Scratch for A·d and K⁻¹g (lent): its columns from entry `wo` on.
+    wo: usize,
     /// The solutions s_j, in the caller's `t` (lent).
     sol: Vec<f64>,
     /// K_j⁻¹ x_j, by equation (input order).
@@ -223,6 +236,7 @@ impl BlockJdQmr {
             g: Vec::new(),
             d: v(),
             w: Vec::new(),
+            wo: 0,
             delta: v(),
             sol: Vec::new(),
             kx: v(),
@@ -246,35 +260,32 @@ impl BlockJdQmr {
         gemm_tn(cl, eq.locked, n, eq.nl, &v[..n * na], na, eq.threads);
     }
 
-    /// Solves the `b = eq.setups.len()` equations for the residuals `r` (the
-    /// first b columns; overwritten); the JD corrections t_j = −s_j go into the
-    /// first b columns of `t` (input order), which holds the solutions during the
-    /// solve. An equation whose QMRs gives nothing usable (no step, or a
-    /// breakdown at once) gets the projected Davidson step t_j = −P_j K_j⁻¹ r_j.
-    /// `scratch` is overwritten. All three must hold at least n×b entries.
-    #[allow(clippy::too_many_arguments)]
+    /// Solves the `b = eq.setups.len()` equations for the residuals in
+    /// `buf.r` (the first b columns; overwritten); the JD corrections t_j = −s_j
+    /// go into the first b columns of `buf.t` (input order), which holds the
+    /// solutions during the solve. An equation whose QMRs gives nothing usable
+    /// (no step, or a breakdown at once) gets the projected Davidson step
+    /// t_j = −P_j K_j⁻¹ r_j. The n×b columns of `buf.scratch` from `buf.at` on
+    /// are overwritten.
     pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
         &mut self,
         op: &A,
         comm: &C,
         inner: &BlockInner<'_>,
         eq: &BlockEquations<'_>,
-        r: &mut Vec<f64>,
-        t: &mut Vec<f64>,
-        scratch: &mut Vec<f64>,
+        buf: Lent<'_>,
     ) -> BlockOutcome {
         let (n, b) = (self.n, eq.setups.len());
+        let Lent { r, t, scratch, at } = buf;
         assert!(
-            b <= self.kmax
-                && [r.len(), t.len(), scratch.len()]
-                    .iter()
-                    .all(|&l| l >= n * b),
-            "block JDQMR: {b} equations for {} columns, buffers {} {} {}",
+            b <= self.kmax && r.len() >= n * b && t.len() >= n * b && scratch.len() >= at + n * b,
+            "block JDQMR: {b} equations for {} columns, buffers {} {} {} (from {at})",
             self.kmax,
             r.len(),
             t.len(),
             scratch.len()
         );
+        self.wo = at;
         std::mem::swap(&mut self.w, scratch);
         std::mem::swap(&mut self.g, r);
         std::mem::swap(&mut self.sol, t);
@@ -452,7 +463,7 @@ impl BlockJdQmr {
             self.project_own(eq, &idx, comm, out);
         }
         let t0 = std::time::Instant::now();
-        inner.apply(&self.g, &mut self.w, n, &idx, eq.threads);
+        inner.apply(&self.g, &mut self.w[self.wo..], n, &idx, eq.threads);
         if !inner.is_identity() {
             out.precond_seconds += t0.elapsed().as_secs_f64();
             out.precond_applies += idx.len() as u64;
@@ -461,7 +472,7 @@ impl BlockJdQmr {
         for (c, &e) in idx.iter().enumerate() {
             let (alpha, own) = coefs[c];
             self.subtract_projection(eq, &idx, c, alpha, own);
-            let (w, sol) = (&self.w, &mut self.sol);
+            let (w, sol) = (&self.w[self.wo..], &mut self.sol);
             col_mut(sol, n, e)
                 .iter_mut()
                 .zip(col(w, n, c))
@@ -518,12 +529,12 @@ impl BlockJdQmr {
         out: &mut BlockOutcome,
     ) -> (Vec<f64>, Vec<f64>, Vec<(f64, f64)>) {
         let (n, nl, na) = (self.n, eq.nl, idx.len());
-        Self::locked_coefs(&mut self.cl, eq, &self.w, n, na);
+        Self::locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
         let identity = inner.is_identity();
         let kx = &self.kx;
-        let (w, g) = (&self.w, &self.g);
+        let (w, g) = (&self.w[self.wo..], &self.g);
         let dots: Vec<(f64, f64, f64)> = run_cols(na, eq.threads, |c| {
             let (z, g, e) = (col(w, n, c), col(g, n, c), idx[c]);
             let x = col(eq.x, n, e);
@@ -579,10 +590,18 @@ impl BlockJdQmr {
         let (n, nl, e) = (self.n, eq.nl, idx[c]);
         if nl > 0 {
             let cl = self.cl[c * nl..(c + 1) * nl].to_vec();
-            gemm_sub(col_mut(&mut self.w, n, c), eq.locked, n, nl, &cl, 1, 1);
+            gemm_sub(
+                col_mut(&mut self.w[self.wo..], n, c),
+                eq.locked,
+                n,
+                nl,
+                &cl,
+                1,
+                1,
+            );
         }
         let (w, x, k) = (
-            col_mut(&mut self.w, n, c),
+            col_mut(&mut self.w[self.wo..], n, c),
             col(eq.x, n, e),
             col(&self.kx, n, e),
         );
@@ -628,7 +647,7 @@ impl BlockJdQmr {
         }
         let idx: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
         let t0 = std::time::Instant::now();
-        inner.apply(&self.g, &mut self.w, n, &idx, eq.threads);
+        inner.apply(&self.g, &mut self.w[self.wo..], n, &idx, eq.threads);
         out.precond_seconds += t0.elapsed().as_secs_f64();
         out.precond_applies += na as u64;
         let (gz, gk, mut coefs) = self.oblique_coefs(inner, eq, &idx, comm, out);
@@ -636,7 +655,7 @@ impl BlockJdQmr {
         if eq.nl > 0 {
             let cl = std::mem::take(&mut self.cl);
             gemm_sub(
-                &mut self.w[..n * na],
+                &mut self.w[self.wo..self.wo + n * na],
                 eq.locked,
                 n,
                 eq.nl,
@@ -651,7 +670,7 @@ impl BlockJdQmr {
         for c in (0..na).rev() {
             if !rho[c].is_finite() || rho[c] == 0.0 {
                 rec[c].out.stop = QmrStop::Breakdown;
-                swap_cols(&mut self.w, n, c, na - 1);
+                swap_cols(&mut self.w[self.wo..], n, c, na - 1);
                 rho.swap(c, na - 1);
                 coefs.swap(c, na - 1);
                 self.retire(rec, c, na);
@@ -663,7 +682,7 @@ impl BlockJdQmr {
             .map(|c| if first { 0.0 } else { rho[c] / rec[c].rho_prev })
             .collect();
         let kx = &self.kx;
-        let (dd, ww) = (ColsMut::new(&mut self.d, n), &self.w);
+        let (dd, ww) = (ColsMut::new(&mut self.d, n), &self.w[self.wo..]);
         run_cols(na, eq.threads, |c| {
             // SAFETY: each call writes only column c of d.
             let (d, w) = (unsafe { dd.col(c) }, col(ww, n, c));
@@ -702,14 +721,18 @@ impl BlockJdQmr {
         out: &mut BlockOutcome,
     ) -> usize {
         let (n, nl) = (self.n, eq.nl);
-        op.apply_block(&self.d[..n * na], &mut self.w[..n * na], na);
+        op.apply_block(
+            &self.d[..n * na],
+            &mut self.w[self.wo..self.wo + n * na],
+            na,
+        );
         out.matvecs += na as u64;
         // w −= σ d; dᵀw, x_jᵀw and X_lockedᵀw (one global sum).
-        Self::locked_coefs(&mut self.cl, eq, &self.w, n, na);
+        Self::locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
         let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
-        let (w, d) = (ColsMut::new(&mut self.w, n), &self.d);
+        let (w, d) = (ColsMut::new(&mut self.w[self.wo..], n), &self.d);
         let tail: Vec<(f64, f64)> = run_cols(na, eq.threads, |c| {
             // SAFETY: each call writes only column c of w.
             let w = unsafe { w.col(c) };
@@ -721,7 +744,15 @@ impl BlockJdQmr {
         self.reduce(comm, out);
         if nl > 0 {
             let cl = self.buf[..nl * na].to_vec();
-            gemm_sub(&mut self.w[..n * na], eq.locked, n, nl, &cl, na, eq.threads);
+            gemm_sub(
+                &mut self.w[self.wo..self.wo + n * na],
+                eq.locked,
+                n,
+                nl,
+                &cl,
+                na,
+                eq.threads,
+            );
         }
         // g −= α P w and ‖g‖² (one global sum).
         let mut alpha = vec![0.0; na];
@@ -744,7 +775,7 @@ impl BlockJdQmr {
             }
             alpha[c] = a;
         }
-        let (g, w) = (ColsMut::new(&mut self.g, n), &self.w);
+        let (g, w) = (ColsMut::new(&mut self.g, n), &self.w[self.wo..]);
         let gg: Vec<f64> = run_cols(na, eq.threads, |c| {
             if broke[c] {
                 return 0.0;
@@ -1152,15 +1183,18 @@ mod tests {
             };
             let mut t = vec![0.0; n * b];
             let mut blk = BlockJdQmr::new(n, b);
-            let mut scratch = vec![0.0; n * b];
+            let mut scratch = vec![0.0; n * (b + 1)];
             let out = blk.solve(
                 &op,
                 &comm,
                 &BlockInner::from_inners(&inners),
                 &eq,
-                &mut r.clone(),
-                &mut t,
-                &mut scratch,
+                Lent {
+                    r: &mut r.clone(),
+                    t: &mut t,
+                    scratch: &mut scratch,
+                    at: n,
+                },
             );
             for j in 0..b {
                 let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
@@ -1255,9 +1289,12 @@ mod tests {
             &comm,
             &BlockInner::Identity,
             &eq,
-            &mut r.clone(),
-            &mut t,
-            &mut scratch,
+            Lent {
+                r: &mut r.clone(),
+                t: &mut t,
+                scratch: &mut scratch,
+                at: 0,
+            },
         );
         assert_eq!(out.per_eq[0].steps, 0);
         assert_eq!(out.per_eq[0].stop, QmrStop::Breakdown);

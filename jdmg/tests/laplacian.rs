@@ -185,6 +185,55 @@ fn not_converged_returns_partial() {
     }
 }
 
+/// The residuals of a partial result are those of its vectors, also for the
+/// estimates beyond the block (whose residuals the last iteration did not
+/// compute; regression: they were NaN, or another pair's).
+#[test]
+fn partial_residuals_are_the_true_ones() {
+    let a = lap3d(12, 12, 12);
+    let n = a.nrows();
+    let mut partial_seen = 0;
+    for budget in [100, 200, 300] {
+        let params = JdParams {
+            nev: 9,
+            block: 3,
+            tol: 1e-13,
+            max_matvecs: budget,
+            // Timing-free: the automatic choice switches on measured rates.
+            inner_solver: jdmg::InnerSolver::Qmrs,
+            ..JdParams::default()
+        };
+        let partial = match solve_matrix(&a, &params, None) {
+            Err(jdmg::JdError::NotConverged { partial, .. }) => {
+                partial_seen += 1;
+                partial
+            }
+            other => panic!("budget {budget}: expected NotConverged, got {other:?}"),
+        };
+        assert_eq!(partial.eigenvalues.len(), 9);
+        let mut y = vec![0.0; n];
+        for j in 0..9 {
+            let x = partial.eigenvector(j);
+            a.mul_vec(x, &mut y);
+            let lam = partial.eigenvalues[j];
+            let xx: f64 = x.iter().map(|v| v * v).sum();
+            let true_res = y
+                .iter()
+                .zip(x)
+                .map(|(y, x)| (y - lam * x).powi(2))
+                .sum::<f64>()
+                .sqrt()
+                / xx.sqrt();
+            let got = partial.residual_norms[j];
+            assert!(
+                (got - true_res).abs() <= 1e-6 * true_res + 1e-12,
+                "budget {budget}, pair {j}: reported residual {got:e}, true {true_res:e}"
+            );
+        }
+    }
+    assert_eq!(partial_seen, 3);
+}
+
 /// An observer that asks to stop ends the solve with `Stopped`, carrying the pairs
 /// converged so far and estimates of the rest.
 #[test]

@@ -273,7 +273,9 @@ impl fmt::Display for GenSpec {
                 fmt_dims(f, &[nx, ny, nz])?;
                 write!(f, ":{},{},{}", eps[0], eps[1], eps[2])
             }
-            GenSpec::Spectrum { n, lo, hi, seed } => write!(f, "spectrum:{n}:{lo}:{hi}:{seed}"),
+            GenSpec::Spectrum { n, lo, hi, seed } => {
+                write!(f, "spectrum:{n}:{}:{}:{seed}", Short(*lo), Short(*hi))
+            }
             GenSpec::Fem { dim, part, .. } => {
                 write!(f, "fem{dim}d:")?;
                 fmt_dims(f, &[nx, ny, nz][..(*dim).clamp(1, 3)])?;
@@ -282,6 +284,21 @@ impl fmt::Display for GenSpec {
                     FemPart::Mass => write!(f, ":mass"),
                 }
             }
+        }
+    }
+}
+
+/// A value as the spec parser reads it back, in exponent form when plain
+/// digits would be long (1e308, not 309 digits).
+struct Short(f64);
+
+impl std::fmt::Display for Short {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let a = self.0.abs();
+        if a != 0.0 && !(1e-4..1e16).contains(&a) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
         }
     }
 }

@@ -162,3 +162,32 @@ fn spec_strings_round_trip_and_reject_bad_input() {
     assert!(generate(&GenSpec::Lap2d { nx: 0, ny: 3 }).is_err());
     assert!(exact_eigenvalues(&GenSpec::Lap2d { nx: 0, ny: 3 }).is_none());
 }
+
+/// Specs print in a form that parses back to the same spec, and extreme
+/// spectrum bounds print in exponent form (not 309 digits).
+#[test]
+fn spectrum_spec_prints_short_and_round_trips() {
+    for s in [
+        "spectrum:5:-1e308:1e308:3",
+        "spectrum:7:1e-300:2.5e-12:1",
+        "spectrum:9:0:10:1",
+        "spectrum:9:-0.5:123456.75:2",
+    ] {
+        let spec: GenSpec = s.parse().unwrap();
+        let shown = spec.to_string();
+        assert!(shown.len() < 40, "{shown}");
+        let back: GenSpec = shown.parse().unwrap();
+        assert_eq!(back.to_string(), shown);
+        assert_eq!(
+            exact_eigenvalues(&back).unwrap(),
+            exact_eigenvalues(&spec).unwrap()
+        );
+    }
+    assert_eq!(
+        "spectrum:5:-1e308:1e308:3"
+            .parse::<GenSpec>()
+            .unwrap()
+            .to_string(),
+        "spectrum:5:-1e308:1e308:3"
+    );
+}

@@ -124,15 +124,20 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             setups: &setups,
             threads: self.prm.threads,
         };
-        // W_T is free until the next extension: it is the solve's scratch.
+        // W's columns m..m+b are free until the extension that fills them (the
+        // restart made room): they are the solve's scratch.
+        let at = self.m * n;
         let out = solver.solve(
             &self.op,
             self.pb.comm,
             &inner,
             &eq,
-            r,
-            &mut self.t,
-            &mut self.wt,
+            Lent {
+                r,
+                t: &mut self.t,
+                scratch: &mut self.w,
+                at,
+            },
         );
         self.stats.matvecs += out.matvecs;
         self.stats.precond_applications += out.precond_applies;

@@ -38,7 +38,7 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
-use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr};
+use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, Lent};
 use crate::checkpoint::{CheckpointRequest, CheckpointSink, Checkpointing};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
@@ -221,9 +221,8 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     row_block: Vec<f64>,
     h: Vec<f64>,
     m: usize,
-    // new block and its image
+    // the new block (its image A·T goes straight into W)
     t: Vec<f64>,
-    wt: Vec<f64>,
     // previous Ritz coefficients (m_prev × kp) for GD+k restarts
     prev: Vec<f64>,
     prev_m: usize,
@@ -425,7 +424,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             h: vec![0.0; mb * mb],
             m: 0,
             t: vec![0.0; n * sz.k],
-            wt: vec![0.0; n * sz.k],
             prev: Vec::new(),
             prev_m: 0,
             prev_k: 0,
@@ -499,7 +497,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         // each batch is computed in place after the pairs selected so far.
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
-        let mut last_ritz: Vec<(f64, f64)> = Vec::new();
         loop {
             if self.sink.is_some() && poll_armed {
                 match self.poll_checkpoint(stop_pending) {
@@ -511,7 +508,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                             s.save(&ck, last);
                         }
                         if last {
-                            return Err(self.stopped(&last_ritz));
+                            return Err(self.stopped());
                         }
                     }
                 }
@@ -610,7 +607,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 pos += cnt;
             }
-            last_ritz = ritz_seen.clone();
             if let Some(dy) = dynamic.as_mut() {
                 let phi = dynamic::potential(&ritz_seen, remaining, |th| self.tol_for(th));
                 let mut secs = [self.start.elapsed().as_secs_f64()];
@@ -633,15 +629,20 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
             // Verify lock candidates (in T) with true residuals (explicit matvecs,
-            // into W_T, free as well).
+            // into W's free columns m..mb when they suffice).
             if !lock.is_empty() {
                 let nlk = lock.len();
                 let lock_x = &self.t[..n * nlk];
-                let mut ax = std::mem::take(&mut self.wt);
-                if ax.len() < n * nlk {
-                    ax.resize(n * nlk, 0.0);
-                }
-                self.op.apply_block(lock_x, &mut ax[..n * nlk], nlk);
+                let tail = self.m + nlk <= self.sz.max_basis;
+                let mut wv = std::mem::take(&mut self.w);
+                let mut own = Vec::new();
+                let ax: &mut [f64] = if tail {
+                    &mut wv[self.m * n..(self.m + nlk) * n]
+                } else {
+                    own.resize(n * nlk, 0.0);
+                    &mut own
+                };
+                self.op.apply_block(lock_x, ax, nlk);
                 self.stats.matvecs += nlk as u64;
                 // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
                 // from H), then true residuals ‖Ax − ρx‖.
@@ -663,9 +664,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     nrm[j] = crate::dense::dot(aj, aj);
                 }
                 if self.ndefl > 0 {
-                    self.deflate_residuals(&mut ax, &mut nrm);
+                    self.deflate_residuals(ax, &mut nrm);
                 }
-                self.wt = ax;
+                drop(own);
+                self.w = wv;
                 self.allreduce(&mut nrm);
                 let mut accepted = Vec::new();
                 // With the whole space in the basis the Ritz pairs are exact up to
@@ -715,7 +717,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         return Ok(self.finish(&[]));
                     }
                     if stop && self.sink.is_none() {
-                        return Err(self.stopped(&ritz_seen));
+                        return Err(self.stopped());
                     }
                     // With a sink the stop waits for the loop top (the last
                     // checkpoint); the partial result is the same, all wanted
@@ -790,7 +792,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             {
                 // Finishing anyway: a stop request changes nothing.
                 self.emit(observer, &ritz_seen, &[]);
-                return Err(self.not_converged(&last_ritz));
+                return Err(self.not_converged());
             }
             // (8) correction equations.
             let tc = Instant::now();
@@ -847,7 +849,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.correction_seconds += tc.elapsed().as_secs_f64();
             if self.emit(observer, &ritz_seen, &steps) {
                 if self.sink.is_none() {
-                    return Err(self.stopped(&last_ritz));
+                    return Err(self.stopped());
                 }
                 stop_pending = true;
             }

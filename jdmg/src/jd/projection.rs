@@ -5,15 +5,24 @@
 use super::*;
 
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
-    /// Chooses the internal scale from the first block product W = AT (T
-    /// orthonormal): max|w| · √n estimates ‖A‖ within a small factor.
+    /// Chooses the internal scale from the first block product W_T = AT (T
+    /// orthonormal, W_T in W's columns m..m+b): max|w| · √n estimates ‖A‖
+    /// within a small factor.
     pub(super) fn decide_scale(&mut self, b: usize) -> Result<(), JdError> {
         self.scale_decided = true;
-        let n = self.n;
-        let mut mx = [self.wt[..n * b].iter().fold(0.0f64, |a, v| a.max(v.abs()))];
+        let (n, m) = (self.n, self.m);
+        let wt = m * n..(m + b) * n;
+        let mut mx = [self.w[wt.clone()]
+            .iter()
+            .fold(0.0f64, |a, v| a.max(v.abs()))];
         self.pb.comm.all_reduce(&mut mx, ReduceOp::Max);
         self.stats.global_sums += 1;
-        let estimate = mx[0] * (self.pb.n_global as f64).sqrt();
+        // Entries near the largest double: the product overflows, the scale
+        // must not (it then brings f64::MAX to about 1).
+        let estimate = match mx[0] * (self.pb.n_global as f64).sqrt() {
+            e if mx[0].is_finite() && e.is_infinite() => f64::MAX,
+            e => e,
+        };
         let s = scale_for(estimate);
         if s == 1.0 {
             return Ok(());
@@ -30,7 +39,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             ));
         }
         self.op.set_scale(s);
-        self.wt[..n * b].iter_mut().for_each(|v| *v *= s);
+        self.w[wt].iter_mut().for_each(|v| *v *= s);
         if let Some(a) = self.prm.anorm {
             self.anorm = a * s;
         }
@@ -41,11 +50,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         Ok(())
     }
 
-    /// Appends the first `b` columns of `t` (orthonormalized) to the basis.
+    /// Appends the first `b` columns of `t` (orthonormalized) to the basis;
+    /// W_T = AT goes straight into W's columns m..m+b.
     pub(super) fn extend_basis(&mut self, b: usize) -> Result<(), JdError> {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         self.op
-            .apply_block(&self.t[..n * b], &mut self.wt[..n * b], b);
+            .apply_block(&self.t[..n * b], &mut self.w[m * n..(m + b) * n], b);
         self.stats.matvecs += b as u64;
         if !self.scale_decided {
             self.decide_scale(b)?;
@@ -55,9 +65,10 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut gv = vec![0.0; m * b + b * b];
         {
             let (a, c) = gv.split_at_mut(m * b);
-            gemm_tn(a, &self.v, n, m, &self.wt, b, self.prm.threads);
+            let wt = &self.w[m * n..(m + b) * n];
+            gemm_tn(a, &self.v, n, m, wt, b, self.prm.threads);
             self.stats.basis_passes += 1;
-            gemm_tn(c, &self.t, n, b, &self.wt, b, self.prm.threads);
+            gemm_tn(c, &self.t, n, b, wt, b, self.prm.threads);
         }
         self.allreduce(&mut gv);
         let mut g = vec![0.0; ld * b];
@@ -77,7 +88,6 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
-        self.w[m * n..(m + b) * n].copy_from_slice(&self.wt[..n * b]);
         self.m += b;
         Ok(())
     }

@@ -59,10 +59,10 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
 
     /// Partial result: locked pairs plus the current best Ritz estimates.
     /// `NotConverged` with [`State::partial`].
-    pub(super) fn not_converged(&mut self, ritz: &[(f64, f64)]) -> JdError {
+    pub(super) fn not_converged(&mut self) -> JdError {
         JdError::NotConverged {
             wanted: self.prm.nev,
-            partial: Box::new(self.partial(ritz)),
+            partial: Box::new(self.partial()),
         }
     }
 
@@ -84,16 +84,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// `Stopped` (the observer asked) with [`State::partial`].
-    pub(super) fn stopped(&mut self, ritz: &[(f64, f64)]) -> JdError {
+    pub(super) fn stopped(&mut self) -> JdError {
         JdError::Stopped {
             wanted: self.prm.nev,
-            partial: Box::new(self.partial(ritz)),
+            partial: Box::new(self.partial()),
         }
     }
 
     /// The locked pairs plus the best current Ritz estimates of the rest
-    /// (`converged == false`, with their last residual norms).
-    fn partial(&mut self, ritz: &[(f64, f64)]) -> Solution {
+    /// (`converged == false`, with their residual norms from W = AV).
+    /// Collective (one global sum).
+    fn partial(&mut self) -> Solution {
         let n = self.n;
         let m = self.m;
         let need = self.prm.nev.saturating_sub(self.nl()).min(m);
@@ -108,30 +109,24 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
                 }
                 gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.prm.threads);
+                // Their residuals ‖W y − θ V y‖ from W = AV (no matvec; W is
+                // refreshed when it drifts), one global sum.
+                let mut rs = vec![0.0; n * need];
+                gemm_nn(&mut rs, &self.w, n, m, &ys, need, self.prm.threads);
+                let mut nrm = vec![0.0; need];
+                for (q, &i) in ord.iter().take(need).enumerate() {
+                    let cols = q * n..(q + 1) * n;
+                    let (r, x) = (&mut rs[cols.clone()], &xs[cols]);
+                    r.iter_mut().zip(x).for_each(|(r, x)| *r -= th[i] * x);
+                    nrm[q] = crate::dense::dot(r, r);
+                }
+                if self.ndefl > 0 {
+                    self.deflate_residuals(&mut rs, &mut nrm);
+                }
+                self.allreduce(&mut nrm);
                 self.xl.extend_from_slice(&xs);
-                // `ritz` holds the pairs of the last Rayleigh-Ritz in target
-                // order, including those locked since (no longer in the basis):
-                // each estimate takes the residual of the unused pair of nearest
-                // Ritz value (the same vector, the basis having been reduced to
-                // Ritz vectors), NaN when none is that pair.
-                let mut used = vec![false; ritz.len()];
-                for &i in ord.iter().take(need) {
-                    let near = (0..ritz.len())
-                        .filter(|&j| !used[j])
-                        .min_by(|&a, &b| {
-                            (ritz[a].0 - th[i])
-                                .abs()
-                                .total_cmp(&(ritz[b].0 - th[i]).abs())
-                        })
-                        .filter(|&j| {
-                            let tol = 1e-8 * self.anorm.max(th[i].abs()).max(f64::MIN_POSITIVE);
-                            (ritz[j].0 - th[i]).abs() <= tol
-                        });
-                    let rn = near.map_or(f64::NAN, |j| {
-                        used[j] = true;
-                        ritz[j].1
-                    });
-                    extra.push((th[i], rn, false));
+                for (q, &i) in ord.iter().take(need).enumerate() {
+                    extra.push((th[i], nrm[q].max(0.0).sqrt(), false));
                 }
             }
         }
