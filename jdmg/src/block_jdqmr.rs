@@ -1122,6 +1122,23 @@ mod tests {
         }
     }
 
+    /// Fixed-length JDQMR setups at θ = σ = each shift.
+    fn fixed_setups(shifts: &[f64], maxits: usize) -> Vec<QmrSetup> {
+        shifts
+            .iter()
+            .map(|&s| QmrSetup {
+                theta: s,
+                shift: s,
+                target: Target::Smallest,
+                maxits,
+                conv_tol: 0.0,
+                ltol: 1e-14,
+                etol_factor: 0.0,
+                fixed: true,
+            })
+            .collect()
+    }
+
     /// The lockstep block gives each equation the steps and the correction of
     /// the one-equation JDQMR of `crate::correction` (same projectors, same
     /// recurrences), with and without a (Jacobi) preconditioner and locked vectors.
@@ -1145,19 +1162,7 @@ mod tests {
             }
         }
         let shifts: Vec<f64> = (0..b).map(|j| 0.5 + 0.2 * j as f64).collect();
-        let setups: Vec<QmrSetup> = shifts
-            .iter()
-            .map(|&s| QmrSetup {
-                theta: s,
-                shift: s,
-                target: Target::Smallest,
-                maxits: 25,
-                conv_tol: 0.0,
-                ltol: 1e-14,
-                etol_factor: 0.0,
-                fixed: true,
-            })
-            .collect();
+        let setups = fixed_setups(&shifts, 25);
         let comm = SelfComm::new();
         for (jacobi, threads) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
             let inners: Vec<Inner<'_>> = shifts
@@ -1261,19 +1266,7 @@ mod tests {
             r[n + i] = 1.0 / (1.0 + i as f64);
         }
         let shifts = [2.0 + 0.1 * (n - 1) as f64, 0.3];
-        let setups: Vec<QmrSetup> = shifts
-            .iter()
-            .map(|&s| QmrSetup {
-                theta: s,
-                shift: s,
-                target: Target::Smallest,
-                maxits: 5,
-                conv_tol: 0.0,
-                ltol: 1e-14,
-                etol_factor: 0.0,
-                fixed: true,
-            })
-            .collect();
+        let setups = fixed_setups(&shifts, 5);
         let eq = BlockEquations {
             locked: &[],
             nl: 0,

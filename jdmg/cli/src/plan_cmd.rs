@@ -611,7 +611,7 @@ fn check_tiles_sizes(a: &TilesArgs) -> Result<(), Fail> {
     }
     if !(1.0..=MAX_ALPHA).contains(&a.alpha) {
         return Err(bad(format!(
-            "--alpha {}: must lie in [1, {MAX_ALPHA}]",
+            "--alpha {:?}: must lie in [1, {MAX_ALPHA}]",
             a.alpha
         )));
     }

@@ -166,7 +166,7 @@ fn plan_sizes_are_checked_before_allocating() {
     refused(&["plan", "tiles", "--n", "100000"], &["--n 100000", "400"]);
     refused(
         &["plan", "tiles", "--alpha", "1e308"],
-        &["--alpha", "[1, 64]"],
+        &["--alpha 1e308:", "[1, 64]"],
     );
     refused(
         &["plan", "tiles", "--p", "1000000"],
