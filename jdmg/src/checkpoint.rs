@@ -163,6 +163,11 @@ pub struct Checkpoint {
     /// every process, whatever the layout). A resume recomputes it and refuses
     /// a checkpoint of another matrix of the same size.
     pub operator_fingerprint: [f64; 2],
+    /// The mass matrix's fingerprint, as `operator_fingerprint`, for a
+    /// generalized problem (K x = λ M x); None for a standard one. A resume
+    /// without M, with M for a standard problem's checkpoint, or with another
+    /// M, is refused.
+    pub mass_fingerprint: Option<[f64; 2]>,
 }
 
 /// The metadata part of the file; exact scalars are kept as bit patterns
@@ -194,6 +199,9 @@ struct Meta {
     prev_rows: usize,
     prev_cols: usize,
     new_block: usize,
+    /// Bit patterns of `Checkpoint::mass_fingerprint` (absent: no M).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mass_fingerprint_bits: Option<[u64; 2]>,
 }
 
 /// CRC-32 (IEEE) of `bytes`.
@@ -288,6 +296,7 @@ impl Checkpoint {
             prev_rows: self.prev_rows,
             prev_cols: self.prev_cols,
             new_block: self.new_block,
+            mass_fingerprint_bits: self.mass_fingerprint.map(|f| f.map(f64::to_bits)),
         };
         // Serializing plain structs of numbers, strings and enums cannot fail;
         // a non-finite float (refused by JSON) would only come from a Stats
@@ -416,6 +425,7 @@ impl Checkpoint {
             new_block: meta.new_block,
             block_vectors,
             operator_fingerprint: [f64::NAN; 2],
+            mass_fingerprint: meta.mass_fingerprint_bits.map(|b| b.map(f64::from_bits)),
         };
         ck.set_scalars(&scalars)?;
         ck.check_shapes()?;
@@ -764,6 +774,7 @@ mod tests {
             new_block: 1,
             block_vectors: (0..n).map(|i| -(i as f64).sqrt()).collect(),
             operator_fingerprint: [3.5, 1.0 / 7.0],
+            mass_fingerprint: None,
         }
     }
 

@@ -5,6 +5,15 @@
 //! z = K⁻¹r − K⁻¹x (xᵀK⁻¹r)/(xᵀK⁻¹x), so that a K close to A − θI still yields a
 //! useful correction (the orthogonal projection of K⁻¹r would cancel it), and an
 //! orthogonal projection against the locked vectors.
+//!
+//! With a mass matrix M (K x = λ M x, Q M-orthonormal) the equation is
+//! (I − MQQᵀ)(K − θM)(I − QQᵀM) t = −r: the operator's output is projected
+//! with I − MQQᵀ (coefficients Qᵀy), the preconditioner's with I − QQᵀM
+//! (coefficients (MQ)ᵀz), and the oblique projection uses Mx in place of x:
+//! z = K⁻¹r − K⁻¹Mx ((Mx)ᵀK⁻¹r)/((Mx)ᵀK⁻¹Mx), which keeps the preconditioner
+//! symmetric (JDQMR) and z M-orthogonal to x. Without a preconditioner the
+//! same projection runs with K = I (the Krylov vectors must be M-orthogonal
+//! to Q, which r is not).
 
 use std::cell::{Cell, RefCell};
 
@@ -36,13 +45,44 @@ pub(crate) fn project_out<C: Comm + ?Sized>(
     }
 }
 
+/// `v ← v − S (Dᵀv)` for `d` (the coefficient columns) and `s` (the
+/// subtracted ones), both n×nq: one global sum. With `d = s = Q`,
+/// [`project_out`].
+pub(crate) fn project_out_with<C: Comm + ?Sized>(
+    d: &[f64],
+    s: &[f64],
+    n: usize,
+    nq: usize,
+    v: &mut [f64],
+    coef: &mut [f64],
+    comm: &C,
+) {
+    if nq == 0 {
+        return;
+    }
+    let coef = &mut coef[..nq];
+    gemm_tn(coef, d, n, nq, v, 1, 1);
+    comm.all_reduce(coef, ReduceOp::Sum);
+    crate::dense::gemm_sub(v, s, n, nq, coef, 1, 1);
+}
+
+/// The mass matrix of a generalized correction equation: M (scaled like the
+/// problem's), M·X_locked (the same columns as `locked`) and M·x.
+#[derive(Clone, Copy)]
+pub(crate) struct MassCtx<'x> {
+    pub op: &'x dyn Operator,
+    pub locked: &'x [f64],
+    pub bx: &'x [f64],
+}
+
 /// Whether an inner solution can serve as the correction: at least one step taken,
 /// finite and not zero (otherwise the caller takes a Davidson step K⁻¹r).
 pub(crate) fn usable_correction(steps: usize, sol: &[f64]) -> bool {
     steps > 0 && sol.iter().all(|v| v.is_finite()) && sol.iter().any(|&v| v != 0.0)
 }
 
-/// (I − QQᵀ)(A − σI) restricted to vectors already orthogonal to Q.
+/// (I − QQᵀ)(A − σI) restricted to vectors already orthogonal to Q; with a
+/// mass matrix, (I − MQQᵀ)(K − σM) on vectors M-orthogonal to Q.
 pub(crate) struct ProjectedOperator<'a, A: ?Sized, C: ?Sized> {
     pub a: &'a A,
     pub comm: &'a C,
@@ -52,6 +92,10 @@ pub(crate) struct ProjectedOperator<'a, A: ?Sized, C: ?Sized> {
     pub shift: f64,
     pub coef: RefCell<Vec<f64>>,
     pub global_sums: Cell<u64>,
+    /// M and M·Q (generalized problems), with a scratch column for Mx.
+    pub mass: Option<(&'a dyn Operator, &'a [f64])>,
+    pub scratch: RefCell<Vec<f64>>,
+    pub mass_matvecs: Cell<u64>,
 }
 
 impl<A: Operator + ?Sized, C: Comm + ?Sized> Operator for ProjectedOperator<'_, A, C> {
@@ -61,6 +105,25 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> Operator for ProjectedOperator<'_, 
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
         self.a.apply_block(x, y, k);
         let mut coef = self.coef.borrow_mut();
+        if let Some((m, bq)) = self.mass {
+            let mut mx = self.scratch.borrow_mut();
+            for j in 0..k {
+                let (xj, yj) = (
+                    &x[j * self.n..(j + 1) * self.n],
+                    &mut y[j * self.n..(j + 1) * self.n],
+                );
+                m.apply(xj, &mut mx[..self.n]);
+                yj.iter_mut()
+                    .zip(mx.iter())
+                    .for_each(|(yi, mi)| *yi -= self.shift * mi);
+                project_out_with(self.q, bq, self.n, self.nq, yj, &mut coef, self.comm);
+            }
+            self.mass_matvecs.set(self.mass_matvecs.get() + k as u64);
+            if self.nq > 0 {
+                self.global_sums.set(self.global_sums.get() + k as u64);
+            }
+            return;
+        }
         for j in 0..k {
             let (xj, yj) = (
                 &x[j * self.n..(j + 1) * self.n],
@@ -85,6 +148,12 @@ pub(crate) enum Inner<'a> {
     Diagonal { diag: &'a [f64], shift: f64 },
     /// A prebuilt preconditioner of A − σ₀I.
     Built(&'a (dyn Preconditioner + Send + Sync)),
+    /// K = diag(K) − σ·diag(M) (Jacobi of a generalized problem).
+    MassDiagonal {
+        diag: &'a [f64],
+        mdiag: &'a [f64],
+        shift: f64,
+    },
     /// A preconditioner told the shift of the equation
     /// ([`Preconditioner::apply_block_shifted`]; `shift` in the units of the
     /// operator it was given).
@@ -99,6 +168,24 @@ pub(crate) enum Inner<'a> {
 pub(crate) fn shifted_jacobi(diag: &[f64], shift: f64, r: &[f64], z: &mut [f64]) {
     for ((zi, ri), di) in z.iter_mut().zip(r).zip(diag.iter()) {
         let mut d = di - shift;
+        let floor = 1e-12 * di.abs().max(1e-300);
+        if d.abs() < floor {
+            d = if d < 0.0 { -floor } else { floor };
+        }
+        *zi = ri / d;
+    }
+}
+
+/// `z = (D − σ·D_M)⁻¹ r`, entries kept away from zero as in [`shifted_jacobi`].
+pub(crate) fn shifted_jacobi_mass(
+    diag: &[f64],
+    mdiag: &[f64],
+    shift: f64,
+    r: &[f64],
+    z: &mut [f64],
+) {
+    for (((zi, ri), di), mi) in z.iter_mut().zip(r).zip(diag).zip(mdiag) {
+        let mut d = di - shift * mi;
         let floor = 1e-12 * di.abs().max(1e-300);
         if d.abs() < floor {
             d = if d < 0.0 { -floor } else { floor };
@@ -122,6 +209,9 @@ pub(crate) struct ProjectedPreconditioner<'a, C: ?Sized> {
     pub global_sums: Cell<u64>,
     /// Seconds in K⁻¹.
     pub seconds: Cell<f64>,
+    /// M·Q (generalized problems): the projection is I − QQᵀM, with Mx in the
+    /// oblique part; the identity K is projected too.
+    pub bq: Option<&'a [f64]>,
 }
 
 impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
@@ -136,6 +226,9 @@ impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
         match &self.inner {
             Inner::Identity => z.copy_from_slice(r),
             Inner::Diagonal { diag, shift } => shifted_jacobi(diag, *shift, r, z),
+            Inner::MassDiagonal { diag, mdiag, shift } => {
+                shifted_jacobi_mass(diag, mdiag, *shift, r, z)
+            }
             Inner::Built(m) => m.apply(r, z),
             Inner::Shifted { pc, shift } => pc.apply_block_shifted(r, z, 1, &[*shift]),
         }
@@ -144,11 +237,12 @@ impl<C: Comm + ?Sized> ProjectedPreconditioner<'_, C> {
     /// Computes K⁻¹x and xᵀK⁻¹x for the oblique projection (one global sum).
     /// Falls back to the orthogonal projection when xᵀK⁻¹x vanishes.
     pub fn prepare(&mut self) {
-        if matches!(self.inner, Inner::Identity) || self.nq == 0 {
+        if (matches!(self.inner, Inner::Identity) && self.bq.is_none()) || self.nq == 0 {
             return;
         }
         let n = self.n;
-        let x = &self.q[(self.nq - 1) * n..self.nq * n];
+        // x, or Mx with a mass matrix.
+        let x = &self.bq.unwrap_or(self.q)[(self.nq - 1) * n..self.nq * n];
         let mut kx = vec![0.0; n];
         self.apply_inner(x, &mut kx);
         let mut mu = [crate::dense::dot(x, &kx)];
@@ -166,11 +260,11 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
         self.n
     }
     fn is_identity(&self) -> bool {
-        matches!(self.inner, Inner::Identity)
+        matches!(self.inner, Inner::Identity) && self.bq.is_none()
     }
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         let n = self.n;
-        if matches!(self.inner, Inner::Identity) {
+        if matches!(self.inner, Inner::Identity) && self.bq.is_none() {
             // r is already orthogonal to Q inside BiCGSTAB: nothing to project.
             z.copy_from_slice(r);
             return;
@@ -182,9 +276,9 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
             if self.nq == 0 {
                 continue;
             }
-            // One global sum: Qᵀz.
+            // One global sum: Qᵀz ((MQ)ᵀz with a mass matrix).
             let c = &mut coef[..self.nq];
-            gemm_tn(c, self.q, n, self.nq, zj, 1, 1);
+            gemm_tn(c, self.bq.unwrap_or(self.q), n, self.nq, zj, 1, 1);
             self.comm.all_reduce(c, ReduceOp::Sum);
             let oblique = !self.kx.is_empty();
             let last = self.nq - 1;
@@ -233,6 +327,8 @@ pub(crate) struct Outcome {
     pub global_sums: u64,
     /// JDQMR's reason to stop.
     pub qmr_stop: Option<crate::jdqmr::QmrStop>,
+    /// Products with the mass matrix (generalized problems).
+    pub mass_matvecs: u64,
 }
 
 /// The one correction-equation solver of the serial, fine-grain and multigrain
@@ -247,6 +343,9 @@ pub(crate) struct CorrectionSolver {
     /// [X_locked, x]; the first `q_locked` columns are valid.
     q: Vec<f64>,
     q_locked: usize,
+    /// M·Q with a mass matrix (same layout and caching as `q`).
+    bq: Vec<f64>,
+    bq_locked: usize,
     rhs: Vec<f64>,
     coef: Vec<f64>,
 }
@@ -265,6 +364,8 @@ impl CorrectionSolver {
             krylov,
             q: Vec::with_capacity(n * (max_locked + 1)),
             q_locked: 0,
+            bq: Vec::new(),
+            bq_locked: 0,
             rhs: Vec::with_capacity(n),
             coef: Vec::with_capacity(max_locked + 1),
         }
@@ -287,7 +388,35 @@ impl CorrectionSolver {
         go_on: &mut dyn FnMut(usize, f64, f64) -> bool,
         out: &mut [f64],
     ) -> Outcome {
+        self.solve_general(a, None, comm, locked, nl, inner, eq, go_on, out)
+    }
+
+    /// [`CorrectionSolver::solve`] of K x = λ M x when `mass` is given (see the
+    /// module documentation).
+    #[allow(clippy::too_many_arguments)]
+    pub fn solve_general<A: Operator + ?Sized, C: Comm + ?Sized>(
+        &mut self,
+        a: &A,
+        mass: Option<MassCtx<'_>>,
+        comm: &C,
+        locked: &[f64],
+        nl: usize,
+        inner: Inner<'_>,
+        eq: &Equation<'_>,
+        go_on: &mut dyn FnMut(usize, f64, f64) -> bool,
+        out: &mut [f64],
+    ) -> Outcome {
         let n = self.n;
+        if let Some(mc) = mass {
+            if self.bq_locked > nl || self.bq.len() < n * self.bq_locked {
+                self.bq_locked = 0;
+            }
+            self.bq.truncate(n * self.bq_locked);
+            self.bq
+                .extend_from_slice(&mc.locked[n * self.bq_locked..n * nl]);
+            self.bq_locked = nl;
+            self.bq.extend_from_slice(mc.bx);
+        }
         if self.q_locked > nl || self.q.len() < n * self.q_locked {
             self.q_locked = 0;
         }
@@ -299,6 +428,7 @@ impl CorrectionSolver {
         self.coef.clear();
         self.coef.resize(nq, 0.0);
         let identity = matches!(inner, Inner::Identity);
+        let bq = mass.map(|_| &self.bq[..]);
         let op = ProjectedOperator {
             a,
             comm,
@@ -308,6 +438,9 @@ impl CorrectionSolver {
             shift: eq.shift,
             coef: RefCell::new(vec![0.0; nq]),
             global_sums: Cell::new(0),
+            mass: mass.map(|mc| (mc.op, &self.bq[..])),
+            scratch: RefCell::new(vec![0.0; if mass.is_some() { n } else { 0 }]),
+            mass_matvecs: Cell::new(0),
         };
         let mut pc = ProjectedPreconditioner {
             inner,
@@ -320,6 +453,7 @@ impl CorrectionSolver {
             coef: RefCell::new(vec![0.0; nq]),
             global_sums: Cell::new(0),
             seconds: Cell::new(0.0),
+            bq,
         };
         pc.prepare();
         let mut o = Outcome {
@@ -329,7 +463,11 @@ impl CorrectionSolver {
         };
         self.rhs.clear();
         self.rhs.extend(eq.r.iter().map(|v| -v));
-        project_out(&self.q, n, nq, &mut self.rhs, &mut self.coef, comm);
+        match bq {
+            // I − MQQᵀ
+            Some(bq) => project_out_with(&self.q, bq, n, nq, &mut self.rhs, &mut self.coef, comm),
+            None => project_out(&self.q, n, nq, &mut self.rhs, &mut self.coef, comm),
+        }
         let ok = match &mut self.krylov {
             Krylov::Bicgstab(solver) => {
                 let r0 = solver.start(&op, comm, &self.rhs, None);
@@ -393,6 +531,7 @@ impl CorrectionSolver {
             }
         }
         o.global_sums += op.global_sums.get() + pc.global_sums.get();
+        o.mass_matvecs = op.mass_matvecs.get();
         o.precond_seconds = pc.seconds.get();
         o
     }

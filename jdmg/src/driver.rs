@@ -220,6 +220,7 @@ fn solve_on<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
         spaces: Spaces::default(),
+        mass: None,
     }
     .with_initial(spaces.initial)?
     .with_deflation(spaces.deflation)?;
@@ -341,6 +342,7 @@ pub fn solve_distributed_with<C: Comm + ?Sized>(
         diagonal: Some(&diag),
         precond: pc.as_deref(),
         spaces: Spaces::default(),
+        mass: None,
     };
     let pb = pb.with_initial(&initial)?.with_deflation(&deflation)?;
     with_setup(solve_resumable(&pb, params, observer, ck), setup)

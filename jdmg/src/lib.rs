@@ -212,6 +212,7 @@ pub mod checkpoint;
 mod correction;
 mod dense;
 pub mod driver;
+pub mod generalized;
 pub mod input;
 pub mod jd;
 mod jdqmr;
@@ -235,8 +236,9 @@ pub use driver::{
     gather_eigenvectors, solve_distributed, solve_distributed_resumable, solve_distributed_with,
     solve_matrix, solve_matrix_on, solve_matrix_resumable, solve_matrix_with,
 };
+pub use generalized::{solve_distributed_generalized, solve_matrix_generalized};
 pub use input::AsCsr;
-pub use jd::{solve, solve_resumable, Problem, Spaces};
+pub use jd::{solve, solve_resumable, Mass, Problem, Spaces};
 pub use multigrain::{
     fine_rank_keys, fine_world, groups_on, parse_groups, solve_multigrain, AlltoallScope, Balance,
     MultigrainParams, MultigrainStats,

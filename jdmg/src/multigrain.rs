@@ -1399,6 +1399,7 @@ pub fn solve_multigrain_with_sink<W: Comm, B: Comm>(
             diagonal: Some(&fdiag),
             precond: None,
             spaces: Default::default(),
+            mass: None,
         };
         let mut both = Both {
             monitor: monitor.as_mut().map(|m| m as &mut dyn CheckpointSink),

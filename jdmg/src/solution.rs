@@ -74,6 +74,9 @@ pub struct Stats {
     pub deflation_vectors: usize,
     /// Start vectors that entered the basis ([`crate::Problem::with_initial`]).
     pub initial_vectors: usize,
+    /// Products with the mass matrix M, per vector (0 for a standard problem;
+    /// [`crate::Problem::with_mass`]).
+    pub mass_matvecs: u64,
     /// Shift-and-invert ([`crate::st`]): the number of eigenvalues of A below σ,
     /// from the inertia of the LDLᵀ factorization of A − σI (the count of
     /// negative pivots, Sylvester's law); None when the factorization does not
@@ -209,6 +212,14 @@ pub enum JdError {
     /// (σ an eigenvalue), or the factorization ran out of memory.
     #[error("factorization: {0}")]
     Factorization(String),
+    /// The mass matrix M of a generalized problem ([`crate::Problem::with_mass`])
+    /// is not positive definite: the solve met a vector x with xᵀMx ≤ 0, or an
+    /// explicit M has a diagonal entry ≤ 0.
+    #[error("the mass matrix M is not positive definite: {what} (K x = λ M x needs M symmetric positive definite)")]
+    MassNotPositiveDefinite {
+        /// Where it showed.
+        what: String,
+    },
     /// The observer asked to stop: `partial` as in `NotConverged`.
     #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
     Stopped {

@@ -10,6 +10,7 @@
 
 #[cfg(feature = "dense")]
 mod dense_cmd;
+mod mass;
 mod mpi_detect;
 mod output;
 #[cfg(feature = "dense")]

@@ -238,6 +238,18 @@ pub struct SolveArgs {
     /// orthogonal to them (for known eigenvectors: the next eigenpairs).
     #[arg(long, value_name = "FILE.mtx")]
     pub deflate: Option<PathBuf>,
+    /// Mass matrix M of a generalized problem K x = λ M x (K: FILE or
+    /// --generate; M symmetric positive definite, same size): a MatrixMarket
+    /// file. Eigenvectors come back M-orthonormal; convergence is
+    /// ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖. One process or --ranks N (not
+    /// --groups, MPI or --st sinvert yet).
+    #[arg(long, value_name = "M.mtx")]
+    pub mass: Option<PathBuf>,
+    /// With --generate femNd:... (the stiffness matrix K): solve K x = λ M x
+    /// with the generator's mass matrix M (femNd:...:mass), e.g.
+    /// `--generate fem3d:40 --mass-generate`.
+    #[arg(long, requires = "generate", conflicts_with = "mass")]
+    pub mass_generate: bool,
     /// Spectral transformation: none, or sinvert (shift-and-invert on a sparse
     /// direct factorization of A − σI, σ from --target; one process). Reports the
     /// number of eigenvalues below σ when the factorization (LDLᵀ) gives it.
@@ -829,6 +841,14 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             check_groups(g, a.ranks)?;
         }
     }
+    let with_mass = a.mass.is_some() || a.mass_generate;
+    if with_mass {
+        crate::mass::check_options(
+            a.st == crate::vectors::St::Sinvert,
+            a.groups.is_some(),
+            matches!(mode(a)?, Mode::Mpi),
+        )?;
+    }
     if let Mode::Mpi = mode(a)? {
         return solve_mpi(a, &params);
     }
@@ -851,6 +871,18 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
     let (m, source) = load(a)?;
+    let mass = crate::mass::load(
+        a.mass.as_deref(),
+        a.mass_generate,
+        a.generate.as_deref(),
+        &m,
+        !a.no_symmetry_check,
+    )?;
+    let source = match &mass {
+        Some((_, ms)) => format!("{source} with mass {ms}"),
+        None => source,
+    };
+    let mass = mass.map(|(mm, _)| mm);
     check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -861,7 +893,16 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         catch_interrupts();
         let out = crate::resources::run_ranks(cfg, |comm| {
             let w = (comm.rank() == 0).then_some(&watch);
-            run_distributed(a, &params, &m, &comm, w, resume.get(comm.rank()), &vecs)
+            run_distributed(
+                a,
+                &params,
+                &m,
+                mass.as_ref(),
+                &comm,
+                w,
+                resume.get(comm.rank()),
+                &vecs,
+            )
         })?;
         let Some(first) = out.into_iter().next() else {
             return Err(Fail::bad("no rank returned a result"));
@@ -880,7 +921,17 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
                 jdmg::st::solve_shift_invert(&m, sigma, &params, Some(&mut obs), vecs.spaces())
             }
-            _ => jdmg::solve_matrix_with(&m, &params, Some(&mut obs), ck, vecs.spaces()),
+            _ => match &mass {
+                Some(mm) => jdmg::solve_matrix_generalized(
+                    &m,
+                    mm,
+                    &params,
+                    Some(&mut obs),
+                    ck,
+                    vecs.spaces(),
+                ),
+                None => jdmg::solve_matrix_with(&m, &params, Some(&mut obs), ck, vecs.spaces()),
+            },
         };
         (res, 1, Extra::default())
     };
@@ -931,10 +982,12 @@ type DistOutcome = (Result<Result<Solution, JdError>, Fail>, Extra);
 /// Fine grain (or multigrain with --groups) on the processes of `base`, with the
 /// paper's imbalance tracer on the fine-grain communicator. Collective.
 /// `watch` (on one rank) observes the fine-grain iterations.
+#[allow(clippy::too_many_arguments)]
 fn run_distributed<B: Comm>(
     a: &SolveArgs,
     params: &JdParams,
     m: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
     base: &B,
     watch: Option<&Mutex<Watch>>,
     resume: Option<&Checkpoint>,
@@ -1016,16 +1069,40 @@ fn run_distributed<B: Comm>(
                         w.see(ev);
                         std::ops::ControlFlow::Continue(())
                     };
-                    jdmg::solve_distributed_with(
+                    match mass {
+                        Some(mm) => jdmg::solve_distributed_generalized(
+                            m,
+                            mm,
+                            &world,
+                            params,
+                            Some(&mut obs),
+                            ck,
+                            vecs.spaces(),
+                        ),
+                        None => jdmg::solve_distributed_with(
+                            m,
+                            &world,
+                            params,
+                            Some(&mut obs),
+                            ck,
+                            vecs.spaces(),
+                        ),
+                    }
+                }
+                None => match mass {
+                    Some(mm) => jdmg::solve_distributed_generalized(
                         m,
+                        mm,
                         &world,
                         params,
-                        Some(&mut obs),
+                        None,
                         ck,
                         vecs.spaces(),
-                    )
-                }
-                None => jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces()),
+                    ),
+                    None => {
+                        jdmg::solve_distributed_with(m, &world, params, None, ck, vecs.spaces())
+                    }
+                },
             }
         }
     };
@@ -1222,6 +1299,13 @@ fn text_report(out: &mut String, rep: &SolveReport) {
         let _ = writeln!(
             out,
             "shift-and-invert: {below} eigenvalues below the shift (inertia of LDLᵀ)"
+        );
+    }
+    if s.mass_matvecs > 0 {
+        let _ = writeln!(
+            out,
+            "generalized K x = λ M x: {} products with M; eigenvectors M-orthonormal, residuals ‖Kx − λMx‖/‖x‖, ‖A‖ est is ‖K‖",
+            s.mass_matvecs
         );
     }
     if s.deflation_vectors > 0 || s.initial_vectors > 0 {

@@ -28,8 +28,10 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     pub(super) fn tol_for(&self, theta: f64) -> f64 {
+        // With a mass matrix: ‖K‖ + |θ|‖M‖ in place of ‖A‖ (see `mass`).
         match self.prm.conv {
-            ConvTest::Norm => self.prm.tol * self.anorm.max(f64::MIN_POSITIVE),
+            ConvTest::Norm => self.prm.tol * self.res_scale(theta).max(f64::MIN_POSITIVE),
+            ConvTest::Rel if self.has_mass() => self.prm.tol * theta.abs() * self.mnorm,
             ConvTest::Rel => self.prm.tol * theta.abs(),
             ConvTest::Abs => self.prm.tol * self.op.scale(),
         }
@@ -188,35 +190,56 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         self.m = 0;
         self.fill_random(0);
+        let mass = self.has_mass();
         let mut q = self.t[..n].to_vec();
         let mut h = vec![0.0; steps * steps];
         let mut w = vec![0.0; n];
+        // M·q with a mass matrix (the probe works in the M inner product; its
+        // next vector is Kq, whose span still bounds by min-max).
+        let mut bq = vec![0.0; if mass { n } else { 0 }];
         let mut len = 0;
         for j in 0..=steps {
+            if mass {
+                self.mass_apply(&q, &mut bq, 1);
+            }
             // q ⊥ locked vectors and the previous columns, twice; then normalized.
             for _ in 0..2 {
                 let mut c = vec![0.0; nl + j];
-                gemm_tn(&mut c[..nl], &self.xl, n, nl, &q, 1, self.prm.threads);
-                gemm_tn(&mut c[nl..], &self.v, n, j, &q, 1, self.prm.threads);
+                let (xd, vd) = if mass {
+                    (&self.bxl[..], &self.bv[..])
+                } else {
+                    (&self.xl[..], &self.v[..])
+                };
+                gemm_tn(&mut c[..nl], xd, n, nl, &q, 1, self.prm.threads);
+                gemm_tn(&mut c[nl..], vd, n, j, &q, 1, self.prm.threads);
                 let mut nq = [0.0];
                 self.allreduce(&mut c);
                 gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
                 gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1, self.prm.threads);
-                nq[0] = crate::dense::dot(&q, &q);
+                if mass {
+                    gemm_sub(&mut bq, &self.bxl, n, nl, &c[..nl], 1, self.prm.threads);
+                    gemm_sub(&mut bq, &self.bv, n, j, &c[nl..], 1, self.prm.threads);
+                }
+                nq[0] = crate::dense::dot(&q, if mass { &bq } else { &q });
                 self.allreduce(&mut nq);
                 if nq[0].is_finite() && nq[0] > 0.0 {
                     let s = 1.0 / nq[0].sqrt();
                     q.iter_mut().for_each(|x| *x *= s);
+                    bq.iter_mut().for_each(|x| *x *= s);
                 } else {
                     q.fill(0.0);
+                    bq.fill(0.0);
                 }
             }
-            let mut nq = [crate::dense::dot(&q, &q)];
+            let mut nq = [crate::dense::dot(&q, if mass { &bq } else { &q })];
             self.allreduce(&mut nq);
             if j == steps || nq[0].is_nan() || nq[0] <= 0.5 {
                 break;
             }
             self.v[j * n..(j + 1) * n].copy_from_slice(&q);
+            if mass {
+                self.bv[j * n..(j + 1) * n].copy_from_slice(&bq);
+            }
             self.op.apply(&q, &mut w);
             self.stats.matvecs += 1;
             // Column j of H = QᵀAQ (the Krylov space's projection), next vector Aq.
@@ -254,14 +277,26 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         // True Rayleigh quotient and residual of z.
         self.op.apply(&z, &mut w);
         self.stats.matvecs += 1;
-        let mut rq = [crate::dense::dot(&z, &w), crate::dense::dot(&z, &z)];
+        let bz = if mass {
+            let mut bz = vec![0.0; n];
+            self.mass_apply(&z, &mut bz, 1);
+            bz
+        } else {
+            z.clone()
+        };
+        let mut rq = [
+            crate::dense::dot(&z, &w),
+            crate::dense::dot(&z, &bz),
+            crate::dense::dot(&z, &z),
+        ];
         self.allreduce(&mut rq);
         if rq[1].is_nan() || rq[1] <= 0.0 || !rq[0].is_finite() {
             return false;
         }
         let rho = rq[0] / rq[1];
-        w.iter_mut().zip(&z).for_each(|(a, x)| *a -= rho * x);
-        let mut rn = [crate::dense::dot(&w, &w) / rq[1]];
+        w.iter_mut().zip(&bz).for_each(|(a, x)| *a -= rho * x);
+        // ‖Az − ρz‖²/‖z‖² (‖Kz − ρMz‖²/‖z‖²), local part.
+        let mut rn = [crate::dense::dot(&w, &w) / rq[2]];
         self.allreduce(&mut rn);
         let margin = match self.target {
             Target::Closest(_) | Target::LargestMagnitude => rn[0].sqrt(),

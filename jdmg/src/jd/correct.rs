@@ -8,7 +8,11 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     /// is still large (JD's usual safeguard for interior targets).
     pub(super) fn shift_for(&self, s: &Sel) -> f64 {
         match self.target {
-            Target::Closest(sigma) if s.rnorm > 1e-2 * self.anorm.max(f64::MIN_POSITIVE) => sigma,
+            Target::Closest(sigma)
+                if s.rnorm > 1e-2 * self.res_scale(s.theta).max(f64::MIN_POSITIVE) =>
+            {
+                sigma
+            }
             _ => s.theta,
         }
     }
@@ -20,14 +24,24 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             (_, _, Some(m)) if self.prm.precond != PrecondChoice::Jacobi => Inner::Shifted {
                 // the preconditioner's units: those of the operator given
                 pc: m,
-                shift: shift / self.op.scale(),
+                shift: shift / self.ev_scale(),
             },
-            (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(d), _) => Inner::Diagonal {
-                // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner of
-                // the scaled operator, which the Krylov solvers do not mind.
-                diag: d,
-                shift: shift / self.op.scale(),
-            },
+            (PrecondChoice::Jacobi | PrecondChoice::Auto, Some(d), _) => {
+                match self.pb.mass.and_then(|m| m.diagonal) {
+                    // With M: diag(K) − σ·diag(M) (without M's diagonal, diag(K) − σ).
+                    Some(md) => Inner::MassDiagonal {
+                        diag: d,
+                        mdiag: md,
+                        shift: shift / self.ev_scale(),
+                    },
+                    // (D − θ/s)⁻¹ = s (sD − θ)⁻¹: proportional to the preconditioner
+                    // of the scaled operator, which the Krylov solvers do not mind.
+                    None => Inner::Diagonal {
+                        diag: d,
+                        shift: shift / self.ev_scale(),
+                    },
+                }
+            }
             _ => Inner::Identity,
         }
     }
@@ -41,6 +55,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let (n, s) = (self.n, sel.len());
         let shifts: Vec<f64> = sel.iter().map(|p| self.shift_for(p)).collect();
         let inner = self.inner_for(shifts.first().copied().unwrap_or(0.0));
+        let ev_scale = self.ev_scale();
         let (r, t) = (&r[..n * s], &mut self.t[..n * s]);
         match inner {
             Inner::Identity => {
@@ -50,7 +65,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             Inner::Built(m) | Inner::Shifted { pc: m, .. } => {
                 let t0 = Instant::now();
                 // Each column's shift, in the preconditioner's units.
-                let sh: Vec<f64> = shifts.iter().map(|x| x / self.op.scale()).collect();
+                let sh: Vec<f64> = shifts.iter().map(|x| x / ev_scale).collect();
                 if self.prm.threads > 1 && s > 1 {
                     // Half of the block's columns each on two threads (the
                     // substitutions are sequential within a column).
@@ -67,11 +82,24 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 self.stats.precond_seconds += t0.elapsed().as_secs_f64();
             }
             Inner::Diagonal { diag, .. } => {
-                let scale = self.op.scale();
+                let scale = ev_scale;
                 for (j, shift) in shifts.iter().enumerate() {
                     let cols = j * n..(j + 1) * n;
                     crate::correction::shifted_jacobi(
                         diag,
+                        shift / scale,
+                        &r[cols.clone()],
+                        &mut t[cols],
+                    );
+                }
+            }
+            Inner::MassDiagonal { diag, mdiag, .. } => {
+                let scale = ev_scale;
+                for (j, shift) in shifts.iter().enumerate() {
+                    let cols = j * n..(j + 1) * n;
+                    crate::correction::shifted_jacobi_mass(
+                        diag,
+                        mdiag,
                         shift / scale,
                         &r[cols.clone()],
                         &mut t[cols],
@@ -162,6 +190,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         &mut self,
         solver: &mut CorrectionSolver,
         x: &[f64],
+        bx: &[f64],
         r: &[f64],
         s: &Sel,
         slot: usize,
@@ -172,7 +201,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let inner = self.inner_for(shift);
         let maxits = self.prm.maxits();
         let floor = 0.1 * self.tol_for(s.theta);
-        let qmr = (self.prm.inner_solver == InnerSolver::Qmrs).then(|| self.qmr_setup(s, shift));
+        let qmr = (self.correction_kind() == InnerSolver::Qmrs).then(|| self.qmr_setup(s, shift));
         let eq = Equation { x, r, shift, qmr };
         let tcol = &mut self.t[slot * n..(slot + 1) * n];
         let sums = std::cell::Cell::new(0);
@@ -183,8 +212,14 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             }
             stop => Box::new(steps_rule(stop, maxits, rel, floor)),
         };
-        let out = solver.solve(
+        let mass = self.mop.as_ref().map(|m| crate::correction::MassCtx {
+            op: m as &dyn Operator,
+            locked: &self.bxl[..],
+            bx,
+        });
+        let out = solver.solve_general(
             &self.op,
+            mass,
             self.pb.comm,
             &self.xl,
             nl,
@@ -205,6 +240,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         self.stats.precond_applications += o.precond_applies;
         self.stats.precond_seconds += o.precond_seconds;
         self.stats.global_sums += o.global_sums;
+        self.stats.mass_matvecs += o.mass_matvecs;
         self.stats.inner_steps += o.steps as u64;
         if let Some(stop) = o.qmr_stop {
             let st = &mut self.stats.inner_stops;

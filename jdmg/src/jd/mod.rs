@@ -18,11 +18,17 @@
 //! through the one correction-equation solver of `crate::correction`), `results`
 //! and `snapshot` (checkpoints: export and restore of the state at the top of an
 //! outer iteration, see [`crate::checkpoint`]).
+//!
+//! Generalized problems K x = λ M x ([`Problem::with_mass`]) run through the
+//! same loop in the M inner product: `mass` documents what changes (M·V kept
+//! beside V, residuals Kx − θMx, the M projectors of the correction equation,
+//! the convergence rule ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖).
 
 mod checks;
 mod convergence;
 mod correct;
 mod dynamic;
+mod mass;
 mod ortho;
 mod projection;
 mod restart;
@@ -30,6 +36,7 @@ mod results;
 mod snapshot;
 mod spaces;
 
+pub use mass::Mass;
 pub(crate) use spaces::local_rows;
 pub use spaces::Spaces;
 
@@ -68,6 +75,10 @@ pub struct Problem<'a, A: ?Sized, C: ?Sized> {
     /// Start and deflation vectors ([`Problem::with_initial`],
     /// [`Problem::with_deflation`]); none by default.
     pub spaces: Spaces<'a>,
+    /// The mass matrix M of a generalized problem K x = λ M x (K = `a`), M
+    /// symmetric positive definite, applied to this process's rows like `a`
+    /// ([`Problem::with_mass`]); None: the standard problem (M = I).
+    pub mass: Option<Mass<'a>>,
 }
 
 impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
@@ -99,6 +110,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
             diagonal: None,
             precond: None,
             spaces: Spaces::default(),
+            mass: None,
         })
     }
 
@@ -239,6 +251,18 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     ndefl: usize,
     /// Start vectors of the problem (agreed over the processes).
     ninit: usize,
+    /// The mass matrix M times its internal scale (generalized problems only;
+    /// see `mass`). Every array below is empty without it.
+    mop: Option<ScaledOperator<'a, dyn Operator + 'a>>,
+    /// M·V (n × max_basis), M·[deflation, locked vectors], M·T.
+    bv: Vec<f64>,
+    bxl: Vec<f64>,
+    bt: Vec<f64>,
+    /// Estimates of ‖K‖ and ‖M‖ (scaled units) for the convergence test.
+    knorm: f64,
+    mnorm: f64,
+    /// Set when a vector x with xᵀMx ≤ 0 was met (M not positive definite).
+    mass_error: Option<String>,
 }
 
 /// The p×p identity, column-major.
@@ -361,7 +385,17 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
             "deflation vectors are for serial and fine-grain solves, not solve groups",
         ));
     }
+    if pb.mass.is_some() && backend.is_some() {
+        return Err(JdError::invalid(
+            "mass",
+            "a mass matrix (K x = λ M x) is for serial and fine-grain solves; solve groups \
+             (multigrain) do not take one yet",
+        ));
+    }
     st.ninit = ninit;
+    if pb.mass.is_some() {
+        st.init_mass()?;
+    }
     st.install_deflation(ndefl)?;
     st.backend = backend;
     st.sink = ck.sink;
@@ -369,13 +403,20 @@ pub(crate) fn solve_with<'b, A: Operator + ?Sized, C: Comm + ?Sized>(
         Some(c) => Some(st.restore(c)?),
         None => None,
     };
+    if resumed.is_some() && pb.mass.is_some() {
+        st.refresh_mass_images();
+    }
     let result = st.run(&mut observer, resumed);
     st.stats.wall_seconds = st.start.elapsed().as_secs_f64();
     st.stats.spmv_seconds += st.op.take_seconds();
     let s = &mut st.stats;
     s.dense_seconds =
         (s.projection_seconds + s.correction_seconds - s.spmv_seconds - s.precond_seconds).max(0.0);
-    st.stats.anorm_estimate = st.anorm / st.op.scale();
+    st.stats.anorm_estimate = if pb.mass.is_some() {
+        st.knorm / st.op.scale()
+    } else {
+        st.anorm / st.op.scale()
+    };
     result
         .map(|mut s| {
             s.stats = st.stats.clone();
@@ -440,6 +481,21 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             start: Instant::now(),
             ndefl: 0,
             ninit: 0,
+            mop: pb.mass.map(|m| ScaledOperator::new(m.op)),
+            bv: if pb.mass.is_some() {
+                vec![0.0; n * mb]
+            } else {
+                Vec::new()
+            },
+            bxl: Vec::new(),
+            bt: if pb.mass.is_some() {
+                vec![0.0; n * sz.k]
+            } else {
+                Vec::new()
+            },
+            knorm: 0.0,
+            mnorm: 0.0,
+            mass_error: None,
         }
     }
 
@@ -484,7 +540,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         // One-equation-at-a-time solver (BiCGSTAB), built when first needed.
         let mut solver: Option<CorrectionSolver> = None;
         // The block's JDQMR equations advance together (serial and fine grain).
+        let mass = self.has_mass();
+        // With a mass matrix JDQMR runs one equation at a time (see `mass`).
         let mut block_qmr = (self.backend.is_none()
+            && !mass
             && matches!(self.prm.inner_solver, InnerSolver::Qmrs | InnerSolver::Auto)
             && self.prm.maxits() > 0)
             .then(|| BlockJdQmr::new(n, k));
@@ -497,6 +556,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         // each batch is computed in place after the pairs selected so far.
         let mut xsel = vec![0.0; n * k];
         let mut rsel = vec![0.0; n * k];
+        // M·X of the selected pairs (generalized problems only).
+        let mut bxsel = vec![0.0; if mass { n * k } else { 0 }];
         loop {
             if self.sink.is_some() && poll_armed {
                 match self.poll_checkpoint(stop_pending) {
@@ -517,6 +578,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // (1)-(4): orthogonalize the new block and extend the basis.
             let tp = Instant::now();
             let kept = self.orthogonalize_block(b);
+            self.check_mass()?;
             if kept > 0 {
                 self.extend_basis(kept)?;
             }
@@ -541,8 +603,33 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 let ycols = &y[pos * m..(pos + cnt) * m];
                 // cnt ≤ k − s0: the batch fits after the pairs selected so far.
                 let s0 = sel.len();
-                let mut nrm = vec![0.0; cnt];
-                {
+                // With M: ‖X‖² after ‖R‖² (the test takes ‖r‖/‖x‖).
+                let mut nrm = vec![0.0; if mass { 2 * cnt } else { cnt }];
+                if mass {
+                    let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
+                    let bxb = &mut bxsel[s0 * n..(s0 + cnt) * n];
+                    let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
+                    // MX = (MV) Y, R = W Y − MX Θ and ‖R‖ in one pass over MV
+                    // and W; X = V Y in another.
+                    crate::tall_skinny::ritz_residuals(
+                        bxb,
+                        rb,
+                        &mut nrm[..cnt],
+                        &self.bv,
+                        &self.w,
+                        n,
+                        m,
+                        ycols,
+                        &theta[pos..pos + cnt],
+                        self.prm.threads,
+                    );
+                    gemm_nn(xb, &self.v, n, m, ycols, cnt, self.prm.threads);
+                    for j in 0..cnt {
+                        let c = &xb[j * n..(j + 1) * n];
+                        nrm[cnt + j] = crate::dense::dot(c, c);
+                    }
+                    self.stats.basis_passes += 3;
+                } else {
                     let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
                     let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
                     // X = V Y, R = W Y − X Θ and ‖R‖ in one pass over V and W.
@@ -561,9 +648,17 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     self.stats.basis_passes += 2;
                 }
                 if self.ndefl > 0 {
-                    self.deflate_residuals(&mut rsel[s0 * n..(s0 + cnt) * n], &mut nrm);
+                    self.deflate_residuals(&mut rsel[s0 * n..(s0 + cnt) * n], &mut nrm[..cnt]);
                 }
                 self.allreduce(&mut nrm);
+                if mass {
+                    // ‖r‖/‖x‖: the residual of the vector of unit 2-norm.
+                    for j in 0..cnt {
+                        let x2 = nrm[cnt + j];
+                        nrm[j] = if x2 > 0.0 { nrm[j] / x2 } else { nrm[j] };
+                    }
+                    nrm.truncate(cnt);
+                }
                 for (j, nj) in nrm.iter().enumerate() {
                     let p = pos + j;
                     let th = theta[p];
@@ -599,6 +694,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     if s != c {
                         xsel.copy_within(c * n..(c + 1) * n, s * n);
                         rsel.copy_within(c * n..(c + 1) * n, s * n);
+                        if mass {
+                            bxsel.copy_within(c * n..(c + 1) * n, s * n);
+                        }
                     }
                     sel.push(Sel {
                         theta: th,
@@ -628,9 +726,17 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // block 2 lost a copy of its triple eigenvalue that way).
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
+            // M·x of the lock candidates (generalized problems; see `mass`).
+            let mut lock_bx: Vec<f64> = Vec::new();
+            if !lock.is_empty() && mass {
+                let nlk = lock.len();
+                let mut lx = std::mem::take(&mut self.t);
+                lock_bx = self.verify_locks_mass(&mut lock, &mut lx[..n * nlk]);
+                self.t = lx;
+            }
             // Verify lock candidates (in T) with true residuals (explicit matvecs,
             // into W's free columns m..mb when they suffice).
-            if !lock.is_empty() {
+            if !lock.is_empty() && !mass {
                 let nlk = lock.len();
                 let lock_x = &self.t[..n * nlk];
                 let tail = self.m + nlk <= self.sz.max_basis;
@@ -669,14 +775,18 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 drop(own);
                 self.w = wv;
                 self.allreduce(&mut nrm);
+                for (j, item) in lock.iter_mut().enumerate() {
+                    item.2 = nrm[j].sqrt();
+                }
+            }
+            if !lock.is_empty() {
                 let mut accepted = Vec::new();
                 // With the whole space in the basis the Ritz pairs are exact up to
                 // rounding: accept them once the basis has been repaired twice.
                 // Up to √ε‖A‖: a larger true residual means A is not symmetric.
                 let full_ok = basis_full && self.full_repairs >= 2;
-                let floor = f64::EPSILON.sqrt() * self.anorm;
-                for (j, item) in lock.iter_mut().enumerate() {
-                    item.2 = nrm[j].sqrt();
+                for (j, item) in lock.iter().enumerate() {
+                    let floor = f64::EPSILON.sqrt() * self.res_scale(item.1);
                     if item.2 <= self.tol_for(item.1) || (full_ok && item.2 <= floor) {
                         accepted.push(j);
                     }
@@ -705,6 +815,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                         be.on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
                     }
                     self.xl.extend_from_slice(&self.t[j * n..(j + 1) * n]);
+                    if mass {
+                        self.bxl.extend_from_slice(&lock_bx[j * n..(j + 1) * n]);
+                    }
                     self.lam.push(th);
                     self.res.push(rn);
                     locked_pos.push(p);
@@ -743,7 +856,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     y_cur = identity(m_cur);
                 }
             } else if !self.prm.locking && wanted_converged >= nev {
-                let floor = f64::EPSILON.sqrt() * self.anorm;
+                let floor = f64::EPSILON.sqrt() * self.res_scale(theta[nev.saturating_sub(1)]);
                 let worst = ritz_seen.iter().take(nev).map(|r| r.1).fold(0.0, f64::max);
                 if basis_full
                     && worst > floor
@@ -826,18 +939,28 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 steps = self.correct_qmr_block(bq, &xsel, &mut rsel, &sel);
                 self.stats.jdqmr_iterations += 1;
             } else {
+                let kind = self.correction_kind();
                 let solver = solver.get_or_insert_with(|| {
-                    CorrectionSolver::new(n, self.prm.inner_solver, nev + self.sz.k)
+                    CorrectionSolver::new(n, kind, nev + self.ndefl + self.sz.k)
                 });
                 for (i, s) in sel.iter().enumerate() {
+                    let bx = if mass {
+                        &bxsel[i * n..(i + 1) * n]
+                    } else {
+                        &[][..]
+                    };
                     let st = self.correct(
                         solver,
                         &xsel[i * n..(i + 1) * n],
+                        bx,
                         &rsel[i * n..(i + 1) * n],
                         s,
                         i,
                     );
                     steps.push(st);
+                }
+                if mass && kind == InnerSolver::Qmrs {
+                    self.stats.jdqmr_iterations += 1;
                 }
             }
             b = sel.len();
@@ -896,6 +1019,7 @@ mod tests {
             diagonal: None,
             precond: None,
             spaces: Spaces::default(),
+            mass: None,
         };
         let prm = JdParams::default();
         let sz = prm.resolve(n).unwrap();

@@ -20,6 +20,10 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Block classical Gram-Schmidt against [X V] twice (each pass reads X and V
     /// once and costs one global sum; the first also carries the original norms),
     /// then CGS2 inside the block.
+    ///
+    /// With a mass matrix the inner products are M-inner products: M·T is
+    /// computed first, the coefficients are (MX)ᵀT and (MV)ᵀT, and M·T follows
+    /// T through the updates (see `mass`).
     pub(super) fn orthogonalize_block(&mut self, b: usize) -> usize {
         let (n, nl, m) = (self.n, self.nproj(), self.m);
         let room = self.pb.n_global.saturating_sub(nl + m);
@@ -27,22 +31,38 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         if b == 0 {
             return 0;
         }
+        let mass = self.has_mass();
+        if mass {
+            self.mass_block(0, b);
+        }
         let mut norms0 = vec![0.0; b];
         // Columns whose first pass cancelled more than half their norm: orthogonalized
         // again against everything below (rounding left along X and V is amplified
         // relative to what remains).
         let mut cancelled = vec![false; b];
-        let mut buf = vec![0.0; (nl + m) * b + b];
+        // With M: the Euclidean norms too (to tell a zero column from xᵀMx ≤ 0).
+        let extra = if mass { b } else { 0 };
+        let mut buf = vec![0.0; (nl + m) * b + b + extra];
         for pass in 0..2 {
             let (cx, rest) = buf.split_at_mut(nl * b);
             let (cv, nr) = rest.split_at_mut(m * b);
-            gemm_tn(cx, &self.xl, n, nl, &self.t, b, self.prm.threads);
-            gemm_tn(cv, &self.v, n, m, &self.t, b, self.prm.threads);
+            let (xd, vd) = if mass {
+                (&self.bxl[..], &self.bv[..])
+            } else {
+                (&self.xl[..], &self.v[..])
+            };
+            gemm_tn(cx, xd, n, nl, &self.t, b, self.prm.threads);
+            gemm_tn(cv, vd, n, m, &self.t, b, self.prm.threads);
             self.stats.basis_passes += 1;
             let len = if pass == 0 {
-                for (j, v) in nr.iter_mut().enumerate() {
+                for j in 0..b {
                     let col = &self.t[j * n..(j + 1) * n];
-                    *v = crate::dense::dot(col, col);
+                    if mass {
+                        nr[j] = crate::dense::dot(col, &self.bt[j * n..(j + 1) * n]);
+                        nr[b + j] = crate::dense::dot(col, col);
+                    } else {
+                        nr[j] = crate::dense::dot(col, col);
+                    }
                 }
                 buf.len()
             } else {
@@ -51,20 +71,32 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.allreduce(&mut buf[..len]);
             if pass == 0 {
                 for (j, v) in norms0.iter_mut().enumerate() {
-                    *v = buf[(nl + m) * b + j].sqrt();
+                    let mm = buf[(nl + m) * b + j];
+                    if mass && (mm <= 0.0 || mm.is_nan()) && buf[(nl + m) * b + b + j] > 0.0 {
+                        self.mass_failed(format!(
+                            "a vector x with xᵀx = {:e} has xᵀMx = {mm:e}",
+                            buf[(nl + m) * b + b + j]
+                        ));
+                    }
+                    *v = mm.max(0.0).sqrt();
                 }
             }
             let (cx, rest) = buf.split_at(nl * b);
             let cv = &rest[..m * b];
             gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, self.prm.threads);
             gemm_sub(&mut self.t, &self.v, n, m, cv, b, self.prm.threads);
+            if mass {
+                gemm_sub(&mut self.bt, &self.bxl, n, nl, cx, b, self.prm.threads);
+                gemm_sub(&mut self.bt, &self.bv, n, m, cv, b, self.prm.threads);
+            }
             self.stats.basis_passes += 1;
             if pass == 0 {
                 // DGKS test: a second pass is needed only when some column lost
                 // most of its norm (cancellation); one global sum decides.
                 let mut after: Vec<f64> = (0..b)
                     .map(|j| {
-                        crate::dense::dot(&self.t[j * n..(j + 1) * n], &self.t[j * n..(j + 1) * n])
+                        let d = if mass { &self.bt } else { &self.t };
+                        crate::dense::dot(&self.t[j * n..(j + 1) * n], &d[j * n..(j + 1) * n])
                     })
                     .collect();
                 self.allreduce(&mut after);
@@ -78,9 +110,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         // Within the block: CGS2 column by column, replacing dependent vectors.
         let mut kept = 0;
+        let mut refresh = mass && cancelled.iter().any(|&c| c);
         for (j, &nb) in norms0.iter().enumerate() {
             if kept != j {
                 self.t.copy_within(j * n..(j + 1) * n, kept * n);
+                if mass {
+                    self.bt.copy_within(j * n..(j + 1) * n, kept * n);
+                }
             }
             let mut norm_before = nb;
             let mut full = cancelled[j];
@@ -93,6 +129,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     }
                     Column::Cancelled if !full => {
                         full = true;
+                        refresh |= mass;
                         continue;
                     }
                     _ => {}
@@ -103,11 +140,38 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 }
                 self.stats.replaced_vectors += 1;
                 self.fill_random(kept);
+                if mass {
+                    self.mass_block(kept, kept + 1);
+                }
                 full = true;
                 norm_before = f64::NAN; // measured inside for random vectors
             }
         }
+        if refresh && kept > 0 {
+            self.refresh_block_mass(kept);
+        }
         kept
+    }
+
+    /// Recomputes M·T for the first `kept` (M-orthonormal) columns of `t`
+    /// and renormalizes them in the M-norm (after a cancellation, the
+    /// recurrence-updated M·T carries amplified rounding). One global sum.
+    fn refresh_block_mass(&mut self, kept: usize) {
+        let n = self.n;
+        self.mass_block(0, kept);
+        let mut nn: Vec<f64> = (0..kept)
+            .map(|j| crate::dense::dot(&self.t[j * n..(j + 1) * n], &self.bt[j * n..(j + 1) * n]))
+            .collect();
+        self.allreduce(&mut nn);
+        for (j, &v) in nn.iter().enumerate() {
+            if v <= 0.0 || v.is_nan() {
+                self.mass_failed(format!("an M-normalized basis vector has xᵀMx = {v:e}"));
+                continue;
+            }
+            let s = 1.0 / v.sqrt();
+            self.t[j * n..(j + 1) * n].iter_mut().for_each(|x| *x *= s);
+            self.bt[j * n..(j + 1) * n].iter_mut().for_each(|x| *x *= s);
+        }
     }
 
     /// Orthogonalizes column `j` of `t` against t[0..j] (and, when `full`, also
@@ -123,6 +187,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         norm_before: f64,
     ) -> Column {
         let (n, nl, m) = (self.n, self.nproj(), self.m);
+        let mass = self.has_mass();
         let ld = if full { nl + m + j } else { j };
         let mut c = vec![0.0; ld + 1];
         let mut norm0 = norm_before;
@@ -131,18 +196,29 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             {
                 let (prev, cur) = self.t.split_at_mut(j * n);
                 let col = &cur[..n];
+                // The dual columns: M·[X V T] with a mass matrix.
+                let (xd, vd, prevd, cold) = if mass {
+                    (
+                        &self.bxl[..],
+                        &self.bv[..],
+                        &self.bt[..j * n],
+                        &self.bt[j * n..(j + 1) * n],
+                    )
+                } else {
+                    (&self.xl[..], &self.v[..], &prev[..], col)
+                };
                 let mut off = 0;
                 if full {
-                    gemm_tn(&mut c[..nl], &self.xl, n, nl, col, 1, self.prm.threads);
-                    gemm_tn(&mut c[nl..nl + m], &self.v, n, m, col, 1, self.prm.threads);
+                    gemm_tn(&mut c[..nl], xd, n, nl, col, 1, self.prm.threads);
+                    gemm_tn(&mut c[nl..nl + m], vd, n, m, col, 1, self.prm.threads);
                     self.stats.basis_passes += 1;
                     off = nl + m;
                 }
-                gemm_tn(&mut c[off..off + j], prev, n, j, col, 1, self.prm.threads);
-                c[ld] = crate::dense::dot(col, col);
+                gemm_tn(&mut c[off..off + j], prevd, n, j, col, 1, self.prm.threads);
+                c[ld] = crate::dense::dot(col, cold);
             }
             self.allreduce(&mut c);
-            *pass_norm = c[ld].sqrt();
+            *pass_norm = c[ld].max(0.0).sqrt();
             if pass == 0 && !norm0.is_finite() {
                 norm0 = *pass_norm;
             }
@@ -152,17 +228,47 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             if full {
                 gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
                 gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.prm.threads);
+                if mass {
+                    let bcol = &mut self.bt[j * n..(j + 1) * n];
+                    gemm_sub(bcol, &self.bxl, n, nl, &c[..nl], 1, self.prm.threads);
+                    gemm_sub(bcol, &self.bv, n, m, &c[nl..nl + m], 1, self.prm.threads);
+                }
                 self.stats.basis_passes += 1;
                 off = nl + m;
             }
             gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.prm.threads);
+            if mass {
+                let (bprev, bcur) = self.bt.split_at_mut(j * n);
+                gemm_sub(
+                    &mut bcur[..n],
+                    bprev,
+                    n,
+                    j,
+                    &c[off..off + j],
+                    1,
+                    self.prm.threads,
+                );
+            }
         }
-        let mut nn = [crate::dense::dot(
-            &self.t[j * n..(j + 1) * n],
-            &self.t[j * n..(j + 1) * n],
-        )];
-        self.allreduce(&mut nn);
-        let nrm = nn[0].sqrt();
+        let dual = if mass { &self.bt } else { &self.t };
+        let col = &self.t[j * n..(j + 1) * n];
+        let mut nn = [crate::dense::dot(col, &dual[j * n..(j + 1) * n]), 0.0];
+        // With M: xᵀx too, so that xᵀMx < 0 beyond rounding (a few hundred ε
+        // of ‖M‖xᵀx) tells an indefinite M from a cancelled column.
+        let len = if mass {
+            nn[1] = crate::dense::dot(col, col);
+            2
+        } else {
+            1
+        };
+        self.allreduce(&mut nn[..len]);
+        if mass && nn[0] < -1e3 * f64::EPSILON * self.mnorm * nn[1] {
+            self.mass_failed(format!(
+                "an orthogonalized vector x with xᵀx = {:e} has xᵀMx = {:e}",
+                nn[1], nn[0]
+            ));
+        }
+        let nrm = nn[0].max(0.0).sqrt();
         if !(nrm.is_finite() && nrm > 1e-8 * norm0 && nrm > 0.0) {
             return Column::Dependent;
         }
@@ -175,6 +281,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.t[j * n..(j + 1) * n]
             .iter_mut()
             .for_each(|v| *v /= nrm);
+        if mass {
+            self.bt[j * n..(j + 1) * n]
+                .iter_mut()
+                .for_each(|v| *v /= nrm);
+        }
         Column::Kept
     }
 }

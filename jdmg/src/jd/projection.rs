@@ -88,6 +88,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
+        if self.has_mass() {
+            self.bv[m * n..(m + b) * n].copy_from_slice(&self.bt[..n * b]);
+        }
         self.m += b;
         Ok(())
     }
@@ -125,6 +128,18 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.prm.threads,
         );
         self.stats.basis_passes += 2;
+        if self.has_mass() {
+            gemm_nn_in_place(
+                &mut self.bv,
+                n,
+                m,
+                c,
+                p,
+                &mut self.row_block,
+                self.prm.threads,
+            );
+            self.stats.basis_passes += 1;
+        }
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
         gemm_nn(&mut hcc, &hc, m, m, c, p, self.prm.threads);
@@ -141,7 +156,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Re-orthonormalizes V (CGS2 column by column), recomputes W = AV and
     /// H = VᵀW (one global sum for H).
     pub(super) fn repair_basis(&mut self) {
-        let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
+        if self.has_mass() {
+            self.repair_basis_mass();
+            return;
+        }
+        let (n, m) = (self.n, self.m);
         let mut c = vec![0.0; m + 1];
         let mut kept = 0;
         for j in 0..m {
@@ -173,6 +192,84 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         self.m = kept;
+        self.rebuild_h();
+    }
+
+    /// [`State::repair_basis`] in the M inner product: M·V recomputed, V
+    /// M-orthonormalized (CGS2), M·V following, then W and H rebuilt.
+    fn repair_basis_mass(&mut self) {
+        let (n, m) = (self.n, self.m);
+        let v = std::mem::take(&mut self.v);
+        let mut bv = std::mem::take(&mut self.bv);
+        self.mass_apply(&v[..n * m], &mut bv[..n * m], m);
+        self.v = v;
+        self.bv = bv;
+        let mut c = vec![0.0; m + 1];
+        let mut kept = 0;
+        for j in 0..m {
+            if kept != j {
+                self.v.copy_within(j * n..(j + 1) * n, kept * n);
+                self.bv.copy_within(j * n..(j + 1) * n, kept * n);
+            }
+            for _pass in 0..2 {
+                let (bprev, bcur) = self.bv.split_at_mut(kept * n);
+                let (prev, cur) = self.v.split_at_mut(kept * n);
+                gemm_tn(
+                    &mut c[..kept],
+                    bprev,
+                    n,
+                    kept,
+                    &cur[..n],
+                    1,
+                    self.prm.threads,
+                );
+                c[kept] = 0.0;
+                self.pb
+                    .comm
+                    .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
+                self.stats.global_sums += 1;
+                gemm_sub(
+                    &mut cur[..n],
+                    prev,
+                    n,
+                    kept,
+                    &c[..kept],
+                    1,
+                    self.prm.threads,
+                );
+                gemm_sub(
+                    &mut bcur[..n],
+                    bprev,
+                    n,
+                    kept,
+                    &c[..kept],
+                    1,
+                    self.prm.threads,
+                );
+            }
+            let mut nn = [crate::dense::dot(
+                &self.v[kept * n..(kept + 1) * n],
+                &self.bv[kept * n..(kept + 1) * n],
+            )];
+            self.allreduce(&mut nn);
+            let nrm = nn[0].max(0.0).sqrt();
+            if nrm > 1e-8 {
+                self.v[kept * n..(kept + 1) * n]
+                    .iter_mut()
+                    .for_each(|v| *v /= nrm);
+                self.bv[kept * n..(kept + 1) * n]
+                    .iter_mut()
+                    .for_each(|v| *v /= nrm);
+                kept += 1;
+            }
+        }
+        self.m = kept;
+        self.rebuild_h();
+    }
+
+    /// W = AV recomputed and H = VᵀW (one global sum).
+    fn rebuild_h(&mut self) {
+        let (n, mb) = (self.n, self.sz.max_basis);
         self.refresh_w();
         let m = self.m;
         let mut g = vec![0.0; m * m];
@@ -216,7 +313,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for (p, &i) in ord.iter().enumerate() {
             y[p * m..(p + 1) * m].copy_from_slice(&y_raw[i * m..(i + 1) * m]);
         }
-        if self.prm.anorm.is_none() {
+        if self.prm.anorm.is_none() || self.has_mass() {
             let mx = theta.iter().fold(0.0f64, |a, t| a.max(t.abs()));
             self.anorm = self.anorm.max(mx);
         }

@@ -16,7 +16,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 matvecs: self.stats.matvecs,
                 basis_size: self.m,
                 nconverged: self.nl(),
-                ritz_values: ritz.iter().map(|r| r.0 / self.op.scale()).collect(),
+                ritz_values: ritz.iter().map(|r| r.0 / self.ev_scale()).collect(),
                 residual_norms: ritz.iter().map(|r| r.1 / self.op.scale()).collect(),
                 inner_steps: steps.to_vec(),
                 elapsed_seconds: self.start.elapsed().as_secs_f64(),
@@ -45,8 +45,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             vecs[q * n..(q + 1) * n].copy_from_slice(&xl[it.3 * n..(it.3 + 1) * n]);
         }
         let s = self.op.scale();
+        let ev = self.ev_scale();
         Solution {
-            eigenvalues: items.iter().map(|i| i.0 / s).collect(),
+            eigenvalues: items.iter().map(|i| i.0 / ev).collect(),
             residual_norms: items.iter().map(|i| i.1 / s).collect(),
             converged: items.iter().map(|i| i.2).collect(),
             eigenvectors: vecs,
@@ -111,19 +112,41 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.prm.threads);
                 // Their residuals ‖W y − θ V y‖ from W = AV (no matvec; W is
                 // refreshed when it drifts), one global sum.
+                // With a mass matrix: ‖W y − θ (MV) y‖/‖V y‖ (see `mass`).
+                let mass = self.has_mass();
                 let mut rs = vec![0.0; n * need];
                 gemm_nn(&mut rs, &self.w, n, m, &ys, need, self.prm.threads);
+                let bxs = if mass {
+                    let mut b = vec![0.0; n * need];
+                    gemm_nn(&mut b, &self.bv, n, m, &ys, need, self.prm.threads);
+                    b
+                } else {
+                    Vec::new()
+                };
                 let mut nrm = vec![0.0; need];
+                let mut x2 = vec![0.0; if mass { need } else { 0 }];
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     let cols = q * n..(q + 1) * n;
-                    let (r, x) = (&mut rs[cols.clone()], &xs[cols]);
+                    let x = if mass {
+                        &bxs[cols.clone()]
+                    } else {
+                        &xs[cols.clone()]
+                    };
+                    let r = &mut rs[cols.clone()];
                     r.iter_mut().zip(x).for_each(|(r, x)| *r -= th[i] * x);
                     nrm[q] = crate::dense::dot(r, r);
+                    if mass {
+                        x2[q] = crate::dense::dot(&xs[cols.clone()], &xs[cols]);
+                    }
                 }
                 if self.ndefl > 0 {
                     self.deflate_residuals(&mut rs, &mut nrm);
                 }
+                nrm.extend_from_slice(&x2);
                 self.allreduce(&mut nrm);
+                for q in 0..x2.len() {
+                    nrm[q] /= nrm[need + q].max(f64::MIN_POSITIVE);
+                }
                 self.xl.extend_from_slice(&xs);
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     extra.push((th[i], nrm[q].max(0.0).sqrt(), false));

@@ -14,7 +14,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         let mut stats = self.stats.clone();
         stats.wall_seconds = self.start.elapsed().as_secs_f64();
-        stats.anorm_estimate = self.anorm / self.op.scale();
+        stats.anorm_estimate = if self.has_mass() {
+            self.knorm
+        } else {
+            self.anorm
+        } / self.op.scale();
         let mut projected = vec![0.0; m * m];
         for j in 0..m {
             projected[j * m..(j + 1) * m].copy_from_slice(&self.h[j * mb..j * mb + m]);
@@ -54,6 +58,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             new_block: b,
             block_vectors: self.t[..n * b].to_vec(),
             operator_fingerprint: self.operator_fingerprint(),
+            mass_fingerprint: self.mass_fingerprint(),
         }
     }
 
@@ -62,12 +67,22 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Collective: one product with A and one global sum, not counted in the
     /// statistics (a resumed solve keeps the uninterrupted one's counters).
     fn operator_fingerprint(&self) -> [f64; 2] {
+        self.fingerprint_of(self.pb.a)
+    }
+
+    /// The fingerprint of the (unscaled) mass matrix, None without one.
+    fn mass_fingerprint(&self) -> Option<[f64; 2]> {
+        self.pb.mass.map(|m| self.fingerprint_of(m.op))
+    }
+
+    /// `[uᵀ B r, ‖B r‖²]` (see [`State::operator_fingerprint`]).
+    fn fingerprint_of<B: Operator + ?Sized>(&self, b: &B) -> [f64; 2] {
         const SEED: u64 = 0x6a64_6d67_5f66_7072;
         let n = self.n;
         let (mut r, mut u, mut ar) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
         random::fill(&mut r, SEED, self.pb.row_offset, 0);
         random::fill(&mut u, SEED, self.pb.row_offset, 1);
-        self.pb.a.apply(&r, &mut ar);
+        b.apply(&r, &mut ar);
         let mut buf = [crate::dense::dot(&u, &ar), crate::dense::dot(&ar, &ar)];
         if self.pb.comm.size() > 1 {
             self.pb.comm.all_reduce(&mut buf, ReduceOp::Sum);
@@ -99,6 +114,36 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 now[0], now[1]
             ),
         })
+    }
+
+    /// Whether the checkpoint's mass matrix (`ck`) is this problem's (`now`):
+    /// both absent, or both present and the same.
+    fn same_mass(
+        &self,
+        ck: Option<[f64; 2]>,
+        now: Option<[f64; 2]>,
+    ) -> Result<(), CheckpointError> {
+        let what = "the mass matrix M".to_string();
+        match (ck, now) {
+            (None, None) => Ok(()),
+            (Some(_), None) => Err(CheckpointError::Mismatch {
+                what,
+                checkpoint: "present (a generalized problem K x = λ M x)".into(),
+                current: "absent (resume with the same mass matrix)".into(),
+            }),
+            (None, Some(_)) => Err(CheckpointError::Mismatch {
+                what,
+                checkpoint: "absent (a standard problem)".into(),
+                current: "present".into(),
+            }),
+            (Some(c), Some(n)) => self
+                .same_operator(c, n)
+                .map_err(|_| CheckpointError::Mismatch {
+                    what: "the mass matrix M (applied to a fixed random vector)".into(),
+                    checkpoint: format!("{:.6e}, {:.6e}", c[0], c[1]),
+                    current: format!("{:.6e}, {:.6e} (a checkpoint of another M)", n[0], n[1]),
+                }),
+        }
     }
 
     /// Asks the sink what to do at this loop top (`stop`: the observer asked to
@@ -141,9 +186,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// size), layout, parameters or iteration.
     pub(super) fn restore(&mut self, ck: &Checkpoint) -> Result<usize, JdError> {
         let now = self.operator_fingerprint();
+        // Collective like `now`: taken on every process before any check.
+        let now_mass = self.mass_fingerprint();
         let local = self
             .check_fits(ck)
-            .and_then(|()| self.same_operator(ck.operator_fingerprint, now));
+            .and_then(|()| self.same_operator(ck.operator_fingerprint, now))
+            .and_then(|()| self.same_mass(ck.mass_fingerprint, now_mass));
         let mut buf = [
             if local.is_err() { 1.0 } else { 0.0 },
             ck.stats.outer_iterations as f64,

@@ -182,30 +182,60 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     pub(super) fn install_deflation(&mut self, q: usize) -> Result<(), JdError> {
         let n = self.n;
         let y = self.pb.spaces.deflation;
+        let mass = self.has_mass();
         self.xl.clear();
+        self.bxl.clear();
         let mut col = vec![0.0; n];
+        // M·col with a mass matrix (M-orthonormalization), else unused.
+        let mut bcol = vec![0.0; if mass { n } else { 0 }];
         let mut kept = 0;
         for j in 0..q {
             if n > 0 {
                 col.copy_from_slice(&y[j * n..(j + 1) * n]);
             }
-            let mut nn = [crate::dense::dot(&col, &col)];
+            if mass {
+                self.mass_apply(&col, &mut bcol, 1);
+            }
+            let d =
+                |col: &[f64], bcol: &[f64]| crate::dense::dot(col, if mass { bcol } else { col });
+            let mut nn = [d(&col, &bcol), crate::dense::dot(&col, &col)];
             self.allreduce(&mut nn);
-            let norm0 = nn[0].sqrt();
+            if mass && (nn[0] <= 0.0 || nn[0].is_nan()) && nn[1] > 0.0 {
+                return Err(JdError::MassNotPositiveDefinite {
+                    what: format!("deflation vector {} y has yᵀMy = {:e}", j + 1, nn[0]),
+                });
+            }
+            let norm0 = nn[0].max(0.0).sqrt();
             for _ in 0..2 {
                 let mut c = vec![0.0; kept + 1];
-                gemm_tn(&mut c[..kept], &self.xl, n, kept, &col, 1, self.prm.threads);
+                let dual = if mass { &self.bxl } else { &self.xl };
+                gemm_tn(&mut c[..kept], dual, n, kept, &col, 1, self.prm.threads);
                 self.allreduce(&mut c);
                 gemm_sub(&mut col, &self.xl, n, kept, &c[..kept], 1, self.prm.threads);
+                if mass {
+                    gemm_sub(
+                        &mut bcol,
+                        &self.bxl,
+                        n,
+                        kept,
+                        &c[..kept],
+                        1,
+                        self.prm.threads,
+                    );
+                }
             }
-            let mut nn = [crate::dense::dot(&col, &col)];
+            let mut nn = [d(&col, &bcol)];
             self.allreduce(&mut nn);
-            let nrm = nn[0].sqrt();
+            let nrm = nn[0].max(0.0).sqrt();
             if !(nrm.is_finite() && nrm > 1e-10 * norm0 && nrm > 0.0) {
                 continue;
             }
             col.iter_mut().for_each(|v| *v /= nrm);
             self.xl.extend_from_slice(&col);
+            if mass {
+                bcol.iter_mut().for_each(|v| *v /= nrm);
+                self.bxl.extend_from_slice(&bcol);
+            }
             kept += 1;
         }
         self.ndefl = kept;
@@ -225,14 +255,16 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Removes the deflation vectors' components from the residuals `r`
     /// (`nrm.len()` columns) and puts their local squared norms in `nrm`: the
     /// residuals of the operator restricted to the complement of Y,
-    /// (I − YYᵀ)(Ax − θx), which are Ax − θx when Y spans an invariant subspace.
+    /// (I − YYᵀ)(Ax − θx), which are Ax − θx when Y spans an invariant subspace
+    /// (with a mass matrix, (I − MYYᵀ)(Kx − θMx)).
     /// One global sum.
     pub(super) fn deflate_residuals(&mut self, r: &mut [f64], nrm: &mut [f64]) {
         let (n, q, p) = (self.n, self.ndefl, nrm.len());
         let mut c = vec![0.0; q * p];
         gemm_tn(&mut c, &self.xl, n, q, &r[..n * p], p, self.prm.threads);
         self.allreduce(&mut c);
-        gemm_sub(&mut r[..n * p], &self.xl, n, q, &c, p, self.prm.threads);
+        let sub = if self.has_mass() { &self.bxl } else { &self.xl };
+        gemm_sub(&mut r[..n * p], sub, n, q, &c, p, self.prm.threads);
         for (j, v) in nrm.iter_mut().enumerate() {
             let col = &r[j * n..(j + 1) * n];
             *v = crate::dense::dot(col, col);
@@ -256,6 +288,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.t[..n * k].copy_from_slice(&x0[done * n..(done + k) * n]);
             }
             let kept = self.orthogonalize_block(k);
+            self.check_mass()?;
             if kept > 0 {
                 self.extend_basis(kept)?;
             }

@@ -1,0 +1,228 @@
+//! Generalized symmetric-definite problems K x = λ M x from explicit matrices
+//! (SLEPc's `EPS_GHEP`, `scipy.sparse.linalg.eigsh(K, M=M)`): the drivers of
+//! [`crate::driver`] with a mass matrix. Inside the solver see
+//! [`crate::Problem::with_mass`] (M-orthonormal basis, residual Kx − θMx,
+//! M projectors in the correction equation) and the convergence rule there:
+//! ‖Kx − θMx‖₂ ≤ tol·(‖K‖ + |θ|·‖M‖)·‖x‖₂.
+//!
+//! Checks before the solve: K and M square and of the same size, both
+//! symmetric (`JdParams::check_symmetry`), M's diagonal positive
+//! ([`JdError::MassNotPositiveDefinite`], as is any xᵀMx ≤ 0 met later).
+//!
+//! **Preconditioners.** The built ones (`Ilu0`, `Auto`'s ILU(0), `Ilut`,
+//! `Spai`, `Fsai`) are built from the matrix K − σ₀M, σ₀ =
+//! `JdParams::precond_shift` when given, else σ for `Closest(σ)` and 0
+//! otherwise (ILU of K, the usual choice for the lowest modes of a stiffness
+//! matrix); Jacobi follows each equation's shift θ as diag(K) − θ·diag(M).
+//! A user preconditioner of one's own [`crate::Problem`] is told the shift θ
+//! of K − θM through `Preconditioner::apply_block_shifted`.
+//!
+//! Shift-and-invert ([`crate::st`]) and solve groups ([`crate::multigrain`])
+//! do not take a mass matrix yet (`InvalidParams`).
+
+use std::time::Instant;
+
+use lblib::Comm;
+use matrices::CsrMatrix;
+use precond::CsrOperator;
+
+use crate::checkpoint::Checkpointing;
+use crate::driver::{build_preconditioner, with_setup};
+use crate::jd::{solve_resumable, Observer, Problem, Spaces};
+use crate::params::{JdParams, Target};
+use crate::solution::{JdError, Solution};
+
+/// Checks of a pair (K, M): square, same size, symmetric, M's diagonal > 0.
+///
+/// # Errors
+/// `InvalidParams`, `NotSymmetric` (naming M in the message of
+/// `InvalidParams` for M), `MassNotPositiveDefinite`.
+pub fn check_pair(k: &CsrMatrix, m: &CsrMatrix, params: &JdParams) -> Result<(), JdError> {
+    if k.nrows() != k.ncols() {
+        return Err(JdError::invalid(
+            "matrix",
+            format!("K is {}×{}, not square", k.nrows(), k.ncols()),
+        ));
+    }
+    if m.nrows() != m.ncols() || m.nrows() != k.nrows() {
+        return Err(JdError::invalid(
+            "mass",
+            format!(
+                "M is {}×{}, K is {}×{}: they must have the same size",
+                m.nrows(),
+                m.ncols(),
+                k.nrows(),
+                k.ncols()
+            ),
+        ));
+    }
+    crate::symmetry::check_symmetric(k, params)?;
+    crate::symmetry::check_symmetric(m, params).map_err(|e| match e {
+        JdError::NotSymmetric {
+            max_asymmetry,
+            relative,
+        } => JdError::invalid(
+            "mass",
+            format!(
+                "the mass matrix M is not symmetric: max |m_ij - m_ji| = {max_asymmetry:.3e}, \
+                 relative {relative:.3e}"
+            ),
+        ),
+        e => e,
+    })?;
+    if let Some((i, d)) = m
+        .diagonal()
+        .into_iter()
+        .enumerate()
+        .find(|&(_, d)| d <= 0.0 || d.is_nan())
+    {
+        return Err(JdError::MassNotPositiveDefinite {
+            what: format!("diagonal entry m_{0}{0} = {d:e} (row {0})", i + 1),
+        });
+    }
+    Ok(())
+}
+
+/// The shift σ₀ of the built preconditioner of K − σ₀M (module doc).
+pub fn mass_precond_shift(params: &JdParams) -> f64 {
+    params.precond_shift.unwrap_or(match params.target {
+        Target::Closest(s) => s,
+        _ => 0.0,
+    })
+}
+
+/// K − σM (the sparsity pattern of K + M).
+///
+/// # Errors
+/// `InvalidParams` when the sizes differ.
+pub fn shifted_pair(k: &CsrMatrix, m: &CsrMatrix, sigma: f64) -> Result<CsrMatrix, JdError> {
+    if sigma == 0.0 {
+        return Ok(k.clone());
+    }
+    let mut t = Vec::with_capacity(k.nnz() + m.nnz());
+    for (mat, f) in [(k, 1.0), (m, -sigma)] {
+        for i in 0..mat.nrows() {
+            let (cols, vals) = mat.row(i);
+            t.extend(cols.iter().zip(vals).map(|(&j, &v)| (i, j as usize, f * v)));
+        }
+    }
+    CsrMatrix::from_triplets(k.nrows(), k.ncols(), &t).map_err(|e| JdError::invalid("mass", e))
+}
+
+/// [`crate::solve_matrix_with`] for K x = λ M x: on one process, `params.threads`
+/// threads. The eigenvectors are M-orthonormal.
+///
+/// # Errors
+/// As [`crate::solve_matrix_with`], plus those of [`check_pair`].
+pub fn solve_matrix_generalized(
+    k: &CsrMatrix,
+    m: &CsrMatrix,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
+    solve_generalized_on(k, m, &lblib::SelfComm::new(), params, observer, ck, spaces)
+}
+
+/// [`solve_matrix_generalized`] on a one-process communicator `comm`.
+///
+/// # Errors
+/// As [`solve_matrix_generalized`].
+pub fn solve_generalized_on<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    m: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
+    if comm.size() != 1 {
+        return solve_distributed_generalized(k, m, comm, params, observer, ck, spaces);
+    }
+    check_pair(k, m, params)?;
+    let kop = CsrOperator::new(k, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
+    let mop = CsrOperator::new(m, params.threads).map_err(|e| JdError::invalid("mass", e))?;
+    let kdiag = k.diagonal();
+    let mdiag = m.diagonal();
+    let t0 = Instant::now();
+    let pc = match crate::driver::precond_kind(params) {
+        None => None,
+        Some(_) => {
+            let shifted = shifted_pair(k, m, mass_precond_shift(params))?;
+            build_preconditioner(params, &shifted, 0.0)?
+        }
+    };
+    let setup = t0.elapsed().as_secs_f64();
+    let mut pb = Problem::new(&kop, comm)?
+        .with_diagonal(&kdiag)?
+        .with_mass(&mop)?
+        .with_mass_diagonal(&mdiag)?
+        .with_initial(spaces.initial)?
+        .with_deflation(spaces.deflation)?;
+    if let Some(p) = pc.as_deref() {
+        pb = pb.with_preconditioner(p)?;
+    }
+    with_setup(solve_resumable(&pb, params, observer, ck), setup)
+}
+
+/// [`crate::solve_distributed_with`] for K x = λ M x: K and M (whole, the
+/// same on every process) are partitioned alike (rows balanced by K's
+/// nonzeros); fine grain over `comm`.
+///
+/// # Errors
+/// As [`crate::solve_distributed_with`], plus those of [`check_pair`].
+pub fn solve_distributed_generalized<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    m: &CsrMatrix,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    ck: Checkpointing<'_>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
+    use matrices::partition::RowPartition;
+    use precond::dist::{DistCsrOperator, DistOptions};
+    check_pair(k, m, params)?;
+    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
+    let part = RowPartition::balanced_by_nnz(k, comm.size()).map_err(|e| invalid(&e))?;
+    let range = part.range(comm.rank());
+    let klocal = k.row_slice(range.start, range.end);
+    let mlocal = m.row_slice(range.start, range.end);
+    let sizes = params.resolve(k.nrows())?;
+    let opts = DistOptions {
+        threads: params.threads,
+        overlap: false,
+        max_block: sizes.max_basis,
+    };
+    let kop = DistCsrOperator::new(&klocal, &part, comm, opts).map_err(|e| invalid(&e))?;
+    let mop = DistCsrOperator::new(&mlocal, &part, comm, opts).map_err(|e| invalid(&e))?;
+    let diag_of =
+        |a: &CsrMatrix| -> Vec<f64> { (0..a.nrows()).map(|i| a.get(i, range.start + i)).collect() };
+    let (kdiag, mdiag) = (diag_of(&klocal), diag_of(&mlocal));
+    let t0 = Instant::now();
+    let pc = match crate::driver::precond_kind(params) {
+        None => None,
+        Some(_) => {
+            let shifted = shifted_pair(&klocal, &mlocal, mass_precond_shift(params))?;
+            let block =
+                precond::preconditioners::diagonal_block(&shifted, 0..shifted.nrows(), range.start)
+                    .map_err(|e| JdError::Preconditioner(e.to_string()))?;
+            build_preconditioner(params, &block, 0.0)?
+        }
+    };
+    let setup = t0.elapsed().as_secs_f64();
+    let initial = crate::jd::local_rows("initial", spaces.initial, k.nrows(), range.clone())?;
+    let deflation = crate::jd::local_rows("deflation", spaces.deflation, k.nrows(), range.clone())?;
+    let mut pb = Problem::new(&kop, comm)?
+        .with_diagonal(&kdiag)?
+        .with_mass(&mop)?
+        .with_mass_diagonal(&mdiag)?
+        .with_initial(&initial)?
+        .with_deflation(&deflation)?;
+    if let Some(p) = pc.as_deref() {
+        pb = pb.with_preconditioner(p)?;
+    }
+    with_setup(solve_resumable(&pb, params, observer, ck), setup)
+}
