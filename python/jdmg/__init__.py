@@ -212,7 +212,7 @@ def _stats(raw, rnorms, converged, elapsed):
 def eigsh(
     A,
     k=6,
-    *,
+    M=None,
     sigma=None,
     which="LM",
     v0=None,
@@ -224,6 +224,7 @@ def eigsh(
     OPinv=None,
     mode="normal",
     rng=None,
+    *,
     X0=None,
     lock=None,
     precond=None,
@@ -250,6 +251,13 @@ def eigsh(
         through ``matmat`` (else ``matvec`` per column).
     k : int
         Number of eigenpairs, 1 <= k <= n.
+    M : scipy.sparse matrix, numpy array or LinearOperator, optional
+        Symmetric positive definite mass matrix of the generalized problem
+        A x = lambda M x (converted as A is). The eigenvectors returned are
+        M-orthonormal (v.T @ M @ v = I). With M, ``sigma`` gives the
+        eigenvalues closest to sigma directly (no shift-and-invert, which
+        does not take M yet: ``which`` must then be 'LM'); ``Minv`` is not
+        needed and ignored; ``OPinv`` is not taken.
     sigma : float, optional
         Find eigenvalues near sigma. With a matrix: shift-and-invert, a sparse
         direct factorization of A - sigma I (``which`` then applies to
@@ -334,8 +342,8 @@ def eigsh(
     """
     t0 = _time.perf_counter()
     # --- arguments -------------------------------------------------------
-    if Minv is not None:
-        raise ValueError("Minv is used only with M; jdmg.eigsh has no M yet")
+    if Minv is not None and M is None:
+        raise ValueError("Minv is used only with M")
     if mode != "normal":
         raise ValueError(f"mode={mode!r}: jdmg supports mode='normal' only")
     if not isinstance(which, str) or which.upper() not in _WHICH:
@@ -351,6 +359,22 @@ def eigsh(
         n = csr[0]
         if not _np.all(_np.isfinite(csr[3])):
             raise ValueError("A holds NaN or Inf")
+    mass = None
+    if M is not None:
+        mass = _csr_arrays(M, "M")
+        if mass is None:
+            _check_real_dtype(getattr(M, "dtype", None), "M")
+            if not hasattr(M, "shape"):
+                raise TypeError("M must be a matrix, a sparse matrix or a LinearOperator")
+            if tuple(M.shape) != (n, n):
+                raise ValueError(f"M has shape {tuple(M.shape)}, A {(n, n)}")
+        else:
+            if mass[0] != n:
+                raise ValueError(f"M has shape {(mass[0], mass[0])}, A {(n, n)}")
+            if not _np.all(_np.isfinite(mass[3])):
+                raise ValueError("M holds NaN or Inf")
+        if OPinv is not None:
+            raise ValueError("OPinv with M: jdmg's shift-and-invert does not take M yet")
     if isinstance(k, bool) or not isinstance(k, (int, _np.integer)):
         raise TypeError(f"k must be an integer, got {k!r}")
     k = int(k)
@@ -435,6 +459,11 @@ def eigsh(
             kw.update(indptr=csr[1], indices=csr[2], data=csr[3], sigma=shift_invert)
         else:
             kw["matvec"] = _block_callable(A, n, "A")
+        if M is not None and op is None:
+            if mass is not None:
+                kw.update(mass_indptr=mass[1], mass_indices=mass[2], mass_data=mass[3])
+            else:
+                kw["mass_matvec"] = _block_callable(M, n, "M")
         return _core.solve(n, _json.dumps(p), **kw)
 
     def mapped(r, back):
@@ -451,7 +480,12 @@ def eigsh(
         return [(k, {"LM": "largest_magnitude", "SM": {"closest": 0.0}, "LA": "largest", "SA": "smallest"}[which])]
 
     results = []
-    if sigma is not None and which == "SM" and (OPinv is not None or csr is not None):
+    if M is not None and (sigma is not None or which == "SM"):
+        # no shift-and-invert with M: the eigenvalues closest to sigma (or 0) directly
+        if sigma is not None and which != "LM":
+            raise ValueError(f"which={which!r} with sigma and M: only 'LM' (closest to sigma)")
+        results.append(run(k, {"closest": 0.0 if sigma is None else sigma}))
+    elif sigma is not None and which == "SM" and (OPinv is not None or csr is not None):
         # The smallest 1/|lambda - sigma|: the k eigenvalues farthest from sigma,
         # at the two ends of the spectrum; both ends of A, the k farthest kept.
         both = [run(k, "largest"), run(k, "smallest")]

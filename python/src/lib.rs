@@ -112,9 +112,9 @@ impl Preconditioner for Callback<'_> {
 /// Python side turns into `NoConvergence`).
 fn to_py(e: JdError) -> PyErr {
     match e {
-        JdError::InvalidParams { .. } | JdError::NotSymmetric { .. } => {
-            PyValueError::new_err(e.to_string())
-        }
+        JdError::InvalidParams { .. }
+        | JdError::NotSymmetric { .. }
+        | JdError::MassNotPositiveDefinite { .. } => PyValueError::new_err(e.to_string()),
         JdError::NonFinite("matrix") => PyValueError::new_err(e.to_string()),
         e => JdmgError::new_err(e.to_string()),
     }
@@ -160,7 +160,7 @@ fn csr_matrix(
 /// `vectors` is false. The CSR matrix is built, and the solve runs, without
 /// the GIL.
 #[pyfunction(name = "solve")]
-#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true))]
+#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true, mass_indptr=None, mass_indices=None, mass_data=None, mass_matvec=None))]
 #[allow(clippy::too_many_arguments)]
 fn solve_py<'py>(
     py: Python<'py>,
@@ -175,6 +175,10 @@ fn solve_py<'py>(
     deflation: Option<PyReadonlyArray1<'py, f64>>,
     sigma: Option<f64>,
     vectors: bool,
+    mass_indptr: Option<PyReadonlyArray1<'py, i64>>,
+    mass_indices: Option<PyReadonlyArray1<'py, i64>>,
+    mass_data: Option<PyReadonlyArray1<'py, f64>>,
+    mass_matvec: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let params: JdParams = serde_json::from_str(params_json)
         .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
@@ -189,6 +193,23 @@ fn solve_py<'py>(
             ))
         }
     };
+    let mass_input = match (&mass_indptr, &mass_indices, &mass_data, mass_matvec) {
+        (Some(p), Some(i), Some(d), None) => {
+            Some(Input::Csr(p.as_slice()?, i.as_slice()?, d.as_slice()?))
+        }
+        (None, None, None, Some(f)) => Some(Input::Callable(f)),
+        (None, None, None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(
+                "give either the CSR arrays of M or its matvec callable",
+            ))
+        }
+    };
+    if mass_input.is_some() && sigma.is_some() {
+        return Err(PyValueError::new_err(
+            "shift-and-invert does not take a mass matrix",
+        ));
+    }
     let spaces = Spaces {
         initial: x0
             .as_ref()
@@ -208,6 +229,13 @@ fn solve_py<'py>(
             Input::Csr(p, i, d) => Matrix::Csr(csr_matrix(n, p, i, d)?),
             Input::Callable(f) => Matrix::Callable(f),
         };
+        let mass = match mass_input {
+            Some(Input::Csr(p, i, d)) => Some(Matrix::Csr(
+                csr_matrix(n, p, i, d).map_err(|e| JdError::invalid("mass", e))?,
+            )),
+            Some(Input::Callable(f)) => Some(Matrix::Callable(f)),
+            None => None,
+        };
         let mut observer = |_: &IterationEvent| {
             if failure.failed() {
                 return ControlFlow::Break(());
@@ -226,6 +254,69 @@ fn solve_py<'py>(
         let pc_dyn = pc
             .as_ref()
             .map(|p| p as &(dyn Preconditioner + Send + Sync));
+        if let Some(m) = &mass {
+            // K x = λ M x: the library's driver for two matrices and a named
+            // preconditioner, else a Problem with the mass operator.
+            if let (Matrix::Csr(a), Matrix::Csr(m), None) = (&matrix, m, pc_dyn) {
+                return jdmg::solve_matrix_generalized(
+                    a,
+                    m,
+                    &params,
+                    Some(&mut observer),
+                    Checkpointing::default(),
+                    spaces,
+                );
+            }
+            let comm = SelfComm::new();
+            let (a_csr, a_call, m_csr, m_call);
+            let (a_op, a_diag): (&(dyn Operator + Sync), Option<Vec<f64>>) = match &matrix {
+                Matrix::Csr(a) => {
+                    jdmg::symmetry::check_symmetric(a, &params)?;
+                    a_csr = precond::spmv::CsrOperator::new(a, params.threads)
+                        .map_err(|e| JdError::invalid("matrix", e))?;
+                    (&a_csr, Some(a.diagonal()))
+                }
+                Matrix::Callable(f) => {
+                    a_call = Callback {
+                        n,
+                        f,
+                        failure: &failure,
+                    };
+                    (&a_call, None)
+                }
+            };
+            let (m_op, m_diag): (&(dyn Operator + Sync), Option<Vec<f64>>) = match m {
+                Matrix::Csr(m) => {
+                    jdmg::symmetry::check_symmetric(m, &params)
+                        .map_err(|e| JdError::invalid("mass", e))?;
+                    m_csr = precond::spmv::CsrOperator::new(m, params.threads)
+                        .map_err(|e| JdError::invalid("mass", e))?;
+                    (&m_csr, Some(m.diagonal()))
+                }
+                Matrix::Callable(f) => {
+                    m_call = Callback {
+                        n,
+                        f,
+                        failure: &failure,
+                    };
+                    (&m_call, None)
+                }
+            };
+            let mut pb = Problem::new(a_op, &comm)?
+                .with_mass(m_op)?
+                .with_initial(spaces.initial)?
+                .with_deflation(spaces.deflation)?;
+            if let Some(d) = &a_diag {
+                pb = pb.with_diagonal(d)?;
+            }
+            if let Some(d) = &m_diag {
+                pb = pb.with_mass_diagonal(d)?;
+            }
+            if let Some(k) = pc_dyn {
+                pb = pb.with_preconditioner(k)?;
+            }
+            return solve(&pb, &params, Some(&mut observer));
+        }
         match (&matrix, sigma) {
             (Matrix::Csr(a), Some(s)) if params.target == Target::LargestMagnitude => {
                 jdmg::st::solve_shift_invert(a, s, &params, Some(&mut observer), spaces)

@@ -492,6 +492,7 @@ def test_complex_input_is_a_type_error():
         dict(sigma=np.inf),
         dict(mode="buckling", sigma=1.0),
         dict(Minv=sp.identity(30)),
+        dict(M=np.ones((3, 3))),
         dict(OPinv=sp.identity(30)),
         dict(v0=np.ones(30), X0=np.ones(30)),
     ],
@@ -520,9 +521,86 @@ def test_non_symmetric_matrix_is_a_value_error():
         jdmg.eigsh(a.tocsr(), k=2)
 
 
-def test_m_is_not_taken_yet():
+# ---------------------------------------------------------------------------
+# generalized problems A x = lambda M x
+
+
+def fem_pair(n):
+    """1-D linear finite elements: stiffness tridiag(-1, 2, -1), mass tridiag(1, 4, 1)/6."""
+    m = sp.diags([np.ones(n - 1), 4 * np.ones(n), np.ones(n - 1)], [-1, 0, 1], format="csr") / 6.0
+    return lap1d(n), m.tocsr()
+
+
+def generalized_eigs(a, m):
+    import scipy.linalg
+
+    return scipy.linalg.eigh(a.toarray(), m.toarray())
+
+
+@pytest.mark.parametrize("which", ["LA", "SA", "LM", "SM", "BE"])
+def test_generalized_which(which):
+    a, m = fem_pair(120)
+    ew = generalized_eigs(a, m)[0]
+    w, v = jdmg.eigsh(a, k=4, M=m, which=which)
+    o = np.argsort(ew)
+    oa = np.argsort(np.abs(ew))
+    sel = {"LA": o[-4:], "SA": o[:4], "LM": oa[-4:], "SM": oa[:4], "BE": np.concatenate([o[:2], o[-2:]])}[which]
+    np.testing.assert_allclose(w, np.sort(ew[sel]), rtol=1e-8)
+    np.testing.assert_allclose(v.T @ (m @ v), np.eye(4), atol=1e-8)  # M-orthonormal
+    r = a @ v - (m @ v) * w
+    assert np.linalg.norm(r, axis=0).max() < 1e-7 * np.abs(w).max()
+
+
+def test_generalized_against_scipy_and_positional_m():
+    rng = np.random.default_rng(21)
+    a = random_spd(100, seed=21)
+    b = sp.random(100, 100, density=0.03, random_state=rng)
+    m = (b @ b.T + sp.identity(100)).tocsr()  # SPD
+    w, v = jdmg.eigsh(a, 3, m, which="SA")  # SciPy's positional order: A, k, M
+    ws = sla.eigsh(a, k=3, M=m, which="SA", return_eigenvectors=False)
+    np.testing.assert_allclose(w, np.sort(ws), rtol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["linop_m", "linop_both", "dense", "precond"])
+def test_generalized_operators(kind):
+    a, m = fem_pair(80)
+    ew = np.sort(generalized_eigs(a, m)[0])
+    if kind == "linop_m":
+        w, v = jdmg.eigsh(a, k=3, M=sla.aslinearoperator(m), which="SA")
+    elif kind == "linop_both":
+        w, v = jdmg.eigsh(sla.aslinearoperator(a), k=3, M=sla.aslinearoperator(m), which="SA")
+    elif kind == "dense":
+        w, v = jdmg.eigsh(a.toarray(), k=3, M=m.toarray(), which="SA")
+    else:
+        d = a.diagonal()
+        w, v = jdmg.eigsh(a, k=3, M=m, which="SA", precond=lambda r: r / d[:, None])
+    np.testing.assert_allclose(w, ew[:3], rtol=1e-8)
+
+
+def test_generalized_sigma_gives_the_closest():
+    a, m = fem_pair(100)
+    ew = generalized_eigs(a, m)[0]
+    sigma = float(np.median(ew)) + 0.01
+    w, v = jdmg.eigsh(a, k=3, M=m, sigma=sigma, maxits=20)
+    np.testing.assert_allclose(w, np.sort(ew[np.argsort(np.abs(ew - sigma))[:3]]), rtol=1e-8)
+    with pytest.raises(ValueError):
+        jdmg.eigsh(a, k=3, M=m, sigma=sigma, which="LA")
+
+
+def test_generalized_errors():
+    a, m = fem_pair(30)
+    with pytest.raises(ValueError):
+        jdmg.eigsh(a, k=2, M=sp.identity(29))
     with pytest.raises(TypeError):
-        jdmg.eigsh(lap1d(10), k=2, M=sp.identity(10))
+        jdmg.eigsh(a, k=2, M=m.astype(complex))
+    with pytest.raises(ValueError):  # not positive definite
+        jdmg.eigsh(a, k=2, M=-m)
+    with pytest.raises(ValueError):  # not symmetric
+        mm = m.tolil()
+        mm[0, 3] = 1.0
+        jdmg.eigsh(a, k=2, M=mm.tocsr())
+    with pytest.raises(ValueError):
+        jdmg.eigsh(a, k=2, M=m, sigma=1.0, OPinv=sp.identity(30))
 
 
 def test_no_convergence_carries_the_converged_pairs():
