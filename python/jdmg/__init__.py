@@ -1,0 +1,584 @@
+"""jdmg: block Jacobi-Davidson eigensolver for large sparse symmetric matrices.
+
+``jdmg.eigsh`` takes the arguments of ``scipy.sparse.linalg.eigsh`` (and the
+``return_stats`` of ``primme.eigsh``) and returns the eigenvalues in ascending
+order with their eigenvectors::
+
+    import jdmg, scipy.sparse as sp
+    A = sp.diags([-1, 2, -1], [-1, 0, 1], shape=(1000, 1000))
+    w, v = jdmg.eigsh(A, k=4, which="SA")
+
+The solver itself is the Rust library ``jdmg``; the computation runs without
+the GIL, which is taken back only to call Python operators, preconditioners
+and to check for Ctrl-C.
+"""
+
+import json as _json
+import time as _time
+
+import numpy as _np
+
+from . import _core
+from ._core import JdmgError
+
+__all__ = ["eigsh", "NoConvergence", "JdmgError"]
+__version__ = _core.__version__
+
+try:  # SciPy is optional: NoConvergence subclasses ArpackNoConvergence when it is there.
+    from scipy.sparse.linalg import ArpackNoConvergence as _NoConvergenceBase
+except ImportError:  # pragma: no cover - exercised only without SciPy
+
+    class _NoConvergenceBase(RuntimeError):
+        def __init__(self, msg, eigenvalues, eigenvectors):
+            RuntimeError.__init__(self, msg)
+            self.eigenvalues = eigenvalues
+            self.eigenvectors = eigenvectors
+
+
+class NoConvergence(_NoConvergenceBase):
+    """The solve ran out of its budget (``maxiter`` outer iterations or
+    ``maxmatvecs`` products) before ``k`` eigenpairs converged.
+
+    ``eigenvalues`` (ascending) and ``eigenvectors`` (columns) hold the pairs
+    that did converge; ``stats`` the counters of the solve. A subclass of
+    ``scipy.sparse.linalg.ArpackNoConvergence`` when SciPy is installed.
+    """
+
+    def __init__(self, msg, eigenvalues, eigenvectors, stats=None):
+        super().__init__(msg, eigenvalues, eigenvectors)
+        self.args = (msg,)  # not ArpackError's "ARPACK error -1: ..."
+        self.stats = stats
+
+
+_WHICH = ("LM", "SM", "LA", "SA", "BE")
+_PRECONDS = ("auto", "none", "jacobi", "ilu0", "ilut", "spai", "fsai")
+_METHODS = {"auto": "auto", "bicgstab": "bicgstab", "qmrs": "qmrs", "jdqmr": "qmrs"}
+# tol = 0 (SciPy's "machine precision"): the Norm test ||r|| <= tol ||A|| at this
+# tol. 1e-12 is out of reach on some problems (shift-and-invert of lap3d:20 at
+# sigma = 1, a 4-fold eigenvalue: true residuals stall at 3e-12 ||B||, and the solve
+# runs to maxiter); 1e-10 converges there in 84 products.
+_TOL_ZERO = 1e-10
+# The smallest basis taken from ncv (the library's own default minimum).
+_MIN_BASIS = 24
+
+
+def _sparse_module():
+    try:
+        import scipy.sparse as sp
+
+        return sp
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def _is_linear_operator(A):
+    try:
+        from scipy.sparse.linalg import LinearOperator
+    except ImportError:  # pragma: no cover
+        LinearOperator = ()
+    if LinearOperator and isinstance(A, LinearOperator):
+        return True
+    return (
+        not isinstance(A, _np.ndarray)
+        and hasattr(A, "shape")
+        and (hasattr(A, "matmat") or hasattr(A, "matvec"))
+        and not hasattr(A, "tocsr")
+    )
+
+
+def _check_real_dtype(dtype, what):
+    if dtype is not None and _np.issubdtype(_np.dtype(dtype), _np.complexfloating):
+        raise TypeError(f"{what} is complex: jdmg solves real symmetric problems only")
+
+
+def _square_shape(shape, what):
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"{what} must be square, got shape {tuple(shape)}")
+    n = int(shape[0])
+    if n == 0:
+        raise ValueError(f"{what} is empty")
+    return n
+
+
+def _csr_arrays(A, what="A"):
+    """(n, indptr, indices, data) of a sparse or dense matrix, float64, sorted
+    column indices, duplicates summed; None when A is not a matrix."""
+    sp = _sparse_module()
+    if sp is not None and sp.issparse(A):
+        _check_real_dtype(A.dtype, what)
+        n = _square_shape(A.shape, what)
+        if A.dtype == _np.bool_ or not _np.issubdtype(A.dtype, _np.number):
+            A = A.astype(_np.float64)
+        A = A.tocsr()
+        if not A.has_canonical_format:
+            A = A.copy()
+            A.sum_duplicates()
+        return (
+            n,
+            _np.asarray(A.indptr, dtype=_np.int64),
+            _np.asarray(A.indices, dtype=_np.int64),
+            _np.ascontiguousarray(A.data, dtype=_np.float64),
+        )
+    if _is_linear_operator(A) or callable(A):
+        return None
+    a = _np.asarray(A)
+    _check_real_dtype(a.dtype, what)
+    if a.dtype == object:
+        try:
+            a = a.astype(_np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{what} is not a numeric matrix: {e}") from None
+    if a.ndim != 2:
+        raise ValueError(f"{what} must be a 2-D matrix, got {a.ndim} dimensions")
+    n = _square_shape(a.shape, what)
+    a = _np.asarray(a, dtype=_np.float64)
+    nz = a != 0
+    indptr = _np.zeros(n + 1, dtype=_np.int64)
+    _np.cumsum(nz.sum(axis=1), out=indptr[1:])
+    _, cols = _np.nonzero(nz)
+    return n, indptr, cols.astype(_np.int64), _np.ascontiguousarray(a[nz])
+
+
+def _block_callable(op, n, what):
+    """f(x, k) on k column-major vectors (flat float64) for the Rust side:
+    ``op.matmat`` on the (n, k) block when op has it, else ``op.matvec`` per
+    column, else ``op(X)`` (a callable: lobpcg's convention), else ``op @ X``."""
+    mm = getattr(op, "matmat", None)
+    mv = getattr(op, "matvec", None)
+    if mm is not None:
+        apply = mm
+    elif mv is not None:
+
+        def apply(X):
+            return _np.column_stack([_np.asarray(mv(X[:, j])).reshape(n) for j in range(X.shape[1])])
+
+    elif callable(op):
+        apply = op
+    else:
+
+        def apply(X):
+            return op @ X
+
+    def f(x, k):
+        X = x.reshape(k, n).T  # (n, k), a view
+        Y = apply(X)
+        sp = _sparse_module()
+        if sp is not None and sp.issparse(Y):
+            Y = Y.toarray()
+        Y = _np.asarray(Y)
+        if _np.iscomplexobj(Y):
+            raise TypeError(f"{what} returned complex values")
+        if Y.shape != (n, k):
+            if Y.size == n * k and (Y.ndim == 1 or k == 1):
+                Y = Y.reshape(n, k)
+            else:
+                raise ValueError(
+                    f"{what} returned shape {Y.shape} for a block of shape {(n, k)}"
+                )
+        return _np.ascontiguousarray(Y.T, dtype=_np.float64).reshape(-1)
+
+    return f
+
+
+def _start_block(v, n, what):
+    v = _np.asarray(v)
+    _check_real_dtype(v.dtype, what)
+    v = _np.asarray(v, dtype=_np.float64)
+    if v.ndim == 1:
+        v = v[:, None]
+    if v.ndim != 2 or v.shape[0] != n:
+        raise ValueError(f"{what} must have shape ({n},) or ({n}, p), got {v.shape}")
+    if not _np.all(_np.isfinite(v)):
+        raise ValueError(f"{what} holds NaN or Inf")
+    return _np.ascontiguousarray(v.T).reshape(-1)  # column-major
+
+
+def _stats(raw, rnorms, converged, elapsed):
+    s = _json.loads(raw)
+    s.update(
+        numOuterIterations=s["outer_iterations"],
+        numRestarts=s["restarts"],
+        numMatvecs=s["matvecs"],
+        numPreconds=s["precond_applications"],
+        numInnerSteps=s["inner_steps"],
+        estimateLargestSVal=s["anorm_estimate"],
+        elapsedTime=elapsed,
+        rnorms=rnorms,
+        converged=converged,
+    )
+    return s
+
+
+def eigsh(
+    A,
+    k=6,
+    M=None,
+    sigma=None,
+    which="LM",
+    v0=None,
+    ncv=None,
+    maxiter=None,
+    tol=0,
+    return_eigenvectors=True,
+    Minv=None,
+    OPinv=None,
+    mode="normal",
+    rng=None,
+    *,
+    X0=None,
+    lock=None,
+    precond=None,
+    block=None,
+    method=None,
+    maxits=None,
+    threads=None,
+    maxmatvecs=None,
+    conv=None,
+    seed=None,
+    return_stats=False,
+    **options,
+):
+    """The ``k`` eigenpairs of the real symmetric matrix ``A`` that ``which``
+    and ``sigma`` select, as ``scipy.sparse.linalg.eigsh`` does.
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix or array, numpy array, or LinearOperator
+        Real symmetric, n x n. Sparse and dense matrices are converted to
+        CSR float64 (float32 and integer inputs included); a non-symmetric
+        matrix is a ValueError. A ``LinearOperator`` (or any object with
+        ``shape`` and ``matmat``/``matvec``) is applied to blocks of vectors
+        through ``matmat`` (else ``matvec`` per column).
+    k : int
+        Number of eigenpairs, 1 <= k <= n.
+    M : scipy.sparse matrix, numpy array or LinearOperator, optional
+        Symmetric positive definite mass matrix of the generalized problem
+        A x = lambda M x (converted as A is). The eigenvectors returned are
+        M-orthonormal (v.T @ M @ v = I). With M, ``sigma`` gives the
+        eigenvalues closest to sigma directly (no shift-and-invert, which
+        does not take M yet: ``which`` must then be 'LM'); ``Minv`` is not
+        needed and ignored; ``OPinv`` is not taken.
+    sigma : float, optional
+        Find eigenvalues near sigma. With a matrix: shift-and-invert, a sparse
+        direct factorization of A - sigma I (``which`` then applies to
+        1/(lambda - sigma), as in SciPy). With a LinearOperator: the
+        eigenvalues closest to sigma directly (interior Jacobi-Davidson), or
+        shift-and-invert through ``OPinv`` when given.
+    which : {'LM', 'SM', 'LA', 'SA', 'BE'}
+        Largest magnitude (default), smallest magnitude, largest algebraic,
+        smallest algebraic, both ends (k/2 from each end, one more from the
+        high end when k is odd).
+    v0, X0 : array, optional
+        Start vector(s): shape (n,) or (n, p).
+    ncv : int, optional
+        Maximum basis size, k < ncv <= n (default max(5 * block + k, 24));
+        values below 24 are raised to min(24, n): unlike ARPACK's Krylov
+        space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
+    maxiter : int, optional
+        Maximum number of outer iterations (default 100000).
+    tol : float
+        Convergence tolerance: a pair converges when ||A x - lambda x|| <=
+        tol * ||A|| (``conv='norm'``, PRIMME's test). 0 (default) means 1e-10.
+    return_eigenvectors : bool
+        Return (w, v) when true, else w.
+    OPinv : LinearOperator, optional
+        (A - sigma I)^-1 for shift-and-invert with a LinearOperator A.
+    mode : 'normal'
+        Only SciPy's normal mode.
+    rng : int, optional
+        Seed of the random start vectors (same as ``seed``).
+    lock : array (n,) or (n, p), optional
+        Deflation vectors: the eigenvectors returned are orthogonal to them
+        (PRIMME's ``lock``).
+    precond : str, matrix, LinearOperator or callable, optional
+        A name: 'auto' (default: ILU(0) of A - sigma I when stable, else
+        Jacobi), 'none', 'jacobi', 'ilu0', 'ilut', 'spai', 'fsai' (names need
+        an explicit matrix, except 'none' and 'auto'). Otherwise an
+        approximation P of (A - sigma I)^-1 applied to blocks of residuals,
+        Z = P @ R: a matrix, a LinearOperator (``matmat``) or a callable
+        taking and returning (n, b) arrays (lobpcg's convention).
+    block : int, optional
+        Block size (Ritz pairs corrected per outer iteration; default
+        min(k, 8)).
+    method : {'auto', 'bicgstab', 'qmrs' or 'jdqmr'}, optional
+        Inner solver of the correction equations (default 'auto').
+    maxits : int, optional
+        Inner steps per correction equation (0: GD+k steps).
+    threads : int, optional
+        Threads of the sparse products and dense kernels (default 1).
+    maxmatvecs : int, optional
+        Budget of products with A.
+    conv : {'norm', 'rel', 'abs'}, optional
+        Convergence test: ||r|| <= tol ||A|| (default), tol |lambda|, tol.
+    seed : int, optional
+        Seed of the random start vectors (default 1).
+    return_stats : bool
+        Also return a dict of counters (as ``primme.eigsh``): jdmg's names
+        (``matvecs``, ``outer_iterations``, ``inner_steps``,
+        ``wall_seconds``, ...) and PRIMME's (``numMatvecs``,
+        ``numOuterIterations``, ``numPreconds``, ``elapsedTime``, ``rnorms``).
+    **options
+        Any other field of the Rust ``JdParams`` by name (``restart_size``,
+        ``verify``, ``locking``, ``anorm``, ``precond_shift``, ``ilut_fill``,
+        ``check_symmetry``, ...).
+
+    Returns
+    -------
+    w : ndarray (k,)
+        Eigenvalues, ascending.
+    v : ndarray (n, k)
+        Eigenvectors (columns), when ``return_eigenvectors``.
+    stats : dict
+        When ``return_stats``.
+
+    Raises
+    ------
+    NoConvergence
+        The budget ran out; carries the converged pairs.
+    ValueError
+        Bad shapes or arguments, a non-symmetric matrix.
+    TypeError
+        Complex input.
+    """
+    t0 = _time.perf_counter()
+    # --- arguments -------------------------------------------------------
+    if Minv is not None and M is None:
+        raise ValueError("Minv is used only with M")
+    if mode != "normal":
+        raise ValueError(f"mode={mode!r}: jdmg supports mode='normal' only")
+    if not isinstance(which, str) or which.upper() not in _WHICH:
+        raise ValueError(f"which must be one of {', '.join(_WHICH)}, got {which!r}")
+    which = which.upper()
+    csr = _csr_arrays(A)
+    if csr is None:
+        _check_real_dtype(getattr(A, "dtype", None), "A")
+        if not hasattr(A, "shape"):
+            raise TypeError("A must be a matrix, a sparse matrix or a LinearOperator")
+        n = _square_shape(tuple(A.shape), "A")
+    else:
+        n = csr[0]
+        if not _np.all(_np.isfinite(csr[3])):
+            raise ValueError("A holds NaN or Inf")
+    mass = None
+    if M is not None:
+        mass = _csr_arrays(M, "M")
+        if mass is None:
+            _check_real_dtype(getattr(M, "dtype", None), "M")
+            if not hasattr(M, "shape"):
+                raise TypeError("M must be a matrix, a sparse matrix or a LinearOperator")
+            if tuple(M.shape) != (n, n):
+                raise ValueError(f"M has shape {tuple(M.shape)}, A {(n, n)}")
+        else:
+            if mass[0] != n:
+                raise ValueError(f"M has shape {(mass[0], mass[0])}, A {(n, n)}")
+            if not _np.all(_np.isfinite(mass[3])):
+                raise ValueError("M holds NaN or Inf")
+        if OPinv is not None:
+            raise ValueError("OPinv with M: jdmg's shift-and-invert does not take M yet")
+    if isinstance(k, bool) or not isinstance(k, (int, _np.integer)):
+        raise TypeError(f"k must be an integer, got {k!r}")
+    k = int(k)
+    if k <= 0:
+        raise ValueError(f"k must be greater than 0, got {k}")
+    if k > n:
+        raise ValueError(f"k = {k} exceeds the dimension n = {n}")
+    if sigma is not None:
+        if isinstance(sigma, complex) or _np.iscomplexobj(sigma):
+            raise TypeError("sigma is complex: jdmg solves real symmetric problems only")
+        sigma = float(sigma)
+        if not _np.isfinite(sigma):
+            raise ValueError(f"sigma must be finite, got {sigma}")
+    if OPinv is not None and sigma is None:
+        raise ValueError("OPinv needs sigma")
+    if tol is None or tol == 0:
+        tol = _TOL_ZERO
+    tol = float(tol)
+    if not (tol > 0 and _np.isfinite(tol)):
+        raise ValueError(f"tol must be >= 0 and finite, got {tol}")
+    if v0 is not None and X0 is not None:
+        raise ValueError("give v0 or X0, not both")
+    start = v0 if v0 is not None else X0
+    start = None if start is None else _start_block(start, n, "v0" if v0 is not None else "X0")
+    defl = None if lock is None else _start_block(lock, n, "lock")
+
+    params = dict(options)
+    params["tol"] = tol
+    if ncv is not None and not (k < int(ncv) <= n or k == int(ncv) == n):
+        raise ValueError(f"ncv must be k < ncv <= n, got ncv = {ncv} (k = {k}, n = {n})")
+    if ncv is not None and "max_basis" not in params:
+        # ARPACK's ncv is a Krylov dimension, which works small; a Jacobi-Davidson
+        # basis of 2k+1 vectors (SciPy's default ncv for small k) does not.
+        params["max_basis"] = max(int(ncv), min(n, _MIN_BASIS))
+    if maxiter is not None:
+        if int(maxiter) <= 0:
+            raise ValueError(f"maxiter must be positive, got {maxiter}")
+        params["max_outer"] = int(maxiter)
+    if maxmatvecs is not None:
+        params["max_matvecs"] = int(maxmatvecs)
+    if block is not None:
+        params["block"] = int(block)
+    if maxits is not None:
+        params["maxits"] = int(maxits)
+    if threads is not None:
+        params["threads"] = int(threads)
+    if conv is not None:
+        params["conv"] = conv
+    if seed is None and rng is not None:
+        if not isinstance(rng, (int, _np.integer)):
+            raise ValueError("rng: jdmg takes an integer seed")
+        seed = rng
+    if seed is not None:
+        params["seed"] = int(seed)
+    if method is not None:
+        if method not in _METHODS:
+            raise ValueError(f"method must be one of {', '.join(_METHODS)}, got {method!r}")
+        params["inner_solver"] = _METHODS[method]
+    pc_call = None
+    if isinstance(precond, str):
+        if precond not in _PRECONDS:
+            raise ValueError(f"precond must be one of {', '.join(_PRECONDS)} or an operator, got {precond!r}")
+        if csr is None and precond not in ("auto", "none", "jacobi"):
+            raise ValueError(f"precond={precond!r} needs an explicit matrix A")
+        params["precond"] = precond
+    elif precond is not None:
+        if hasattr(precond, "shape"):
+            if tuple(precond.shape) != (n, n):
+                raise ValueError(f"precond has shape {tuple(precond.shape)}, A {(n, n)}")
+            _check_real_dtype(getattr(precond, "dtype", None), "precond")
+        elif not callable(precond):
+            raise TypeError("precond must be a name, a matrix, a LinearOperator or a callable")
+        pc_call = _block_callable(precond, n, "precond")
+
+    # --- the solves ---------------------------------------------------------
+    def run(nev, target, shift_invert=None, op=None):
+        p = dict(params, nev=nev, target=target)
+        kw = dict(precond=pc_call, x0=start, deflation=defl, vectors=return_eigenvectors)
+        if op is not None:  # OPinv: no preconditioner
+            kw.update(matvec=op, precond=None)
+        elif csr is not None:
+            kw.update(indptr=csr[1], indices=csr[2], data=csr[3], sigma=shift_invert)
+        else:
+            kw["matvec"] = _block_callable(A, n, "A")
+        if M is not None and op is None:
+            if mass is not None:
+                kw.update(mass_indptr=mass[1], mass_indices=mass[2], mass_data=mass[3])
+            else:
+                kw["mass_matvec"] = _block_callable(M, n, "M")
+        return _core.solve(n, _json.dumps(p), **kw)
+
+    def mapped(r, back):
+        status, w, v, conv_, rn, st = r
+        if back is not None:
+            w = back(w)
+        return status, w, v, conv_, rn, st
+
+    # which -> (nev, target) pieces; with sigma, which applies to 1/(lambda - sigma)
+    def targets(which):
+        if which == "BE":
+            hi = (k + 1) // 2
+            return [(hi, "largest"), (k - hi, "smallest")]
+        return [(k, {"LM": "largest_magnitude", "SM": {"closest": 0.0}, "LA": "largest", "SA": "smallest"}[which])]
+
+    results = []
+    if M is not None and (sigma is not None or which == "SM"):
+        # no shift-and-invert with M: the eigenvalues closest to sigma (or 0) directly
+        if sigma is not None and which != "LM":
+            raise ValueError(f"which={which!r} with sigma and M: only 'LM' (closest to sigma)")
+        results.append(run(k, {"closest": 0.0 if sigma is None else sigma}))
+    elif sigma is not None and which == "SM" and (OPinv is not None or csr is not None):
+        # The smallest 1/|lambda - sigma|: the k eigenvalues farthest from sigma,
+        # at the two ends of the spectrum; both ends of A, the k farthest kept.
+        both = [run(k, "largest"), run(k, "smallest")]
+        w_all = _np.concatenate([r[1] for r in both])
+        keep = _np.argsort(-_np.abs(w_all - sigma), kind="stable")[:k]
+        status = max(r[0] for r in both)
+        v_all = _np.concatenate([r[2] for r in both]).reshape(-1, n) if return_eigenvectors else None
+        results.append(
+            (
+                status,
+                w_all[keep],
+                v_all[keep].reshape(-1) if return_eigenvectors else v_all,
+                _np.concatenate([r[3] for r in both])[keep],
+                _np.concatenate([r[4] for r in both])[keep],
+                both[0][5],
+            )
+        )
+    elif sigma is None and which == "SM" and csr is not None:
+        # the eigenvalues closest to 0: shift-and-invert at 0 (ARPACK's advice), or
+        # interior Jacobi-Davidson when A is singular
+        try:
+            results.append(run(k, "largest_magnitude", shift_invert=0.0))
+        except JdmgError:
+            results.append(run(k, {"closest": 0.0}))
+    elif sigma is None:
+        for nev, tgt in targets(which):
+            if nev:
+                results.append(run(nev, tgt))
+    elif OPinv is not None or csr is not None:
+        # shift-and-invert: B = (A - sigma I)^-1, theta = 1/(lambda - sigma)
+        def back(t):
+            with _np.errstate(divide="ignore"):
+                return sigma + 1.0 / t
+
+        opinv = None
+        if OPinv is not None:
+            if hasattr(OPinv, "shape") and tuple(OPinv.shape) != (n, n):
+                raise ValueError(f"OPinv has shape {tuple(OPinv.shape)}, A {(n, n)}")
+            opinv = _block_callable(OPinv, n, "OPinv")
+            params.setdefault("maxits", 0)
+            params["precond"] = "none"
+        for nev, tgt in targets(which):
+            if not nev:
+                continue
+            if opinv is not None:
+                results.append(mapped(run(nev, tgt, op=opinv), back))
+            elif tgt == "largest_magnitude":
+                results.append(run(nev, tgt, shift_invert=sigma))  # the library maps back
+            else:
+                results.append(mapped(run(nev, tgt, shift_invert=sigma), back))
+    else:
+        if which != "LM":
+            raise ValueError(
+                f"which={which!r} with sigma needs an explicit matrix or OPinv "
+                "(a LinearOperator gets the eigenvalues closest to sigma: which='LM')"
+            )
+        results.append(run(k, {"closest": sigma}))
+
+    # --- results -----------------------------------------------------------
+    status = max(r[0] for r in results)
+    w = _np.concatenate([r[1] for r in results])
+    converged = _np.concatenate([r[3] for r in results])
+    rnorms = _np.concatenate([r[4] for r in results])
+    if return_eigenvectors:
+        v = _np.concatenate([r[2] for r in results]).reshape(-1, n).T  # (n, nev)
+    order = _np.argsort(w, kind="stable")
+    w, converged, rnorms = w[order], converged[order], rnorms[order]
+    if return_eigenvectors:
+        v = v[:, order]
+    stats = None
+    if return_stats or status:
+        raws = [_json.loads(r[5]) for r in results]
+        if len(raws) > 1:  # 'BE': add the counters of the two solves
+            merged = raws[0]
+            for other in raws[1:]:
+                for key, val in other.items():
+                    if isinstance(val, (int, float)) and not isinstance(val, bool) and key in merged:
+                        merged[key] = merged[key] + val
+            raw = _json.dumps(merged)
+        else:
+            raw = results[0][5]
+        stats = _stats(raw, rnorms, converged, _time.perf_counter() - t0)
+    if status:
+        ev = w[converged]
+        vec = v[:, converged] if return_eigenvectors else None
+        raise NoConvergence(
+            f"jdmg: {int(converged.sum())} of {k} eigenpairs converged "
+            f"after {stats['outer_iterations']} outer iterations and {stats['matvecs']} matvecs",
+            ev,
+            vec,
+            stats,
+        )
+    out = (w, v) if return_eigenvectors else (w,)
+    if return_stats:
+        out = out + (stats,)
+    return out if len(out) > 1 else out[0]

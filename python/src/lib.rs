@@ -1,0 +1,431 @@
+//! `jdmg._core`: the thin Rust layer under the Python package `jdmg`.
+//!
+//! The Python side (`python/jdmg/__init__.py`) checks and converts the
+//! arguments (SciPy's conventions) and calls [`solve`] here with the matrix as
+//! CSR arrays or as a Python callable, the parameters as the JSON of a
+//! [`jdmg::JdParams`] (so every library parameter is reachable by its serde
+//! name, and a new one needs no change here), and optional start vectors and
+//! preconditioner. This layer only calls the library's public API:
+//! [`jdmg::solve_matrix_with`] (named preconditioners), [`jdmg::solve`] on a
+//! [`jdmg::Problem`] (user preconditioners, operators) and
+//! [`jdmg::st::solve_shift_invert`] (σ with an explicit matrix).
+//!
+//! The GIL is released while Rust computes ([`Python::detach`]) and taken back
+//! for each Python callback. An exception raised by a callback is stored, every
+//! later callback is skipped (its output is zero) and the solve is stopped at
+//! the end of the outer iteration by the observer; the stored exception is then
+//! raised unchanged. The observer also checks for signals (Ctrl-C) once per
+//! outer iteration.
+
+use std::ops::ControlFlow;
+use std::sync::Mutex;
+
+use jdmg::prelude::*;
+use jdmg::{Checkpointing, Spaces};
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+create_exception!(
+    jdmg,
+    JdmgError,
+    PyRuntimeError,
+    "A solve that failed for a reason other than the arguments or the budget (a preconditioner or factorization that could not be built, a breakdown)."
+);
+
+/// The first exception raised by a Python callback during a solve.
+#[derive(Default)]
+struct Failure(Mutex<Option<PyErr>>);
+
+impl Failure {
+    fn failed(&self) -> bool {
+        self.0.lock().map(|e| e.is_some()).unwrap_or(true)
+    }
+    fn set(&self, e: PyErr) {
+        if let Ok(mut slot) = self.0.lock() {
+            slot.get_or_insert(e);
+        }
+    }
+    fn take(&self) -> Option<PyErr> {
+        self.0.lock().ok().and_then(|mut e| e.take())
+    }
+}
+
+/// A Python callable `f(x, k) -> y` on `k` column-major vectors of `n` rows,
+/// both flat float64 arrays of n·k values (the Python side reshapes them).
+struct Callback<'f> {
+    n: usize,
+    f: &'f Py<PyAny>,
+    failure: &'f Failure,
+}
+
+impl Callback<'_> {
+    fn call(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let m = self.n * k;
+        if self.failure.failed() {
+            y[..m].fill(0.0);
+            return;
+        }
+        let r = Python::attach(|py| -> PyResult<()> {
+            let xa = PyArray1::from_slice(py, &x[..m]);
+            let out = self.f.bind(py).call1((xa, k))?;
+            let ya: PyReadonlyArray1<f64> = out.extract()?;
+            let ys = ya.as_slice()?;
+            if ys.len() != m {
+                return Err(PyValueError::new_err(format!(
+                    "a callback returned {} values for {k} vectors of {} rows",
+                    ys.len(),
+                    self.n
+                )));
+            }
+            y[..m].copy_from_slice(ys);
+            Ok(())
+        });
+        if let Err(e) = r {
+            y[..m].fill(0.0);
+            self.failure.set(e);
+        }
+    }
+}
+
+impl Operator for Callback<'_> {
+    fn nrows(&self) -> usize {
+        self.n
+    }
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        self.call(x, y, k)
+    }
+}
+
+impl Preconditioner for Callback<'_> {
+    fn nrows(&self) -> usize {
+        self.n
+    }
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+        self.call(r, z, k)
+    }
+}
+
+/// The Python exception of a library error (not the budget ones, which the
+/// Python side turns into `NoConvergence`).
+fn to_py(e: JdError) -> PyErr {
+    match e {
+        JdError::InvalidParams { .. }
+        | JdError::NotSymmetric { .. }
+        | JdError::MassNotPositiveDefinite { .. } => PyValueError::new_err(e.to_string()),
+        JdError::NonFinite("matrix") => PyValueError::new_err(e.to_string()),
+        e => JdmgError::new_err(e.to_string()),
+    }
+}
+
+/// The matrix, built.
+enum Matrix {
+    Csr(CsrMatrix),
+    Callable(Py<PyAny>),
+}
+
+/// The matrix of a solve: CSR arrays (borrowed from numpy) or a Python callable.
+enum Input<'s> {
+    Csr(&'s [i64], &'s [i64], &'s [f64]),
+    Callable(Py<PyAny>),
+}
+
+/// The [`CsrMatrix`] of n × n CSR arrays (every invariant checked).
+fn csr_matrix(
+    n: usize,
+    indptr: &[i64],
+    indices: &[i64],
+    data: &[f64],
+) -> Result<CsrMatrix, JdError> {
+    let bad = |what: &str| JdError::invalid("matrix", format!("invalid CSR matrix: {what}"));
+    let indptr = indptr
+        .iter()
+        .map(|&x| usize::try_from(x))
+        .collect::<Result<Vec<usize>, _>>()
+        .map_err(|_| bad("a negative row pointer"))?;
+    let indices = indices
+        .iter()
+        .map(|&c| u32::try_from(c))
+        .collect::<Result<Vec<u32>, _>>()
+        .map_err(|_| bad("a column index out of range"))?;
+    CsrMatrix::new(n, n, indptr, indices, data.to_vec()).map_err(|e| bad(&e.to_string()))
+}
+
+/// Solves; returns `(status, eigenvalues, eigenvectors, converged,
+/// residual_norms, stats_json)`: status 0 converged, 1 the budget ran out
+/// (`NotConverged`), 2 stopped. Eigenvalues in the library's target order,
+/// eigenvectors as one flat array of nev·n values (column-major), empty when
+/// `vectors` is false. The CSR matrix is built, and the solve runs, without
+/// the GIL.
+#[pyfunction(name = "solve")]
+#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true, mass_indptr=None, mass_indices=None, mass_data=None, mass_matvec=None))]
+#[allow(clippy::too_many_arguments)]
+fn solve_py<'py>(
+    py: Python<'py>,
+    n: usize,
+    params_json: &str,
+    indptr: Option<PyReadonlyArray1<'py, i64>>,
+    indices: Option<PyReadonlyArray1<'py, i64>>,
+    data: Option<PyReadonlyArray1<'py, f64>>,
+    matvec: Option<Py<PyAny>>,
+    precond: Option<Py<PyAny>>,
+    x0: Option<PyReadonlyArray1<'py, f64>>,
+    deflation: Option<PyReadonlyArray1<'py, f64>>,
+    sigma: Option<f64>,
+    vectors: bool,
+    mass_indptr: Option<PyReadonlyArray1<'py, i64>>,
+    mass_indices: Option<PyReadonlyArray1<'py, i64>>,
+    mass_data: Option<PyReadonlyArray1<'py, f64>>,
+    mass_matvec: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let params: JdParams = serde_json::from_str(params_json)
+        .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
+    let input = match (&indptr, &indices, &data, matvec) {
+        (Some(p), Some(i), Some(d), None) => {
+            Input::Csr(p.as_slice()?, i.as_slice()?, d.as_slice()?)
+        }
+        (None, None, None, Some(f)) => Input::Callable(f),
+        _ => {
+            return Err(PyValueError::new_err(
+                "give either the CSR arrays or a matvec callable",
+            ))
+        }
+    };
+    let mass_input = match (&mass_indptr, &mass_indices, &mass_data, mass_matvec) {
+        (Some(p), Some(i), Some(d), None) => {
+            Some(Input::Csr(p.as_slice()?, i.as_slice()?, d.as_slice()?))
+        }
+        (None, None, None, Some(f)) => Some(Input::Callable(f)),
+        (None, None, None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(
+                "give either the CSR arrays of M or its matvec callable",
+            ))
+        }
+    };
+    if mass_input.is_some() && sigma.is_some() {
+        return Err(PyValueError::new_err(
+            "shift-and-invert does not take a mass matrix",
+        ));
+    }
+    let spaces = Spaces {
+        initial: x0
+            .as_ref()
+            .map(|x| x.as_slice())
+            .transpose()?
+            .unwrap_or(&[]),
+        deflation: deflation
+            .as_ref()
+            .map(|x| x.as_slice())
+            .transpose()?
+            .unwrap_or(&[]),
+    };
+
+    let failure = Failure::default();
+    let result = py.detach(|| {
+        let matrix = match input {
+            Input::Csr(p, i, d) => Matrix::Csr(csr_matrix(n, p, i, d)?),
+            Input::Callable(f) => Matrix::Callable(f),
+        };
+        let mass = match mass_input {
+            Some(Input::Csr(p, i, d)) => Some(Matrix::Csr(
+                csr_matrix(n, p, i, d).map_err(|e| JdError::invalid("mass", e))?,
+            )),
+            Some(Input::Callable(f)) => Some(Matrix::Callable(f)),
+            None => None,
+        };
+        let mut observer = |_: &IterationEvent| {
+            if failure.failed() {
+                return ControlFlow::Break(());
+            }
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                failure.set(e);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        };
+        let pc = precond.as_ref().map(|f| Callback {
+            n,
+            f,
+            failure: &failure,
+        });
+        let pc_dyn = pc
+            .as_ref()
+            .map(|p| p as &(dyn Preconditioner + Send + Sync));
+        if let Some(m) = &mass {
+            // K x = λ M x: the library's driver for two matrices and a named
+            // preconditioner, else a Problem with the mass operator.
+            if let (Matrix::Csr(a), Matrix::Csr(m), None) = (&matrix, m, pc_dyn) {
+                return jdmg::solve_matrix_generalized(
+                    a,
+                    m,
+                    &params,
+                    Some(&mut observer),
+                    Checkpointing::default(),
+                    spaces,
+                );
+            }
+            let comm = SelfComm::new();
+            let (a_csr, a_call, m_csr, m_call);
+            let (a_op, a_diag): (&(dyn Operator + Sync), Option<Vec<f64>>) = match &matrix {
+                Matrix::Csr(a) => {
+                    jdmg::symmetry::check_symmetric(a, &params)?;
+                    a_csr = precond::spmv::CsrOperator::new(a, params.threads)
+                        .map_err(|e| JdError::invalid("matrix", e))?;
+                    (&a_csr, Some(a.diagonal()))
+                }
+                Matrix::Callable(f) => {
+                    a_call = Callback {
+                        n,
+                        f,
+                        failure: &failure,
+                    };
+                    (&a_call, None)
+                }
+            };
+            let (m_op, m_diag): (&(dyn Operator + Sync), Option<Vec<f64>>) = match m {
+                Matrix::Csr(m) => {
+                    jdmg::symmetry::check_symmetric(m, &params)
+                        .map_err(|e| JdError::invalid("mass", e))?;
+                    m_csr = precond::spmv::CsrOperator::new(m, params.threads)
+                        .map_err(|e| JdError::invalid("mass", e))?;
+                    (&m_csr, Some(m.diagonal()))
+                }
+                Matrix::Callable(f) => {
+                    m_call = Callback {
+                        n,
+                        f,
+                        failure: &failure,
+                    };
+                    (&m_call, None)
+                }
+            };
+            let mut pb = Problem::new(a_op, &comm)?
+                .with_mass(m_op)?
+                .with_initial(spaces.initial)?
+                .with_deflation(spaces.deflation)?;
+            if let Some(d) = &a_diag {
+                pb = pb.with_diagonal(d)?;
+            }
+            if let Some(d) = &m_diag {
+                pb = pb.with_mass_diagonal(d)?;
+            }
+            if let Some(k) = pc_dyn {
+                pb = pb.with_preconditioner(k)?;
+            }
+            return solve(&pb, &params, Some(&mut observer));
+        }
+        match (&matrix, sigma) {
+            (Matrix::Csr(a), Some(s)) if params.target == Target::LargestMagnitude => {
+                jdmg::st::solve_shift_invert(a, s, &params, Some(&mut observer), spaces)
+            }
+            (Matrix::Csr(a), Some(s)) => {
+                // Another target of B = (A − σI)⁻¹ (SciPy's `which` with sigma):
+                // the solver on B as `solve_shift_invert` runs it, the eigenvalues
+                // θ returned as they are (the Python side maps them back).
+                jdmg::symmetry::check_symmetric(a, &params)?;
+                let b = jdmg::st::ShiftInvert::new(a, s, params.threads)?;
+                let p = JdParams {
+                    precond: PrecondChoice::None,
+                    precond_shift: None,
+                    anorm: None,
+                    maxits: params.maxits.or(Some(0)),
+                    ..params.clone()
+                };
+                let comm = SelfComm::new();
+                let pb = Problem::new(&b, &comm)?
+                    .with_initial(spaces.initial)?
+                    .with_deflation(spaces.deflation)?;
+                solve(&pb, &p, Some(&mut observer))
+            }
+            (Matrix::Csr(a), None) => match pc_dyn {
+                None => jdmg::solve_matrix_with(
+                    a,
+                    &params,
+                    Some(&mut observer),
+                    Checkpointing::default(),
+                    spaces,
+                ),
+                Some(k) => {
+                    jdmg::symmetry::check_symmetric(a, &params)?;
+                    let op = precond::spmv::CsrOperator::new(a, params.threads)
+                        .map_err(|e| JdError::invalid("matrix", e))?;
+                    let diag = a.diagonal();
+                    let comm = SelfComm::new();
+                    let pb = Problem::new(&op, &comm)?
+                        .with_diagonal(&diag)?
+                        .with_preconditioner(k)?
+                        .with_initial(spaces.initial)?
+                        .with_deflation(spaces.deflation)?;
+                    solve(&pb, &params, Some(&mut observer))
+                }
+            },
+            (Matrix::Callable(f), _) => {
+                let op = Callback {
+                    n,
+                    f,
+                    failure: &failure,
+                };
+                let comm = SelfComm::new();
+                let mut pb = Problem::new(&op, &comm)?
+                    .with_initial(spaces.initial)?
+                    .with_deflation(spaces.deflation)?;
+                if let Some(k) = pc_dyn {
+                    pb = pb.with_preconditioner(k)?;
+                }
+                solve(&pb, &params, Some(&mut observer))
+            }
+        }
+    });
+    // A callback's exception (or a signal) first, whatever the solve returned.
+    if let Some(e) = failure.take() {
+        return Err(e);
+    }
+    let (status, sol) = match result {
+        Ok(s) => (0u8, s),
+        Err(JdError::NotConverged { partial, .. }) => (1, *partial),
+        Err(JdError::Stopped { partial, .. }) => (2, *partial),
+        Err(e) => return Err(to_py(e)),
+    };
+    let stats = serde_json::to_string(&sol.stats)
+        .map_err(|e| JdmgError::new_err(format!("statistics: {e}")))?;
+    let w = PyArray1::from_vec(py, sol.eigenvalues);
+    let v = if vectors {
+        PyArray1::from_vec(py, sol.eigenvectors)
+    } else {
+        PyArray1::from_vec(py, Vec::new())
+    };
+    let conv = PyArray1::from_vec(py, sol.converged);
+    let rn = PyArray1::from_vec(py, sol.residual_norms);
+    debug_assert!(v.len() % n.max(1) == 0);
+    PyTuple::new(
+        py,
+        [
+            status.into_pyobject(py)?.into_any(),
+            w.into_any(),
+            v.into_any(),
+            conv.into_any(),
+            rn.into_any(),
+            stats.into_pyobject(py)?.into_any(),
+        ],
+    )
+}
+
+/// The library's default parameters, as JSON (the Python side documents and
+/// checks its keyword arguments against them).
+#[pyfunction]
+fn default_params() -> PyResult<String> {
+    serde_json::to_string(&JdParams::default())
+        .map_err(|e| JdmgError::new_err(format!("parameters: {e}")))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(solve_py, m)?)?;
+    m.add_function(wrap_pyfunction!(default_params, m)?)?;
+    m.add("JdmgError", m.py().get_type::<JdmgError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
