@@ -7,6 +7,7 @@
 pub mod dist;
 pub mod krylov;
 pub mod operator;
+pub mod pages;
 pub mod preconditioners;
 pub mod scratch;
 pub mod spmv;

@@ -26,7 +26,7 @@ pub(crate) fn with<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
             if buf.len() < len {
                 // Dropped before the new one is touched.
                 *buf = Vec::new();
-                *buf = crate::spmv::huge_page_vec(len);
+                *buf = crate::pages::huge_page_vec(len);
             }
             f(&mut buf[..len])
         }
