@@ -23,7 +23,7 @@ pub enum CheckpointError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The data does not start with [`MAGIC`]: not a jdmg checkpoint.
+    /// The data does not start with [`MAGIC`](crate::checkpoint::MAGIC): not a jdmg checkpoint.
     #[error("not a jdmg checkpoint (the file does not start with JDMGCKPT)")]
     BadMagic,
     /// Written in another format version.
@@ -31,7 +31,7 @@ pub enum CheckpointError {
     Version {
         /// Version in the file.
         found: u32,
-        /// [`FORMAT_VERSION`].
+        /// [`FORMAT_VERSION`](crate::checkpoint::FORMAT_VERSION).
         expected: u32,
     },
     /// The stored CRC-32 differs from that of the content: corrupt or truncated.

@@ -19,14 +19,14 @@ pub fn hierarchical_shape(groups: &[Vec<usize>]) -> Option<(usize, usize)> {
 
 /// The `key` of each process (indexed by its rank in `base`, the communicator the
 /// group lists refer to) for `base.split(0, key)` when creating the fine-grain
-/// communicator of [`solve_multigrain`].
+/// communicator of [`solve_multigrain`](crate::solve_multigrain).
 ///
 /// Hierarchical layout (`hierarchical` and [`hierarchical_shape`] applies, McCombs et al.
 /// §6): fine part `m * k + j` (sub-part j of coarse part m) belongs to the member at
 /// position m of group j, so that process gets key `m * k + j`; the k processes with
 /// keys `m * k..(m + 1) * k` are all-to-all group m. Otherwise the identity (fine
 /// parts in base-rank order). Groups that do not cover `0..P` exactly once (P = total
-/// size) also give the identity; [`solve_multigrain`] reports them.
+/// size) also give the identity; [`solve_multigrain`](crate::solve_multigrain) reports them.
 pub fn fine_rank_keys(groups: &[Vec<usize>], hierarchical: bool) -> Vec<usize> {
     let p: usize = groups.iter().map(Vec::len).sum();
     let mut keys: Vec<usize> = (0..p).collect();
@@ -274,7 +274,7 @@ pub fn groups_on<B: Comm + ?Sized>(
 /// split in the order of [`fine_rank_keys`] for `groups` (base order without
 /// groups), every collective first waiting `link_latency` seconds
 /// (`lblib::Delayed`: a slow link between solve groups; 0 for none) and traced (`lblib::Traced`: the §4 imbalance, its `report()`). Pass
-/// it as the `world` of [`solve_multigrain`] (with `base`) or of
+/// it as the `world` of [`solve_multigrain`](crate::solve_multigrain) (with `base`) or of
 /// [`crate::solve_distributed`]; the solve groups' own collectives, on
 /// communicators split from `base`, are neither delayed nor traced.
 /// Collective.

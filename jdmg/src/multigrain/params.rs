@@ -30,7 +30,7 @@ pub fn memory_params() -> lblib::MemoryParams {
     }
 }
 
-/// Options of [`solve_multigrain`].
+/// Options of [`solve_multigrain`](crate::solve_multigrain).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MultigrainParams {
@@ -49,7 +49,7 @@ pub struct MultigrainParams {
     /// (McCombs et al. §6, "Multigrain algorithm for MPP's"): g coarse parts shared by
     /// all groups, each split into k fine parts, so that the fine↔group all-to-alls
     /// involve only the k owners of one coarse part instead of all P processes. The
-    /// fine-grain communicator must then be ordered by [`fine_rank_keys`]. Ignored
+    /// fine-grain communicator must then be ordered by [`fine_rank_keys`](super::groups::fine_rank_keys). Ignored
     /// (global all-to-all) for groups of unequal sizes. Default true.
     pub hierarchical: bool,
     /// The rates T and the ranking come from (McCombs et al. §5.1): the average over

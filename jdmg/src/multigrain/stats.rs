@@ -89,7 +89,7 @@ pub struct MultigrainStats {
 impl MultigrainStats {
     /// The §4 %imbalance of a run: the imbalance of the traced fine-grain
     /// collectives (`fine`, the report of the `lblib::Traced` world passed to
-    /// [`solve_multigrain`]) plus, with the hierarchical scheme, the waits in the
+    /// [`solve_multigrain`](crate::solve_multigrain)) plus, with the hierarchical scheme, the waits in the
     /// all-to-all groups, over the total wall-clock time of all processes. Equal to
     /// `fine.imbalance_percent` in the global scheme.
     pub fn imbalance_percent(&self, fine: &lblib::ImbalanceReport) -> f64 {
