@@ -20,18 +20,14 @@
 //! Shift-and-invert ([`crate::st`]) and solve groups ([`crate::multigrain`])
 //! do not take a mass matrix yet (`InvalidParams`).
 
-use std::time::Instant;
-
 use lblib::Comm;
 use matrices::CsrMatrix;
-use precond::CsrOperator;
 
 use crate::checkpoint::Checkpointing;
-use crate::driver::solve_resumable;
-use crate::jd::{Observer, Problem, Spaces};
+use crate::jd::{Observer, Spaces};
 use crate::params::{JdParams, Target};
-use crate::setup::{build_preconditioner, with_setup};
 use crate::solution::{JdError, Solution};
+use crate::solver::Solver;
 
 /// Checks of a pair (K, M): square, same size, symmetric, M's diagonal > 0.
 ///
@@ -110,11 +106,12 @@ pub fn shifted_pair(k: &CsrMatrix, m: &CsrMatrix, sigma: f64) -> Result<CsrMatri
     CsrMatrix::from_triplets(k.nrows(), k.ncols(), &t).map_err(|e| JdError::invalid("mass", e))
 }
 
-/// [`crate::solve_matrix_with`] for K x = λ M x: on one process, `params.threads`
-/// threads. The eigenvectors are M-orthonormal.
+/// [`crate::solve_matrix_with`] for K x = λ M x: on one process,
+/// `params.threads` threads; `Solver::new(k, params).mass(m)` with the hooks
+/// given. The eigenvectors are M-orthonormal.
 ///
 /// # Errors
-/// As [`crate::solve_matrix_with`], plus those of [`check_pair`].
+/// As [`crate::Solver::run`], plus those of [`check_pair`].
 pub fn solve_matrix_generalized(
     k: &CsrMatrix,
     m: &CsrMatrix,
@@ -123,58 +120,22 @@ pub fn solve_matrix_generalized(
     ck: Checkpointing<'_>,
     spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
-    solve_generalized_on(k, m, &lblib::SelfComm::new(), params, observer, ck, spaces)
-}
-
-/// [`solve_matrix_generalized`] on a one-process communicator `comm`.
-///
-/// # Errors
-/// As [`solve_matrix_generalized`].
-pub fn solve_generalized_on<C: Comm + ?Sized>(
-    k: &CsrMatrix,
-    m: &CsrMatrix,
-    comm: &C,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-    spaces: Spaces<'_>,
-) -> Result<Solution, JdError> {
-    if comm.size() != 1 {
-        return solve_distributed_generalized(k, m, comm, params, observer, ck, spaces);
-    }
-    check_pair(k, m, params)?;
-    let kop = CsrOperator::new(k, params.threads).map_err(|e| JdError::invalid("matrix", e))?;
-    let mop = CsrOperator::new(m, params.threads).map_err(|e| JdError::invalid("mass", e))?;
-    let kdiag = k.diagonal();
-    let mdiag = m.diagonal();
-    let t0 = Instant::now();
-    let pc = match crate::driver::precond_kind(params) {
-        None => None,
-        Some(_) => {
-            let shifted = shifted_pair(k, m, mass_precond_shift(params))?;
-            build_preconditioner(params, &shifted, 0.0)?
-        }
-    };
-    let setup = t0.elapsed().as_secs_f64();
-    let mut pb = Problem::new(&kop, comm)?
-        .with_diagonal(&kdiag)?
-        .with_mass(&mop)?
-        .with_mass_diagonal(&mdiag)?
-        .with_initial(spaces.initial)?
-        .with_deflation(spaces.deflation)?;
-    if let Some(p) = pc.as_deref() {
-        pb = pb.with_preconditioner(p)?;
-    }
-    with_setup(solve_resumable(&pb, params, observer, ck), setup)
+    Solver::new(k, params)
+        .mass(m)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .spaces(spaces)
+        .run()
 }
 
 /// [`crate::solve_distributed_with`] for K x = λ M x: K and M (whole, the
 /// same on every process) are partitioned alike (rows balanced by K's
-/// nonzeros); fine grain over `comm`.
+/// nonzeros); fine grain over `comm`. `Solver::new(k, params).mass(m).comm(comm)`
+/// with the hooks given.
 ///
 /// # Errors
-/// As [`crate::solve_distributed_with`], plus those of [`check_pair`].
-pub fn solve_distributed_generalized<C: Comm + ?Sized>(
+/// As [`crate::Solver::run`], plus those of [`check_pair`].
+pub fn solve_distributed_generalized<C: Comm>(
     k: &CsrMatrix,
     m: &CsrMatrix,
     comm: &C,
@@ -183,47 +144,11 @@ pub fn solve_distributed_generalized<C: Comm + ?Sized>(
     ck: Checkpointing<'_>,
     spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
-    use matrices::partition::RowPartition;
-    use precond::dist::{DistCsrOperator, DistOptions};
-    check_pair(k, m, params)?;
-    let invalid = |e: &dyn std::fmt::Display| JdError::invalid("partition", e);
-    let part = RowPartition::balanced_by_nnz(k, comm.size()).map_err(|e| invalid(&e))?;
-    let range = part.range(comm.rank());
-    let klocal = k.row_slice(range.start, range.end);
-    let mlocal = m.row_slice(range.start, range.end);
-    let sizes = params.resolve(k.nrows())?;
-    let opts = DistOptions {
-        threads: params.threads,
-        overlap: false,
-        max_block: sizes.max_basis,
-    };
-    let kop = DistCsrOperator::new(&klocal, &part, comm, opts).map_err(|e| invalid(&e))?;
-    let mop = DistCsrOperator::new(&mlocal, &part, comm, opts).map_err(|e| invalid(&e))?;
-    let diag_of =
-        |a: &CsrMatrix| -> Vec<f64> { (0..a.nrows()).map(|i| a.get(i, range.start + i)).collect() };
-    let (kdiag, mdiag) = (diag_of(&klocal), diag_of(&mlocal));
-    let t0 = Instant::now();
-    let pc = match crate::driver::precond_kind(params) {
-        None => None,
-        Some(_) => {
-            let shifted = shifted_pair(&klocal, &mlocal, mass_precond_shift(params))?;
-            let block =
-                precond::preconditioners::diagonal_block(&shifted, 0..shifted.nrows(), range.start)
-                    .map_err(|e| JdError::Preconditioner(e.to_string()))?;
-            build_preconditioner(params, &block, 0.0)?
-        }
-    };
-    let setup = t0.elapsed().as_secs_f64();
-    let initial = crate::jd::local_rows("initial", spaces.initial, k.nrows(), range.clone())?;
-    let deflation = crate::jd::local_rows("deflation", spaces.deflation, k.nrows(), range.clone())?;
-    let mut pb = Problem::new(&kop, comm)?
-        .with_diagonal(&kdiag)?
-        .with_mass(&mop)?
-        .with_mass_diagonal(&mdiag)?
-        .with_initial(&initial)?
-        .with_deflation(&deflation)?;
-    if let Some(p) = pc.as_deref() {
-        pb = pb.with_preconditioner(p)?;
-    }
-    with_setup(solve_resumable(&pb, params, observer, ck), setup)
+    Solver::new(k, params)
+        .mass(m)
+        .comm(comm)
+        .observer_opt(observer)
+        .checkpointing(ck)
+        .spaces(spaces)
+        .run()
 }

@@ -206,6 +206,9 @@ pub(crate) struct RowsSpec<'p> {
     pub opts: DistOptions,
     /// Build the preconditioner of `params` with this shift (`None`: none).
     pub precond: Option<f64>,
+    /// The matrix whose rows the preconditioner approximates, when not `a`
+    /// (K − σ₀M for K x = λ M x; the same partition).
+    pub precond_of: Option<&'p CsrMatrix>,
     /// The argument named by errors (`matrix`, `partition`, `groups`).
     pub field: &'static str,
 }
@@ -242,10 +245,12 @@ pub(crate) fn rows<'m, 'c, C: Comm + ?Sized>(
         Some(l) => (0..l.nrows()).map(|i| l.get(i, range.start + i)).collect(),
     };
     let t0 = Instant::now();
-    let pc = match (spec.precond, &local) {
-        (None, _) => None,
-        (Some(shift), None) => build_preconditioner(params, a, shift)?,
-        (Some(shift), Some(l)) => {
+    let pc = match (spec.precond, &local, spec.precond_of) {
+        (None, _, _) => None,
+        (Some(shift), None, of) => build_preconditioner(params, of.unwrap_or(a), shift)?,
+        (Some(shift), Some(l), of) => {
+            let other = of.map(|m| m.row_slice(range.start, range.end));
+            let l = other.as_ref().unwrap_or(l);
             let block = precond::preconditioners::diagonal_block(l, 0..l.nrows(), range.start)
                 .map_err(|e| JdError::Preconditioner(e.to_string()))?;
             build_preconditioner(params, &block, shift)?

@@ -56,6 +56,7 @@ pub struct OnMatrix<'h, M: ?Sized, C = SelfComm, B = SelfComm> {
     comm: Option<&'h C>,
     groups: Option<(&'h B, &'h MultigrainParams)>,
     spaces: Spaces<'h>,
+    mass: Option<&'h matrices::CsrMatrix>,
 }
 
 /// A solve on a [`Problem`] of one's own (matrix-free). See
@@ -89,6 +90,7 @@ impl<'h, M: AsCsr + ?Sized> Solver<'h, OnMatrix<'h, M>> {
                 comm: None,
                 groups: None,
                 spaces: Spaces::default(),
+                mass: None,
             },
             params,
             observers: Vec::new(),
@@ -212,6 +214,16 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         self
     }
 
+    /// The generalized problem K x = λ M x with this mass matrix M (symmetric
+    /// positive definite, the size of the matrix K; partitioned as K). The
+    /// eigenvectors come out M-orthonormal; built preconditioners approximate
+    /// K − σ₀M (see [`crate::generalized`]). Serial and fine grain; solve groups
+    /// refuse it.
+    pub fn mass(mut self, m: &'h matrices::CsrMatrix) -> Self {
+        self.input.mass = Some(m);
+        self
+    }
+
     /// Fine grain (McCombs et al. §3) over the processes of `comm`: the rows
     /// of A and of every block vector are split over them (balanced by
     /// nonzeros); every process passes the same global matrix and keeps its
@@ -221,7 +233,11 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// eigenvectors of the result hold this process's rows.
     pub fn comm<C2: Comm>(self, comm: &'h C2) -> Solver<'h, OnMatrix<'h, M, C2, B>> {
         let OnMatrix {
-            a, groups, spaces, ..
+            a,
+            groups,
+            spaces,
+            mass,
+            ..
         } = self.input;
         Solver {
             input: OnMatrix {
@@ -229,6 +245,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 comm: Some(comm),
                 groups,
                 spaces,
+                mass,
             },
             params: self.params,
             observers: self.observers,
@@ -253,7 +270,11 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         mg: &'h MultigrainParams,
     ) -> Solver<'h, OnMatrix<'h, M, C, B2>> {
         let OnMatrix {
-            a, comm, spaces, ..
+            a,
+            comm,
+            spaces,
+            mass,
+            ..
         } = self.input;
         Solver {
             input: OnMatrix {
@@ -261,6 +282,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 comm,
                 groups: Some((base, mg)),
                 spaces,
+                mass,
             },
             params: self.params,
             observers: self.observers,
@@ -288,6 +310,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             comm,
             groups,
             spaces,
+            mass,
         } = self.input;
         let mut hooks = HookSet {
             observers: self.observers,
@@ -299,6 +322,11 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         let params = self.params;
         let csr = a.as_csr()?;
         match (groups, comm) {
+            (Some(_), _) if mass.is_some() => Err(JdError::invalid(
+                "mass",
+                "solve groups take no mass matrix yet: use a serial or fine-grain solve for \
+                 K x = λ M x",
+            )),
             (Some((base, mg)), world) => {
                 if !spaces.initial.is_empty() || !spaces.deflation.is_empty() {
                     return Err(JdError::invalid(
@@ -321,31 +349,56 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                     }
                 }
             }
-            (None, Some(c)) => fine(&csr, c, params, spaces, observer, sink, self.resume),
-            (None, None) => fine(
-                &csr,
-                &SelfComm::new(),
-                params,
-                spaces,
-                observer,
-                sink,
-                self.resume,
-            ),
+            (None, Some(c)) => {
+                let on = Fine { spaces, mass };
+                fine(&csr, c, params, on, observer, sink, self.resume)
+            }
+            (None, None) => {
+                let on = Fine { spaces, mass };
+                fine(
+                    &csr,
+                    &SelfComm::new(),
+                    params,
+                    on,
+                    observer,
+                    sink,
+                    self.resume,
+                )
+            }
         }
     }
 }
 
-/// The serial (one process) and fine-grain solve of `a` over `comm`.
+/// What a serial or fine-grain solve takes besides the matrix.
+struct Fine<'h> {
+    spaces: Spaces<'h>,
+    /// M of K x = λ M x (partitioned as K).
+    mass: Option<&'h matrices::CsrMatrix>,
+}
+
+/// The serial (one process) and fine-grain solve of `a` (and `on.mass`) over
+/// `comm`.
 fn fine<C: Comm>(
     a: &matrices::CsrMatrix,
     comm: &C,
     params: &JdParams,
-    spaces: Spaces<'_>,
+    on: Fine<'_>,
     observer: Option<Observer<'_>>,
     sink: Option<&mut dyn CheckpointSink>,
     resume: Option<&Checkpoint>,
 ) -> Result<Solution, JdError> {
+    let Fine { spaces, mass } = on;
     check_matrix(a, params)?;
+    if let Some(m) = mass {
+        crate::generalized::check_pair(a, m, params)?;
+    }
+    // K − σ₀M for the preconditioner of a generalized problem.
+    let shifted = match mass {
+        Some(m) if crate::driver::precond_kind(params).is_some() => Some(
+            crate::generalized::shifted_pair(a, m, crate::generalized::mass_precond_shift(params))?,
+        ),
+        _ => None,
+    };
     let n = a.nrows();
     let part = if comm.size() > 1 {
         Some(
@@ -363,14 +416,36 @@ fn fine<C: Comm>(
             overlap: false,
             max_block: sizes.max_basis,
         },
-        precond: Some(precond_shift(params, a)),
+        precond: match mass {
+            None => Some(precond_shift(params, a)),
+            Some(_) => shifted.as_ref().map(|_| 0.0),
+        },
         field: if part.is_some() {
             "partition"
         } else {
             "matrix"
         },
+        precond_of: shifted.as_ref(),
     };
     let r = rows(a, comm, params, spec)?;
+    let mr = match mass {
+        Some(m) => {
+            let spec = RowsSpec {
+                part: part.as_ref(),
+                opts: DistOptions {
+                    threads: params.threads,
+                    overlap: false,
+                    max_block: sizes.max_basis,
+                },
+                precond: None,
+                field: "mass",
+                precond_of: None,
+            };
+            Some(rows(m, comm, params, spec)?)
+        }
+        None => None,
+    };
+    drop(shifted);
     let initial = local_rows("initial", spaces.initial, n, r.range.clone())?;
     let deflation = local_rows("deflation", spaces.deflation, n, r.range.clone())?;
     let pb = Problem {
@@ -385,6 +460,10 @@ fn fine<C: Comm>(
     }
     .with_initial(&initial)?
     .with_deflation(&deflation)?;
+    let pb = match &mr {
+        Some(mr) => pb.with_mass(&mr.op)?.with_mass_diagonal(&mr.diag)?,
+        None => pb,
+    };
     let hooks = Hooks {
         observer: observer.map(|o| -> Observer<'_> { o }),
         sink: sink.map(|s| -> &mut dyn CheckpointSink { s }),

@@ -275,3 +275,38 @@ fn solve_groups_refuse_spaces() {
     }
     let _ = Comm::size(&lblib::SelfComm::new());
 }
+
+/// The builder takes a mass matrix: with M = 2I the eigenvalues of K x = λ M x
+/// are half those of K (serial and fine grain), and solve groups refuse it.
+#[test]
+fn mass_matrix_through_the_builder() {
+    let a = lap3d(8);
+    let n = a.nrows();
+    let two =
+        CsrMatrix::from_triplets(n, n, &(0..n).map(|i| (i, i, 2.0)).collect::<Vec<_>>()).unwrap();
+    let p = params();
+    let plain = Solver::new(&a, &p).run().unwrap().eigenvalues;
+    let halved: Vec<f64> = plain.iter().map(|l| l / 2.0).collect();
+    let serial = Solver::new(&a, &p).mass(&two).run().unwrap();
+    assert_close(&serial.eigenvalues, &halved, 1e-9);
+    let fine = ThreadComm::run(2, |comm| {
+        Solver::new(&a, &p)
+            .mass(&two)
+            .comm(&comm)
+            .run()
+            .unwrap()
+            .eigenvalues
+    });
+    for ev in fine {
+        assert_close(&ev, &halved, 1e-9);
+    }
+    let refused = multigrain(&a, &p, &groups(), |comm, a, p, mg| {
+        Solver::new(a, p).mass(&two).groups(comm, mg).run()
+    });
+    for r in refused {
+        assert!(
+            matches!(&r, Err(JdError::InvalidParams { .. })),
+            "solve groups with a mass matrix: {r:?}"
+        );
+    }
+}

@@ -191,6 +191,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
             opts: fopts,
             precond: None,
             field: "groups",
+            precond_of: None,
         };
         rows(a, world, params, spec)
     };
@@ -239,6 +240,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
         },
         precond: Some(precond_shift(params, a)),
         field: "groups",
+        precond_of: None,
     };
     let grows = rows(a, &group, params, gspec)?;
     let setup = grows.setup_seconds;
