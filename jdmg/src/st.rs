@@ -1,24 +1,45 @@
 //! Spectral transformations: shift-and-invert for interior eigenvalues
-//! (SLEPc's `STSINVERT`, ARPACK's mode 3).
+//! (SLEPc's `STSINVERT`, ARPACK's mode 3), for A x = λ x and K x = λ M x.
 //!
-//! The eigenvalues of A closest to σ are the largest in magnitude of
-//! B = (A − σI)⁻¹, whose eigenvalues θ = 1/(λ − σ) share A's eigenvectors and
-//! are well separated where A's are clustered around σ. [`ShiftInvert`] factors
-//! A − σI once with a sparse direct method of faer and applies B by two
-//! triangular solves; [`solve_shift_invert`] runs the block Jacobi-Davidson
-//! solver on B ([`Target::LargestMagnitude`]) and maps the pairs back:
-//! λ = σ + 1/θ, with the true residuals ‖Ax − λx‖ recomputed with A.
+//! **Standard problem.** The eigenvalues of A closest to σ are the largest in
+//! magnitude of B = (A − σI)⁻¹, whose eigenvalues θ = 1/(λ − σ) share A's
+//! eigenvectors and are well separated where A's are clustered around σ.
+//! [`ShiftInvert`] factors A − σI once with a sparse direct method of faer and
+//! applies B by two triangular solves; [`solve_shift_invert`] runs the block
+//! Jacobi-Davidson solver on B ([`Target::LargestMagnitude`]) and maps the
+//! pairs back: λ = σ + 1/θ, with the true residuals ‖Ax − λx‖ recomputed
+//! with A.
 //!
-//! The factorization is LDLᵀ (faer's sparse Cholesky module, fill-reducing AMD
+//! **Generalized problem** (M symmetric positive definite; SLEPc's STSINVERT
+//! for `EPS_GHEP`, ARPACK's mode 3 with `bmat = 'G'`). [`ShiftInvert::pencil`]
+//! factors K − σM. The operator (K − σM)⁻¹M is self-adjoint in the M inner
+//! product; the solver, which takes symmetric operators, runs on the
+//! equivalent symmetric-definite problem
+//! M(K − σM)⁻¹M x = ν M x with the mass matrix M (its M-orthonormal basis,
+//! [`crate::Problem::with_mass`]): one product applies M, solves with the
+//! factors, applies M again. Its pairs are the pencil's, λ = σ + 1/ν
+//! (M x = ν (K − σM) x), the vectors come out M-orthonormal, and the true
+//! residuals ‖Kx − λMx‖ are recomputed with K and M.
+//!
+//! **Factorization.** LDLᵀ (faer's sparse Cholesky module, fill-reducing AMD
 //! ordering, no pivoting), accepted when a solve with it has a backward error
 //! below [`BACKWARD_ERROR_LIMIT`]; else (a zero or unstable pivot of the
-//! indefinite A − σI) LU with partial pivoting. LDLᵀ gives the inertia: by
-//! Sylvester's law the negative pivots of D count the eigenvalues of A below σ
+//! indefinite matrix) LU with partial pivoting. LDLᵀ gives the inertia: by
+//! Sylvester's law the negative pivots of D count the eigenvalues of A (of the
+//! pencil (K, M), M positive definite) below σ
 //! ([`ShiftInvert::eigenvalues_below`], [`Stats::eigenvalues_below_shift`]).
 //!
-//! The problem K x = λ M x will factor K − σM the same way (B = (K − σM)⁻¹M,
-//! M-symmetric): the factorization takes the shifted matrix from
-//! [`ShiftInvert::new`]'s arguments, the solver the mass matrix when it has it.
+//! **Several processes** ([`solve_shift_invert_on`] over the ranks of a
+//! [`Comm`]). The eigensolver runs fine grain (vectors split by rows, as
+//! [`crate::Solver::comm`]); the factorization is **not distributed**: rank 0
+//! factors the whole K − σM (every process passes the same global matrices,
+//! as with `Solver::comm`, so no rows move), and every product with the
+//! inverse gathers the block's rows to rank 0 ([`Comm::gather_v`]), solves
+//! there and scatters the result back ([`Comm::scatter_v`]). Per product of
+//! a block of k vectors that is 2·n·k values through rank 0 plus the
+//! triangular solves on one process; the factors' memory is on rank 0 alone.
+//! Robust and simple for moderate n (the factors fit one node); SLEPc with
+//! MUMPS or SuperLU_DIST would distribute the factorization itself.
 
 use std::time::Instant;
 
@@ -32,23 +53,26 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::linalg::solvers::Lu;
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, MatMut, Par, Side};
-use lblib::SelfComm;
+use lblib::{Comm, ReduceOp, SelfComm};
+use matrices::partition::RowPartition;
 use matrices::CsrMatrix;
+use precond::dist::DistOptions;
 use precond::Operator;
 use serde::{Deserialize, Serialize};
 
 use crate::error::JdError;
-use crate::jd::{Observer, Problem, Spaces};
+use crate::jd::{local_rows, Observer, Problem, Spaces};
 use crate::params::{JdParams, PrecondChoice, Target};
+use crate::setup::{rows, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
 use crate::solver::Solver;
 
-/// Largest backward error ‖(A − σI)z − b‖∞ / (‖A − σI‖∞‖z‖∞ + ‖b‖∞) of a test
-/// solve with the LDLᵀ factors; above it (an unstable pivot: LDLᵀ does not
-/// pivot) LU with partial pivoting is used instead.
+/// Largest backward error ‖Cz − b‖∞ / (‖C‖∞‖z‖∞ + ‖b‖∞) of a test solve with
+/// the LDLᵀ factors of C (A − σI or K − σM); above it (an unstable pivot:
+/// LDLᵀ does not pivot) LU with partial pivoting is used instead.
 pub const BACKWARD_ERROR_LIMIT: f64 = 1e-10;
 
-/// The sparse direct factorization of A − σI behind a [`ShiftInvert`].
+/// The sparse direct factorization of A − σI (or K − σM) behind a [`ShiftInvert`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FactorKind {
@@ -66,8 +90,8 @@ enum Factor {
     Lu(Lu<usize, f64>),
 }
 
-/// B = (A − σI)⁻¹ as an [`Operator`], from a sparse direct factorization of
-/// A − σI (see the module documentation).
+/// (A − σI)⁻¹ or (K − σM)⁻¹ as an [`Operator`], from a sparse direct
+/// factorization (see the module documentation).
 pub struct ShiftInvert {
     n: usize,
     sigma: f64,
@@ -87,10 +111,10 @@ impl std::fmt::Debug for ShiftInvert {
     }
 }
 
-/// The lower triangle (with the diagonal, shifted by −σ) or the whole of
-/// A − σI as CSC arrays: for a symmetric A the rows of the CSR matrix are its
-/// columns.
-fn shifted_csc(a: &CsrMatrix, sigma: f64, lower: bool) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+/// The lower triangle (with the diagonal, shifted by −`shift`) or the whole of
+/// C − shift·I as CSC arrays: for a symmetric C the rows of the CSR matrix are
+/// its columns.
+fn shifted_csc(a: &CsrMatrix, shift: f64, lower: bool) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
     let n = a.nrows();
     let mut ptr = Vec::with_capacity(n + 1);
     let mut idx = Vec::with_capacity(a.nnz() + n);
@@ -107,12 +131,12 @@ fn shifted_csc(a: &CsrMatrix, sigma: f64, lower: bool) -> (Vec<usize>, Vec<usize
             if !diag_done && i >= j {
                 if i == j {
                     idx.push(j);
-                    val.push(v - sigma);
+                    val.push(v - shift);
                     diag_done = true;
                     continue;
                 }
                 idx.push(j);
-                val.push(-sigma);
+                val.push(-shift);
                 diag_done = true;
             }
             idx.push(i);
@@ -120,26 +144,27 @@ fn shifted_csc(a: &CsrMatrix, sigma: f64, lower: bool) -> (Vec<usize>, Vec<usize
         }
         if !diag_done {
             idx.push(j);
-            val.push(-sigma);
+            val.push(-shift);
         }
         ptr.push(idx.len());
     }
     (ptr, idx, val)
 }
 
-/// ‖(A − σI)z − b‖∞ / (‖A − σI‖∞‖z‖∞ + ‖b‖∞) for the solution z of one solve.
-fn backward_error(a: &CsrMatrix, sigma: f64, b: &[f64], z: &[f64]) -> f64 {
+/// ‖(C − shift·I)z − b‖∞ / (‖C − shift·I‖∞‖z‖∞ + ‖b‖∞) for the solution z of
+/// one solve.
+fn backward_error(a: &CsrMatrix, shift: f64, b: &[f64], z: &[f64]) -> f64 {
     let n = a.nrows();
     let mut az = vec![0.0; n];
     a.mul_vec(z, &mut az);
     let mut norm_a = 0.0f64;
     for i in 0..n {
         let (_, vals) = a.row(i);
-        let row: f64 = vals.iter().map(|v| v.abs()).sum::<f64>() + sigma.abs();
+        let row: f64 = vals.iter().map(|v| v.abs()).sum::<f64>() + shift.abs();
         norm_a = norm_a.max(row);
     }
     let inf = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    let r: Vec<f64> = (0..n).map(|i| az[i] - sigma * z[i] - b[i]).collect();
+    let r: Vec<f64> = (0..n).map(|i| az[i] - shift * z[i] - b[i]).collect();
     let den = norm_a * inf(z) + inf(b);
     if den.is_nan() || den <= 0.0 {
         return if inf(&r) == 0.0 { 0.0 } else { f64::INFINITY };
@@ -152,20 +177,59 @@ fn backward_error(a: &CsrMatrix, sigma: f64, b: &[f64], z: &[f64]) -> f64 {
     }
 }
 
+/// `InvalidParams` for a non-square or empty matrix, a mass matrix of another
+/// size or a non-finite σ; `NonFinite` for a NaN/Inf entry. The checks every
+/// process makes before rank 0 factors.
+fn check_input(k: &CsrMatrix, m: Option<&CsrMatrix>, sigma: f64) -> Result<(), JdError> {
+    let n = k.nrows();
+    if n != k.ncols() || n == 0 {
+        return Err(JdError::invalid(
+            "matrix",
+            format!(
+                "shift-and-invert needs a square, non-empty matrix, got {} x {}",
+                k.nrows(),
+                k.ncols()
+            ),
+        ));
+    }
+    if let Some(m) = m {
+        if m.nrows() != n || m.ncols() != n {
+            return Err(JdError::invalid(
+                "mass",
+                format!(
+                    "M is {} x {}, K is {n} x {n}: they must have the same size",
+                    m.nrows(),
+                    m.ncols()
+                ),
+            ));
+        }
+        if m.data().iter().any(|v| !v.is_finite()) {
+            return Err(JdError::NonFinite("mass matrix"));
+        }
+    }
+    if !sigma.is_finite() {
+        return Err(JdError::invalid(
+            "target",
+            format!("the shift σ must be finite, got {sigma}"),
+        ));
+    }
+    if k.data().iter().any(|v| !v.is_finite()) {
+        return Err(JdError::NonFinite("matrix"));
+    }
+    Ok(())
+}
+
 impl ShiftInvert {
     /// Factors A − σI (LDLᵀ, else LU; see the module documentation) with
     /// `threads` threads.
     ///
     /// # Errors
-    /// `InvalidParams` for a non-square matrix or a non-finite σ;
-    /// `Factorization` when both factorizations fail (A − σI singular: σ is an
-    /// eigenvalue to working precision) or run out of memory.
+    /// `InvalidParams` for a non-square matrix or a non-finite σ; `NonFinite`
+    /// for a NaN/Inf entry; `Factorization` when both factorizations fail
+    /// (A − σI singular: σ is an eigenvalue to working precision) or run out
+    /// of memory.
     pub fn new(a: &CsrMatrix, sigma: f64, threads: usize) -> Result<Self, JdError> {
-        match Self::with_kind(a, sigma, FactorKind::Ldlt, threads) {
-            Ok(s) => Ok(s),
-            Err(JdError::Factorization(_)) => Self::with_kind(a, sigma, FactorKind::Lu, threads),
-            Err(e) => Err(e),
-        }
+        Self::pencil_or(a, None, sigma, None, threads)
     }
 
     /// Factors A − σI with the factorization `kind` only (LDLᵀ refused when its
@@ -179,37 +243,92 @@ impl ShiftInvert {
         kind: FactorKind,
         threads: usize,
     ) -> Result<Self, JdError> {
+        Self::pencil_or(a, None, sigma, Some(kind), threads)
+    }
+
+    /// Factors K − σM (LDLᵀ, else LU) for the generalized problem
+    /// K x = λ M x: the operator is then (K − σM)⁻¹, and with LDLᵀ
+    /// [`ShiftInvert::eigenvalues_below`] counts the pencil's eigenvalues
+    /// below σ (Sylvester's law of inertia, M positive definite). The
+    /// symmetric operator of the solve is M(K − σM)⁻¹M (module documentation).
+    ///
+    /// # Errors
+    /// As [`ShiftInvert::new`]; `InvalidParams` when M's size differs from K's.
+    pub fn pencil(
+        k: &CsrMatrix,
+        m: &CsrMatrix,
+        sigma: f64,
+        threads: usize,
+    ) -> Result<Self, JdError> {
+        Self::pencil_or(k, Some(m), sigma, None, threads)
+    }
+
+    /// [`ShiftInvert::pencil`] with the factorization `kind` only.
+    ///
+    /// # Errors
+    /// As [`ShiftInvert::pencil`], for this factorization.
+    pub fn pencil_with_kind(
+        k: &CsrMatrix,
+        m: &CsrMatrix,
+        sigma: f64,
+        kind: FactorKind,
+        threads: usize,
+    ) -> Result<Self, JdError> {
+        Self::pencil_or(k, Some(m), sigma, Some(kind), threads)
+    }
+
+    /// K − σM (M = I when `m` is None) by `kind`, or LDLᵀ then LU.
+    fn pencil_or(
+        k: &CsrMatrix,
+        m: Option<&CsrMatrix>,
+        sigma: f64,
+        kind: Option<FactorKind>,
+        threads: usize,
+    ) -> Result<Self, JdError> {
+        check_input(k, m, sigma)?;
+        // C and the shift of its diagonal: (A, σ), or (K − σM, 0).
+        let shifted;
+        let (c, shift, what) = match m {
+            None => (k, sigma, "A − σI"),
+            Some(m) => {
+                shifted = crate::generalized::shifted_pair(k, m, sigma)?;
+                (&shifted, 0.0, "K − σM")
+            }
+        };
+        match kind {
+            Some(kind) => Self::factor(c, shift, sigma, what, kind, threads),
+            None => match Self::factor(c, shift, sigma, what, FactorKind::Ldlt, threads) {
+                Ok(s) => Ok(s),
+                Err(JdError::Factorization(_)) => {
+                    Self::factor(c, shift, sigma, what, FactorKind::Lu, threads)
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Factors C − shift·I by `kind` (`what` names it in errors; `sigma` is
+    /// the shift reported), then checks a test solve.
+    fn factor(
+        a: &CsrMatrix,
+        shift: f64,
+        sigma: f64,
+        what: &str,
+        kind: FactorKind,
+        threads: usize,
+    ) -> Result<Self, JdError> {
         let n = a.nrows();
-        if n != a.ncols() || n == 0 {
-            return Err(JdError::invalid(
-                "matrix",
-                format!(
-                    "shift-and-invert needs a square, non-empty matrix, got {} x {}",
-                    a.nrows(),
-                    a.ncols()
-                ),
-            ));
-        }
-        if !sigma.is_finite() {
-            return Err(JdError::invalid(
-                "target",
-                format!("the shift σ must be finite, got {sigma}"),
-            ));
-        }
-        if a.data().iter().any(|v| !v.is_finite()) {
-            return Err(JdError::NonFinite("matrix"));
-        }
         let par = if threads > 1 {
             Par::rayon(threads)
         } else {
             Par::Seq
         };
-        let fail = |what: &str, e: &dyn std::fmt::Display| {
-            JdError::Factorization(format!("{what} of A − σI (σ = {sigma}): {e}"))
+        let fail = |how: &str, e: &dyn std::fmt::Display| {
+            JdError::Factorization(format!("{how} of {what} (σ = {sigma}): {e}"))
         };
         let (factor, below) = match kind {
             FactorKind::Ldlt => {
-                let (ptr, idx, val) = shifted_csc(a, sigma, true);
+                let (ptr, idx, val) = shifted_csc(a, shift, true);
                 let sym = SymbolicSparseColMatRef::new_checked(n, n, &ptr, None, &idx);
                 let mat = SparseColMatRef::new(sym, &val);
                 let symbolic = factorize_symbolic_cholesky(
@@ -243,7 +362,7 @@ impl ShiftInvert {
                 (Factor::Ldlt { symbolic, values }, Some(below))
             }
             FactorKind::Lu => {
-                let (ptr, idx, val) = shifted_csc(a, sigma, false);
+                let (ptr, idx, val) = shifted_csc(a, shift, false);
                 let sym = SymbolicSparseColMatRef::new_checked(n, n, &ptr, None, &idx);
                 let mat = SparseColMatRef::new(sym, &val);
                 let lu = mat.sp_lu().map_err(|e| fail("LU", &format!("{e:?}")))?;
@@ -257,14 +376,14 @@ impl ShiftInvert {
             below,
             par,
         };
-        // A test solve: b = (A − σI)·x for a fixed x, then the backward error.
+        // A test solve: b = (C − shift·I)·x for a fixed x, then the backward error.
         let x: Vec<f64> = (0..n).map(|i| ((i + 1) as f64).sin()).collect();
         let mut b = vec![0.0; n];
         a.mul_vec(&x, &mut b);
-        b.iter_mut().zip(&x).for_each(|(b, x)| *b -= sigma * x);
+        b.iter_mut().zip(&x).for_each(|(b, x)| *b -= shift * x);
         let mut z = vec![0.0; n];
         st.apply_block(&b, &mut z, 1);
-        let err = backward_error(a, sigma, &b, &z);
+        let err = backward_error(a, shift, &b, &z);
         if kind == FactorKind::Ldlt && (err.is_nan() || err > BACKWARD_ERROR_LIMIT) {
             return Err(fail(
                 "LDLᵀ",
@@ -272,7 +391,10 @@ impl ShiftInvert {
             ));
         }
         if z.iter().any(|v| !v.is_finite()) {
-            return Err(fail("LU", &"A − σI is singular to working precision"));
+            return Err(fail(
+                "LU",
+                &format!("{what} is singular to working precision"),
+            ));
         }
         Ok(st)
     }
@@ -290,8 +412,8 @@ impl ShiftInvert {
         }
     }
 
-    /// The number of eigenvalues of A below σ (the negative pivots of the LDLᵀ
-    /// factorization); None with LU.
+    /// The number of eigenvalues of A (of the pencil (K, M)) below σ (the
+    /// negative pivots of the LDLᵀ factorization); None with LU.
     pub fn eigenvalues_below(&self) -> Option<usize> {
         self.below
     }
@@ -322,7 +444,7 @@ impl Operator for ShiftInvert {
         self.n
     }
 
-    /// y = (A − σI)⁻¹ x for the k columns, by the factors.
+    /// y = (A − σI)⁻¹ x (or (K − σM)⁻¹ x) for the k columns, by the factors.
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
         let n = self.n;
         y[..n * k].copy_from_slice(&x[..n * k]);
@@ -342,10 +464,98 @@ impl Operator for ShiftInvert {
     }
 }
 
+/// The inverse of the factors on rank 0 applied to blocks whose rows are
+/// distributed over `comm` (rank r holds `counts[r]` consecutive rows): the
+/// block is gathered on rank 0, solved there and scattered back (module
+/// documentation). On one process, the solve itself.
+struct RootSolve<'a, C: ?Sized> {
+    /// The factors (rank 0 only).
+    inv: Option<&'a ShiftInvert>,
+    comm: &'a C,
+    /// Rows of every rank, and their first global row.
+    counts: Vec<usize>,
+    offsets: Vec<usize>,
+}
+
+impl<C: Comm + ?Sized> Operator for RootSolve<'_, C> {
+    fn nrows(&self) -> usize {
+        self.counts[self.comm.rank()]
+    }
+
+    /// y = C⁻¹ x, collective over `comm` (a gather to and a scatter from rank 0).
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let nl = self.nrows();
+        let (x, y) = (&x[..nl * k], &mut y[..nl * k]);
+        if self.comm.size() == 1 {
+            if let Some(inv) = self.inv {
+                inv.apply_block(x, y, k);
+            }
+            return;
+        }
+        // rank r's piece: its counts[r] × k column-major block
+        let sizes: Vec<usize> = self.counts.iter().map(|c| c * k).collect();
+        match self.inv {
+            Some(inv) => {
+                let n = inv.n;
+                let mut packed = vec![0.0; n * k];
+                self.comm.gather_v(x, &sizes, &mut packed, 0);
+                let mut global = vec![0.0; n * k];
+                let mut sol = vec![0.0; n * k];
+                for (&c, &o) in self.counts.iter().zip(&self.offsets) {
+                    for j in 0..k {
+                        global[j * n + o..j * n + o + c]
+                            .copy_from_slice(&packed[o * k + j * c..o * k + (j + 1) * c]);
+                    }
+                }
+                inv.apply_block(&global, &mut sol, k);
+                for (&c, &o) in self.counts.iter().zip(&self.offsets) {
+                    for j in 0..k {
+                        packed[o * k + j * c..o * k + (j + 1) * c]
+                            .copy_from_slice(&sol[j * n + o..j * n + o + c]);
+                    }
+                }
+                self.comm.scatter_v(&packed, &sizes, y, 0);
+            }
+            None => {
+                self.comm.gather_v(x, &sizes, &mut [], 0);
+                self.comm.scatter_v(&[], &sizes, y, 0);
+            }
+        }
+    }
+}
+
+/// M C⁻¹ M: the symmetric operator of the generalized shift-and-invert
+/// (module documentation); without M, C⁻¹.
+struct Sandwich<'a> {
+    inv: &'a dyn Operator,
+    mass: Option<&'a dyn Operator>,
+}
+
+impl Operator for Sandwich<'_> {
+    fn nrows(&self) -> usize {
+        self.inv.nrows()
+    }
+
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        match self.mass {
+            None => self.inv.apply_block(x, y, k),
+            Some(m) => {
+                let nk = self.nrows() * k;
+                let mut t = vec![0.0; nk];
+                m.apply_block(x, &mut t, k);
+                let mut u = vec![0.0; nk];
+                self.inv.apply_block(&t, &mut u, k);
+                m.apply_block(&u, y, k);
+            }
+        }
+    }
+}
+
 /// The `nev` eigenpairs of the symmetric matrix `a` closest to `sigma` by
-/// shift-and-invert (see the module documentation), with the start and
-/// deflation vectors of `spaces` (n × p blocks, as in
-/// [`crate::solve_matrix_with`]).
+/// shift-and-invert on one process (see the module documentation), with the
+/// start and deflation vectors of `spaces` (n × p blocks, as in
+/// [`crate::solve_matrix_with`]). [`solve_shift_invert_on`] with no mass
+/// matrix and [`SelfComm`].
 ///
 /// `params.target`, `precond`, `precond_shift` and `anorm` are not used (the
 /// solver runs on B with [`Target::LargestMagnitude`], no preconditioner; `tol`
@@ -367,10 +577,127 @@ pub fn solve_shift_invert(
     observer: Option<Observer<'_>>,
     spaces: Spaces<'_>,
 ) -> Result<Solution, JdError> {
-    crate::setup::check_matrix(a, params)?;
+    solve_shift_invert_on(a, None, sigma, &SelfComm::new(), params, observer, spaces)
+}
+
+/// [`solve_shift_invert`] for K x = λ M x (M symmetric positive definite) on
+/// one process: the eigenpairs of the pencil closest to σ, M-orthonormal
+/// vectors, true residuals ‖Kx − λMx‖ (of x scaled to unit 2-norm).
+/// [`solve_shift_invert_on`] with [`SelfComm`].
+///
+/// # Errors
+/// As [`solve_shift_invert_on`].
+pub fn solve_shift_invert_generalized(
+    k: &CsrMatrix,
+    m: &CsrMatrix,
+    sigma: f64,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
+    solve_shift_invert_on(
+        k,
+        Some(m),
+        sigma,
+        &SelfComm::new(),
+        params,
+        observer,
+        spaces,
+    )
+}
+
+/// Shift-and-invert for A x = λ x (`mass` None) or K x = λ M x over the
+/// processes of `comm` (one process with [`SelfComm`]): every process passes
+/// the same global matrices (as with [`crate::Solver::comm`]) and the same
+/// `spaces`, and keeps its rows (rows balanced by K's nonzeros; the
+/// eigenvectors of the result hold this process's rows, see
+/// [`crate::gather_eigenvectors`]). Rank 0 factors K − σM with
+/// `params.threads` threads and solves for every process (module
+/// documentation: the factorization is not distributed). Collective.
+///
+/// The parameters are used as by [`solve_shift_invert`]. With M the solver
+/// runs on M(K − σM)⁻¹M with mass M: `stats.matvecs` counts its products
+/// (one solve each), `stats.mass_matvecs` every product with M (the solver's
+/// and the two inside each product). The eigenvalues come ordered by
+/// distance to σ with the true residuals ‖Kx − λMx‖/‖x‖₂, the vectors
+/// M-orthonormal; `stats.eigenvalues_below_shift` is the inertia of K − σM
+/// (LDLᵀ), `stats.setup_seconds` rank 0's factorization, on every process.
+///
+/// # Errors
+/// `InvalidParams` (a non-square matrix, M of another size, a non-finite σ,
+/// bad spaces, inconsistent parameters), `NotSymmetric`,
+/// `MassNotPositiveDefinite`, `NonFinite` — on every process alike;
+/// `Factorization` when rank 0 cannot factor (on every process, with rank
+/// 0's message); as [`crate::Solver::run`] for the solve, the partial
+/// solutions of `NotConverged`/`Stopped` mapped back.
+pub fn solve_shift_invert_on<C: Comm>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    sigma: f64,
+    comm: &C,
+    params: &JdParams,
+    observer: Option<Observer<'_>>,
+    spaces: Spaces<'_>,
+) -> Result<Solution, JdError> {
+    crate::setup::check_matrix(k, params)?;
+    if let Some(m) = mass {
+        crate::generalized::check_pair(k, m, params)?;
+    }
+    check_input(k, mass, sigma)?;
+    let n = k.nrows();
+    // Rank 0 factors; the outcome (inertia, seconds, or the error) is shared.
     let t0 = Instant::now();
-    let b = ShiftInvert::new(a, sigma, params.threads)?;
+    let factored = (comm.rank() == 0).then(|| match mass {
+        None => ShiftInvert::new(k, sigma, params.threads),
+        Some(m) => ShiftInvert::pencil(k, m, sigma, params.threads),
+    });
     let setup = t0.elapsed().as_secs_f64();
+    let (inv, below, setup) = share_factorization(comm, factored, setup)?;
+    let part = if comm.size() > 1 {
+        Some(
+            RowPartition::balanced_by_nnz(k, comm.size())
+                .map_err(|e| JdError::invalid("partition", e))?,
+        )
+    } else {
+        None
+    };
+    let max_block = params.resolve(n)?.max_basis;
+    let spec = |field| RowsSpec {
+        part: part.as_ref(),
+        opts: DistOptions {
+            threads: params.threads,
+            overlap: false,
+            max_block,
+        },
+        precond: None,
+        precond_of: None,
+        field,
+    };
+    // K's rows for the true residuals, M's for the products and residuals
+    let kr = rows(k, comm, params, spec("matrix"))?;
+    let mr = match mass {
+        Some(m) => Some(rows(m, comm, params, spec("mass"))?),
+        None => None,
+    };
+    let (counts, offsets): (Vec<usize>, Vec<usize>) = match &part {
+        Some(p) => (0..comm.size())
+            .map(|r| {
+                let rg = p.range(r);
+                (rg.len(), rg.start)
+            })
+            .unzip(),
+        None => (vec![n], vec![0]),
+    };
+    let solve = RootSolve {
+        inv: inv.as_ref(),
+        comm,
+        counts,
+        offsets,
+    };
+    let op = Sandwich {
+        inv: &solve,
+        mass: mr.as_ref().map(|r| &r.op as &dyn Operator),
+    };
     let p = JdParams {
         target: Target::LargestMagnitude,
         precond: PrecondChoice::None,
@@ -383,10 +710,16 @@ pub fn solve_shift_invert(
         maxits: params.maxits.or(Some(0)),
         ..params.clone()
     };
-    let comm = SelfComm::new();
-    let pb = Problem::new(&b, &comm)?
-        .with_initial(spaces.initial)?
-        .with_deflation(spaces.deflation)?;
+    let range = kr.range.clone();
+    let initial = local_rows("initial", spaces.initial, n, range.clone())?;
+    let deflation = local_rows("deflation", spaces.deflation, n, range)?;
+    let pb = Problem::new(&op, comm)?
+        .with_initial(&initial)?
+        .with_deflation(&deflation)?;
+    let pb = match &mr {
+        Some(r) => pb.with_mass(&r.op)?.with_mass_diagonal(&r.diag)?,
+        None => pb,
+    };
     let back = |t: f64| sigma + 1.0 / t;
     let res = match observer {
         Some(obs) => {
@@ -399,49 +732,142 @@ pub fn solve_shift_invert(
         }
         None => Solver::problem(&pb, &p).run(),
     };
-    let finish = |mut s: Solution| -> Solution {
-        map_back(a, &b, &mut s);
-        s.stats.setup_seconds = setup;
-        s
+    let pencil = Pencil {
+        sigma,
+        k: &kr.op,
+        m: mr.as_ref().map(|r| &r.op as &dyn Operator),
+        comm,
+        below,
+        setup,
     };
     match res {
-        Ok(s) => Ok(finish(s)),
+        Ok(s) => Ok(pencil.map_back(s)),
         Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
             wanted,
-            partial: Box::new(finish(*partial)),
+            partial: Box::new(pencil.map_back(*partial)),
         }),
         Err(JdError::Stopped { wanted, partial }) => Err(JdError::Stopped {
             wanted,
-            partial: Box::new(finish(*partial)),
+            partial: Box::new(pencil.map_back(*partial)),
         }),
         Err(e) => Err(e),
     }
 }
 
-/// Maps the pairs of B back to A: λ = σ + 1/θ, true residuals ‖Ax − λx‖ (with
-/// x normalized), the inertia into the statistics.
-fn map_back(a: &CsrMatrix, b: &ShiftInvert, s: &mut Solution) {
-    let n = a.nrows();
-    let mut ax = vec![0.0; n];
-    for j in 0..s.eigenvalues.len() {
-        let theta = s.eigenvalues[j];
-        let lam = b.sigma + 1.0 / theta;
-        let x = &s.eigenvectors[j * n..(j + 1) * n];
-        a.mul_vec(x, &mut ax);
-        let xx: f64 = x.iter().map(|v| v * v).sum();
-        let r: f64 = ax
-            .iter()
-            .zip(x)
-            .map(|(y, x)| (y - lam * x).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        s.eigenvalues[j] = lam;
-        s.residual_norms[j] = if xx > 0.0 { r / xx.sqrt() } else { f64::NAN };
+/// Shares rank 0's factorization outcome with every process (two
+/// broadcasts, three for an error's message): the factors (rank 0 only), the
+/// inertia and the seconds, or the same `Factorization` error everywhere.
+#[allow(clippy::type_complexity)]
+fn share_factorization<C: Comm + ?Sized>(
+    comm: &C,
+    factored: Option<Result<ShiftInvert, JdError>>,
+    seconds: f64,
+) -> Result<(Option<ShiftInvert>, Option<usize>, f64), JdError> {
+    // [ok, inertia + 1 (0: none), message bytes], [seconds]
+    let mut head = [0u64; 3];
+    let mut msg = Vec::new();
+    match &factored {
+        Some(Ok(s)) => head = [1, s.below.map_or(0, |b| b as u64 + 1), 0],
+        Some(Err(e)) => {
+            msg = e.to_string().into_bytes();
+            head[2] = msg.len() as u64;
+        }
+        None => {}
     }
-    s.stats = Stats {
-        eigenvalues_below_shift: b.below,
-        ..std::mem::take(&mut s.stats)
-    };
+    if comm.size() == 1 {
+        return match factored {
+            Some(Ok(s)) => {
+                let below = s.below;
+                Ok((Some(s), below, seconds))
+            }
+            Some(Err(e)) => Err(e),
+            None => Err(JdError::Factorization("no factorization".into())),
+        };
+    }
+    comm.broadcast_u64(&mut head, 0);
+    let mut secs = [seconds];
+    comm.broadcast(&mut secs, 0);
+    if head[0] == 1 {
+        let below = (head[1] > 0).then(|| (head[1] - 1) as usize);
+        let inv = factored.and_then(Result::ok);
+        return Ok((inv, below, secs[0]));
+    }
+    let mut bytes: Vec<u64> = msg.iter().map(|&b| u64::from(b)).collect();
+    bytes.resize(head[2] as usize, 0);
+    comm.broadcast_u64(&mut bytes, 0);
+    match factored {
+        Some(Err(e)) => Err(e),
+        _ => {
+            let text: Vec<u8> = bytes.iter().map(|&b| b as u8).collect();
+            Err(JdError::Factorization(format!(
+                "on rank 0: {}",
+                String::from_utf8_lossy(&text)
+            )))
+        }
+    }
+}
+
+/// What maps the pairs of the transformed problem back: λ = σ + 1/θ, true
+/// residuals with K (and M) on this process's rows, the inertia and the
+/// factorization's seconds.
+struct Pencil<'a, C: ?Sized> {
+    sigma: f64,
+    k: &'a dyn Operator,
+    m: Option<&'a dyn Operator>,
+    comm: &'a C,
+    below: Option<usize>,
+    setup: f64,
+}
+
+impl<C: Comm + ?Sized> Pencil<'_, C> {
+    /// Maps the pairs of B back: λ = σ + 1/θ, true residuals ‖Kx − λMx‖/‖x‖₂
+    /// (global sums over the processes; collective), the inertia and the
+    /// factorization's seconds into the statistics; with M, the two products
+    /// with M inside each product with B into `mass_matvecs`.
+    fn map_back(&self, mut s: Solution) -> Solution {
+        let nl = s.n_local;
+        let p = s.eigenvalues.len();
+        let mut kx = vec![0.0; nl * p];
+        let mut mx = vec![0.0; nl * p];
+        if p > 0 {
+            let x = &s.eigenvectors[..nl * p];
+            self.k.apply_block(x, &mut kx, p);
+            match self.m {
+                Some(m) => m.apply_block(x, &mut mx, p),
+                None => mx.copy_from_slice(x),
+            }
+        }
+        let mut sums = vec![0.0; 2 * p];
+        for j in 0..p {
+            let lam = self.sigma + 1.0 / s.eigenvalues[j];
+            let c = j * nl..(j + 1) * nl;
+            let x = &s.eigenvectors[c.clone()];
+            sums[2 * j] = kx[c.clone()]
+                .iter()
+                .zip(&mx[c])
+                .map(|(a, b)| (a - lam * b).powi(2))
+                .sum();
+            sums[2 * j + 1] = x.iter().map(|v| v * v).sum();
+            s.eigenvalues[j] = lam;
+        }
+        self.comm.all_reduce(&mut sums, ReduceOp::Sum);
+        for j in 0..p {
+            let (r, xx) = (sums[2 * j], sums[2 * j + 1]);
+            s.residual_norms[j] = if xx > 0.0 { (r / xx).sqrt() } else { f64::NAN };
+        }
+        let extra_mass = if self.m.is_some() {
+            2 * s.stats.matvecs
+        } else {
+            0
+        };
+        s.stats = Stats {
+            eigenvalues_below_shift: self.below,
+            setup_seconds: self.setup,
+            mass_matvecs: s.stats.mass_matvecs + extra_mass,
+            ..std::mem::take(&mut s.stats)
+        };
+        s
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::error::LbError;
 use lbcomm::{Comm, ReduceOp};
 use std::cell::{Cell, RefCell};
 
-const CALL_NAMES: [&str; 10] = [
+const CALL_NAMES: [&str; 12] = [
     "barrier",
     "all_reduce",
     "all_reduce_u64",
@@ -31,6 +31,8 @@ const CALL_NAMES: [&str; 10] = [
     "broadcast_u64",
     "all_to_all_v",
     "split",
+    "gather_v",
+    "scatter_v",
 ];
 const BARRIER: u32 = 0;
 const ALL_REDUCE: u32 = 1;
@@ -42,6 +44,8 @@ const BROADCAST: u32 = 6;
 const BROADCAST_U64: u32 = 7;
 const ALL_TO_ALL_V: u32 = 8;
 const SPLIT: u32 = 9;
+const GATHER_V: u32 = 10;
+const SCATTER_V: u32 = 11;
 
 #[derive(Debug, Clone, Copy)]
 struct Record {
@@ -397,6 +401,12 @@ impl<C: Comm> Comm for Traced<C> {
         self.trace(ALL_TO_ALL_V, |c| {
             c.all_to_all_v(send, send_counts, recv, recv_counts)
         })
+    }
+    fn gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        self.trace(GATHER_V, |c| c.gather_v(send, counts, recv, root))
+    }
+    fn scatter_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        self.trace(SCATTER_V, |c| c.scatter_v(send, counts, recv, root))
     }
     /// Splits the wrapped communicator (the split itself is traced here) and traces
     /// the sub-communicator separately, from a fresh origin.

@@ -107,6 +107,8 @@ fn every_call_is_traced_with_its_name() {
             t.broadcast(&mut f, 0);
             t.broadcast_u64(&mut u, 1);
             t.all_to_all_v(&[1.0, 2.0], &[1, 1], &mut g, &[1, 1]);
+            t.gather_v(&[1.0], &[1, 1], &mut g, 0);
+            t.scatter_v(&[1.0, 2.0], &[1, 1], &mut g, 1);
             t.inner().advance(1.0);
             let sub = t.split(0, t.rank());
             t.barrier();
@@ -127,6 +129,8 @@ fn every_call_is_traced_with_its_name() {
             "broadcast",
             "broadcast_u64",
             "all_to_all_v",
+            "gather_v",
+            "scatter_v",
             "split",
             "barrier"
         ]

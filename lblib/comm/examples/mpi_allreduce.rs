@@ -15,6 +15,13 @@ fn check(failures: &mut Vec<String>, ok: bool, what: &str) {
     }
 }
 
+/// Rank q's q + 1 copies of q, in rank order.
+fn want_gv(n: usize) -> Vec<f64> {
+    (0..n)
+        .flat_map(|q| std::iter::repeat_n(q as f64, q + 1))
+        .collect()
+}
+
 fn main() {
     let (universe, world, threading) = lbcomm::mpi::init().expect("MPI initialization");
     let r = world.rank();
@@ -81,6 +88,32 @@ fn main() {
         .flat_map(|p| std::iter::repeat_n((100 * p + r) as f64, r + 1))
         .collect();
     check(&mut fails, recv == want, "all_to_all_v");
+
+    // gather_v to the last rank, scatter_v back from it: rank q owns q + 1 values.
+    let root = n - 1;
+    let total: usize = counts.iter().sum();
+    let mut gath = if r == root {
+        vec![-1.0; total]
+    } else {
+        Vec::new()
+    };
+    world.gather_v(&vec![r as f64; r + 1], &counts, &mut gath, root);
+    if r == root {
+        check(&mut fails, gath == want_gv(n), "gather_v");
+    }
+    let send: Vec<f64> = if r == root {
+        (0..total).map(|i| i as f64).collect()
+    } else {
+        Vec::new()
+    };
+    let mut mine = vec![-1.0; r + 1];
+    world.scatter_v(&send, &counts, &mut mine, root);
+    let off = r * (r + 1) / 2;
+    check(
+        &mut fails,
+        mine == (off..off + r + 1).map(|i| i as f64).collect::<Vec<_>>(),
+        "scatter_v",
+    );
 
     let sub = world.split(r % 2, n - r);
     let members: Vec<usize> = (0..n).filter(|q| q % 2 == r % 2).collect();

@@ -77,6 +77,40 @@ pub trait Comm {
     fn set_slowdown(&self, _factor: f64) -> bool {
         false
     }
+    /// Gathers variable-length pieces on `root` only (`MPI_Gatherv`): rank r
+    /// contributes its `send` of `counts[r]` values, stored consecutively in
+    /// rank order in `recv` of `root` (at least Σ counts long); the other
+    /// ranks' `recv` is not touched (it may be empty). Every rank passes the
+    /// same `counts`. The default runs [`Comm::all_to_all_v`] with zero counts
+    /// off the root; the backends have their own.
+    fn gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        let me = self.rank();
+        let mut sc = vec![0; counts.len()];
+        sc[root] = send.len();
+        let rc: Vec<usize> = if me == root {
+            counts.to_vec()
+        } else {
+            vec![0; counts.len()]
+        };
+        self.all_to_all_v(send, &sc, recv, &rc);
+    }
+    /// Scatters variable-length pieces from `root` (`MPI_Scatterv`): `send` of
+    /// `root` holds, consecutively in rank order, `counts[r]` values for rank
+    /// r; every rank receives its `counts[rank]` values into `recv`. The other
+    /// ranks' `send` is not read (it may be empty). Every rank passes the same
+    /// `counts`. The default runs [`Comm::all_to_all_v`]; the backends have
+    /// their own.
+    fn scatter_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        let me = self.rank();
+        let sc: Vec<usize> = if me == root {
+            counts.to_vec()
+        } else {
+            vec![0; counts.len()]
+        };
+        let mut rc = vec![0; counts.len()];
+        rc[root] = counts[me];
+        self.all_to_all_v(send, &sc, recv, &rc);
+    }
     /// Splits into sub-communicators: ranks with equal `color` form one, ordered
     /// by `(key, rank)`. Collective over all ranks.
     fn split(&self, color: usize, key: usize) -> Self
@@ -84,8 +118,8 @@ pub trait Comm {
         Self: Sized;
 }
 
-/// Implements the nine data collectives of [`Comm`] (barrier, all-reduces,
-/// all-gathers, broadcasts, all-to-all) for a wrapper by running each one as
+/// Implements the eleven data collectives of [`Comm`] (barrier, all-reduces,
+/// all-gathers, broadcasts, all-to-all, rooted gather and scatter) for a wrapper by running each one as
 /// `self.$via(|c| …)`, where `$via(&self, f: impl FnOnce(&Inner) -> T) -> T`
 /// does the wrapper's work around the wrapped communicator's call (sleep,
 /// delay, timing). Used inside `impl Comm for Wrapper`; `rank`, `size`,
@@ -125,6 +159,12 @@ macro_rules! forward_collectives {
             recv_counts: &[usize],
         ) {
             self.$via(|c| $crate::Comm::all_to_all_v(c, send, send_counts, recv, recv_counts))
+        }
+        fn gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+            self.$via(|c| $crate::Comm::gather_v(c, send, counts, recv, root))
+        }
+        fn scatter_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+            self.$via(|c| $crate::Comm::scatter_v(c, send, counts, recv, root))
         }
     };
 }
@@ -195,6 +235,21 @@ impl Comm for SelfComm {
             "all_to_all_v: counts differ on one rank"
         );
         let n = send_counts[0];
+        recv[..n].copy_from_slice(&send[..n]);
+    }
+    fn gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        assert_eq!(root, 0, "gather_v: root out of range");
+        assert_eq!(
+            counts,
+            &[send.len()],
+            "gather_v: counts must be [send.len()]"
+        );
+        recv[..send.len()].copy_from_slice(send);
+    }
+    fn scatter_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        assert_eq!(root, 0, "scatter_v: root out of range");
+        assert_eq!(counts.len(), 1, "scatter_v: counts must have one entry");
+        let n = counts[0];
         recv[..n].copy_from_slice(&send[..n]);
     }
     fn split(&self, _color: usize, _key: usize) -> Self {

@@ -187,6 +187,42 @@ impl Comm for MpiComm {
         let mut rpart = PartitionMut::new(&mut recv[..rtot], &r[..p], &r[p..]);
         self.comm.all_to_all_varcount_into(&spart, &mut rpart);
     }
+    /// `MPI_Gatherv`.
+    fn gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        let p = self.size();
+        assert_eq!(counts.len(), p, "gather_v: counts.len() != size");
+        assert_eq!(
+            counts[self.rank()],
+            send.len(),
+            "gather_v: counts[rank] != send.len()"
+        );
+        let proc = self.comm.process_at_rank(to_i32(root, "root"));
+        if self.rank() == root {
+            let total: usize = counts.iter().sum();
+            let mut cd = self.ints.borrow_mut();
+            fill_counts(&mut cd, counts);
+            let mut part = PartitionMut::new(&mut recv[..total], &cd[..p], &cd[p..]);
+            proc.gather_varcount_into_root(send, &mut part);
+        } else {
+            proc.gather_varcount_into(send);
+        }
+    }
+    /// `MPI_Scatterv`.
+    fn scatter_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        let p = self.size();
+        assert_eq!(counts.len(), p, "scatter_v: counts.len() != size");
+        let mine = counts[self.rank()];
+        let proc = self.comm.process_at_rank(to_i32(root, "root"));
+        if self.rank() == root {
+            let total: usize = counts.iter().sum();
+            let mut cd = self.ints.borrow_mut();
+            fill_counts(&mut cd, counts);
+            let part = Partition::new(&send[..total], &cd[..p], &cd[p..]);
+            proc.scatter_varcount_into_root(&part, &mut recv[..mine]);
+        } else {
+            proc.scatter_varcount_into(&mut recv[..mine]);
+        }
+    }
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self
             .comm

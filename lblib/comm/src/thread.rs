@@ -840,6 +840,75 @@ impl Comm for ThreadComm {
         );
     }
 
+    fn gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        let n = self.size();
+        assert!(root < n, "gather_v: root {root} out of range");
+        assert_eq!(counts.len(), n, "gather_v: counts.len() != size");
+        assert_eq!(
+            counts[self.rank],
+            send.len(),
+            "gather_v: counts[rank] != send.len()"
+        );
+        let me = self.rank;
+        if me == root {
+            let total: usize = counts.iter().sum();
+            assert!(
+                recv.len() >= total,
+                "gather_v: recv holds {} < {total}",
+                recv.len()
+            );
+        }
+        self.collective(
+            recv,
+            |s, _| fill_f(&mut s.f, send),
+            |slots, recv| {
+                if me != root {
+                    return;
+                }
+                let mut off = 0;
+                for (r, slot) in slots.iter().enumerate() {
+                    let s = lock(slot);
+                    assert_eq!(
+                        s.f.len(),
+                        counts[r],
+                        "gather_v: rank {r} sent {} values, counts say {}",
+                        s.f.len(),
+                        counts[r]
+                    );
+                    recv[off..off + counts[r]].copy_from_slice(&s.f);
+                    off += counts[r];
+                }
+            },
+        );
+    }
+
+    fn scatter_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64], root: usize) {
+        let n = self.size();
+        assert!(root < n, "scatter_v: root {root} out of range");
+        assert_eq!(counts.len(), n, "scatter_v: counts.len() != size");
+        let me = self.rank;
+        let total: usize = counts.iter().sum();
+        if me == root {
+            assert!(send.len() >= total, "scatter_v: send too short");
+        }
+        let mine = counts[me];
+        assert!(recv.len() >= mine, "scatter_v: recv too short");
+        self.collective(
+            recv,
+            |s, _| {
+                if me == root {
+                    fill_f(&mut s.f, &send[..total]);
+                }
+            },
+            |slots, recv| {
+                let s = lock(&slots[root]);
+                assert_eq!(s.f.len(), total, "scatter_v: root sent another total");
+                let off: usize = counts[..me].iter().sum();
+                recv[..mine].copy_from_slice(&s.f[off..off + mine]);
+            },
+        );
+    }
+
     fn split(&self, color: usize, key: usize) -> Self {
         let n = self.size();
         let t = self.now_flush(true);

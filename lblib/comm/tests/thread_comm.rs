@@ -69,6 +69,88 @@ fn every_collective_on_four_ranks() {
     assert_eq!(out, vec![true; 4]);
 }
 
+/// gather_v to a root and scatter_v back (rank r owns r + 1 values), on
+/// threads, on one process, and through the default implementation (over
+/// all_to_all_v) that a wrapper without its own gets.
+#[test]
+fn gather_v_and_scatter_v_round_trip() {
+    /// A communicator that keeps the trait's default gather_v and scatter_v.
+    struct Defaults(ThreadComm);
+    impl Comm for Defaults {
+        fn rank(&self) -> usize {
+            self.0.rank()
+        }
+        fn size(&self) -> usize {
+            self.0.size()
+        }
+        fn wtime(&self) -> f64 {
+            self.0.wtime()
+        }
+        fn barrier(&self) {
+            self.0.barrier()
+        }
+        fn all_reduce(&self, buf: &mut [f64], op: ReduceOp) {
+            self.0.all_reduce(buf, op)
+        }
+        fn all_reduce_u64(&self, buf: &mut [u64], op: ReduceOp) {
+            self.0.all_reduce_u64(buf, op)
+        }
+        fn all_gather(&self, send: &[f64], recv: &mut [f64]) {
+            self.0.all_gather(send, recv)
+        }
+        fn all_gather_u64(&self, send: &[u64], recv: &mut [u64]) {
+            self.0.all_gather_u64(send, recv)
+        }
+        fn all_gather_v(&self, send: &[f64], counts: &[usize], recv: &mut [f64]) {
+            self.0.all_gather_v(send, counts, recv)
+        }
+        fn broadcast(&self, buf: &mut [f64], root: usize) {
+            self.0.broadcast(buf, root)
+        }
+        fn broadcast_u64(&self, buf: &mut [u64], root: usize) {
+            self.0.broadcast_u64(buf, root)
+        }
+        fn all_to_all_v(&self, s: &[f64], sc: &[usize], r: &mut [f64], rc: &[usize]) {
+            self.0.all_to_all_v(s, sc, r, rc)
+        }
+        fn split(&self, color: usize, key: usize) -> Self {
+            Defaults(self.0.split(color, key))
+        }
+    }
+    fn round_trip<C: Comm>(c: &C, root: usize) {
+        let (r, n) = (c.rank(), c.size());
+        let counts: Vec<usize> = (0..n).map(|q| q + 1).collect();
+        let total: usize = counts.iter().sum();
+        let mut all = if r == root {
+            vec![-1.0; total]
+        } else {
+            Vec::new()
+        };
+        let mine: Vec<f64> = (0..=r).map(|i| (10 * r + i) as f64).collect();
+        c.gather_v(&mine, &counts, &mut all, root);
+        if r == root {
+            let want: Vec<f64> = (0..n)
+                .flat_map(|q| (0..=q).map(move |i| (10 * q + i) as f64))
+                .collect();
+            assert_eq!(all, want);
+            all.iter_mut().for_each(|v| *v *= 2.0);
+        }
+        let mut back = vec![-1.0; r + 1];
+        c.scatter_v(&all, &counts, &mut back, root);
+        let twice: Vec<f64> = mine.iter().map(|v| 2.0 * v).collect();
+        assert_eq!(back, twice, "rank {r}, root {root}");
+    }
+    let out = ThreadComm::run(3, |c| {
+        for root in 0..3 {
+            round_trip(&c, root);
+            round_trip(&Defaults(c.split(0, c.rank())), root);
+        }
+        true
+    });
+    assert_eq!(out, vec![true; 3]);
+    round_trip(&lbcomm::SelfComm::new(), 0);
+}
+
 #[test]
 fn split_by_color_orders_by_key_and_nests() {
     let out = ThreadComm::run(6, |c| {

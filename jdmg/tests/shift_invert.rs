@@ -1,0 +1,366 @@
+//! Shift-and-invert with a mass matrix and across processes (issue #23):
+//! K x = λ M x at an interior σ by M(K − σM)⁻¹M x = ν M x, FEM pairs against
+//! their closed-form spectra (a double eigenvalue among the wanted ones),
+//! lund_a/lund_b against faer's dense solver on the Cholesky-reduced problem,
+//! the inertia of K − σM against the count of eigenvalues below σ, and thread
+//! ranks (rank 0 factors, blocks gathered and scattered) against the serial
+//! result, standard and generalized. Everything is checked on what comes
+//! back: ‖Kx − λMx‖ and ‖XᵀMX − I‖ recomputed from the returned vectors.
+
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{Mat, Par, Side};
+use jdmg::prelude::*;
+use jdmg::st::{
+    solve_shift_invert, solve_shift_invert_generalized, solve_shift_invert_on, FactorKind,
+    ShiftInvert,
+};
+use lblib::ThreadComm;
+use matrices::generate::{fem_pair, generalized_eigenvalues, generate, GenSpec};
+use precond::Operator;
+
+fn pair(spec: &str) -> (CsrMatrix, CsrMatrix, Vec<f64>) {
+    let s: GenSpec = spec.parse().unwrap();
+    let (k, m) = fem_pair(&s).unwrap();
+    (k, m, generalized_eigenvalues(&s).unwrap())
+}
+
+/// ‖A‖₁ (a bound of ‖A‖₂ for a symmetric A).
+fn norm1(a: &CsrMatrix) -> f64 {
+    let mut col = vec![0.0f64; a.ncols()];
+    for i in 0..a.nrows() {
+        let (c, v) = a.row(i);
+        for (&j, &x) in c.iter().zip(v) {
+            col[j as usize] += x.abs();
+        }
+    }
+    col.into_iter().fold(0.0, f64::max)
+}
+
+/// Backward errors ‖Kx − λMx‖/((‖K‖ + |λ|‖M‖)‖x‖) of the returned pairs and
+/// max |XᵀMX − I|, from the returned (whole) vectors.
+fn ghep_errors(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution) -> (Vec<f64>, f64) {
+    let n = k.nrows();
+    let p = sol.eigenvalues.len();
+    let (kn, mn) = (norm1(k), norm1(m));
+    let mut kx = vec![0.0; n];
+    let mut mx = vec![0.0; n * p];
+    let mut back = Vec::new();
+    for j in 0..p {
+        let x = sol.eigenvector(j);
+        k.mul_vec(x, &mut kx);
+        m.mul_vec(x, &mut mx[j * n..(j + 1) * n]);
+        let lam = sol.eigenvalues[j];
+        let r: f64 = kx
+            .iter()
+            .zip(&mx[j * n..(j + 1) * n])
+            .map(|(a, b)| (a - lam * b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let xn = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        back.push(r / ((kn + lam.abs() * mn) * xn));
+    }
+    let mut worst = 0.0f64;
+    for i in 0..p {
+        for j in 0..p {
+            let d: f64 = sol
+                .eigenvector(i)
+                .iter()
+                .zip(&mx[j * n..(j + 1) * n])
+                .map(|(a, b)| a * b)
+                .sum();
+            worst = worst.max((d - if i == j { 1.0 } else { 0.0 }).abs());
+        }
+    }
+    (back, worst)
+}
+
+/// The `nev` values of `all` closest to σ, in that order; panics when the
+/// nev-th and the next are equally close (the wanted set would be ambiguous).
+fn closest(all: &[f64], sigma: f64, nev: usize) -> Vec<f64> {
+    let mut w = all.to_vec();
+    w.sort_by(|a, b| (a - sigma).abs().total_cmp(&(b - sigma).abs()));
+    let (d1, d2) = ((w[nev - 1] - sigma).abs(), (w[nev] - sigma).abs());
+    assert!(d2 - d1 > 1e-6 * d2, "a tie at the edge of the wanted set");
+    w.truncate(nev);
+    w
+}
+
+/// The smallest nev ≥ `at_least` whose wanted set ends between two distinct
+/// distances to σ (whole multiplets).
+fn whole_multiplets(all: &[f64], sigma: f64, at_least: usize) -> usize {
+    let mut d: Vec<f64> = all.iter().map(|l| (l - sigma).abs()).collect();
+    d.sort_by(f64::total_cmp);
+    (at_least..d.len())
+        .find(|&n| d[n] - d[n - 1] > 1e-6 * d[n])
+        .expect("a wanted set without a tie")
+}
+
+/// The returned pairs are `want` (in that order, relative error `rel` of the
+/// largest |λ|), with backward errors ≤ 1e-10, M-orthonormal vectors, true
+/// residuals reported, all converged.
+fn assert_pairs(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution, want: &[f64], rel: f64, what: &str) {
+    assert!(
+        sol.converged.iter().all(|&c| c),
+        "{what}: not all converged"
+    );
+    assert_eq!(sol.eigenvalues.len(), want.len(), "{what}");
+    let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    for (j, (&l, &e)) in sol.eigenvalues.iter().zip(want).enumerate() {
+        assert!(
+            (l - e).abs() <= rel * scale,
+            "{what}: eigenvalue {j}: {l} against {e} (all: {:?})",
+            sol.eigenvalues
+        );
+    }
+    let (back, orth) = ghep_errors(k, m, sol);
+    for (j, b) in back.iter().enumerate() {
+        assert!(*b <= 1e-10, "{what}: pair {j}: backward error {b:e}");
+    }
+    assert!(orth <= 1e-10, "{what}: ‖XᵀMX − I‖ = {orth:e}");
+    // the reported residuals are the true ones, ‖Kx − λMx‖/‖x‖₂
+    let (kn, mn) = (norm1(k), norm1(m));
+    for (j, (&r, &b)) in sol.residual_norms.iter().zip(&back).enumerate() {
+        let l = sol.eigenvalues[j].abs();
+        let from_back = b * (kn + l * mn);
+        assert!(
+            (r - from_back).abs() <= 1e-6 * (kn + l * mn) * 1e-10 + 1e-3 * from_back,
+            "{what}: pair {j}: reported residual {r:e}, recomputed {from_back:e}"
+        );
+    }
+}
+
+fn params(nev: usize) -> JdParams {
+    JdParams {
+        nev,
+        tol: 1e-12,
+        ..JdParams::default()
+    }
+}
+
+/// σ just above an interior double eigenvalue of fem2d:30 (λ_i = λ_{i+1},
+/// i ≥ 30): the 4 closest include both, in the order of their distance.
+fn fem2d_interior() -> (CsrMatrix, CsrMatrix, Vec<f64>, f64, usize) {
+    let (k, m, ex) = pair("fem2d:30");
+    let i = (30..ex.len() - 2)
+        .find(|&i| {
+            (ex[i + 1] - ex[i]).abs() < 1e-9 * ex[i]
+                && ex[i + 2] - ex[i + 1] > 1e-3 * ex[i]
+                && ex[i] - ex[i - 1] > 1e-3 * ex[i]
+        })
+        .expect("a double eigenvalue");
+    let gap = (ex[i + 2] - ex[i + 1]).min(ex[i] - ex[i - 1]);
+    (k, m, ex.clone(), ex[i] + 0.05 * gap, i)
+}
+
+/// K − σM factored by LDLᵀ and LU: (K − σM)·y = x for the applied inverse,
+/// and LDLᵀ's negative pivots count the pencil's eigenvalues below σ.
+#[test]
+fn pencil_factors_apply_the_inverse_and_count_the_inertia() {
+    let (k, m, ex, sigma, i) = fem2d_interior();
+    let n = k.nrows();
+    for kind in [FactorKind::Ldlt, FactorKind::Lu] {
+        let b = ShiftInvert::pencil_with_kind(&k, &m, sigma, kind, 1).unwrap();
+        assert_eq!(b.kind(), kind);
+        let x: Vec<f64> = (0..2 * n).map(|t| (t as f64 * 0.37).cos()).collect();
+        let mut y = vec![0.0; 2 * n];
+        b.apply_block(&x, &mut y, 2);
+        for c in 0..2 {
+            let (mut ky, mut my) = (vec![0.0; n], vec![0.0; n]);
+            k.mul_vec(&y[c * n..(c + 1) * n], &mut ky);
+            m.mul_vec(&y[c * n..(c + 1) * n], &mut my);
+            let worst = (0..n)
+                .map(|t| (ky[t] - sigma * my[t] - x[c * n + t]).abs())
+                .fold(0.0f64, f64::max);
+            assert!(worst < 1e-9, "{kind:?} column {c}: {worst:e}");
+        }
+    }
+    let b = ShiftInvert::pencil(&k, &m, sigma, 1).unwrap();
+    assert_eq!(b.kind(), FactorKind::Ldlt);
+    let below = ex.iter().filter(|&&l| l < sigma).count();
+    assert_eq!(below, i + 2, "σ sits just above the double eigenvalue");
+    assert_eq!(b.eigenvalues_below(), Some(below));
+}
+
+/// fem2d:30 at σ just above an interior double eigenvalue: the 4 pairs
+/// closest to σ (both of the double among them) against the closed form,
+/// M-orthonormal vectors, the inertia in the statistics.
+#[test]
+fn fem2d_interior_shift_with_a_double_eigenvalue() {
+    let (k, m, ex, sigma, _) = fem2d_interior();
+    let nev = whole_multiplets(&ex, sigma, 4);
+    let want = closest(&ex, sigma, nev);
+    let sol = solve_shift_invert_generalized(&k, &m, sigma, &params(nev), None, Spaces::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_pairs(&k, &m, &sol, &want, 1e-10, "fem2d:30");
+    assert!((sol.eigenvalues[0] - sol.eigenvalues[1]).abs() < 1e-8 * sigma);
+    let below = ex.iter().filter(|&&l| l < sigma).count();
+    assert_eq!(sol.stats.eigenvalues_below_shift, Some(below));
+    assert!(sol.stats.mass_matvecs >= 2 * sol.stats.matvecs);
+}
+
+/// fem3d:8 (triple eigenvalues) at σ between the 10th and 11th eigenvalue,
+/// and fem1d:300 far inside the spectrum.
+#[test]
+fn fem1d_and_fem3d_interior_shifts() {
+    for (spec, idx, nev) in [("fem3d:8", 9, 5), ("fem1d:300", 150, 3)] {
+        let (k, m, ex) = pair(spec);
+        let sigma = ex[idx] + 0.3 * (ex[idx + 1] - ex[idx]);
+        let nev = whole_multiplets(&ex, sigma, nev);
+        let want = closest(&ex, sigma, nev);
+        let sol =
+            solve_shift_invert_generalized(&k, &m, sigma, &params(nev), None, Spaces::default())
+                .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_pairs(&k, &m, &sol, &want, 1e-10, spec);
+        let below = ex.iter().filter(|&&l| l < sigma).count();
+        assert_eq!(sol.stats.eigenvalues_below_shift, Some(below), "{spec}");
+    }
+}
+
+fn dense(a: &CsrMatrix) -> Mat<f64> {
+    Mat::from_fn(a.nrows(), a.ncols(), |i, j| a.get(i, j))
+}
+
+/// Eigenvalues of K x = λ M x (M SPD), ascending: faer's dense Cholesky
+/// M = LLᵀ, then the self-adjoint eigenvalues of L⁻¹KL⁻ᵀ (LAPACK's dsygv
+/// reduction).
+fn dense_generalized(k: &CsrMatrix, m: &CsrMatrix) -> Vec<f64> {
+    let n = k.nrows();
+    let l = dense(m).llt(Side::Lower).expect("M is SPD").L().to_owned();
+    let mut y = dense(k);
+    solve_lower_triangular_in_place(l.as_ref(), y.as_mut(), Par::Seq);
+    let mut c = y.transpose().to_owned();
+    solve_lower_triangular_in_place(l.as_ref(), c.as_mut(), Par::Seq);
+    let c = Mat::from_fn(n, n, |i, j| 0.5 * (c[(i, j)] + c[(j, i)]));
+    let mut ev = c.self_adjoint_eigenvalues(Side::Lower).unwrap();
+    ev.sort_by(f64::total_cmp);
+    ev
+}
+
+/// lund_a/lund_b (147 rows, ‖K‖ ≈ 2.2e8, cond(M) ≈ 3e4) at two interior
+/// shifts against the dense Cholesky-reduced reference; the inertia of
+/// K − σM against the count below σ.
+#[test]
+fn lund_interior_against_dense_reference() {
+    // skipped (with a line on stderr) without the real matrices
+    let Some(dir) = matrices::shared::test_dir() else {
+        return;
+    };
+    let read = |name: &str| {
+        matrices::mm::read_matrix_market(dir.join(format!("{name}.mtx")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .matrix
+    };
+    let (k, m) = (read("lund_a"), read("lund_b"));
+    let ex = dense_generalized(&k, &m);
+    // the smallest agree with the stored LAPACK (dsygvd) figures
+    assert!((ex[0] - 208.23664951572565).abs() < 1e-8 * 208.0);
+    for idx in [3, 40] {
+        let sigma = ex[idx] + 0.4 * (ex[idx + 1] - ex[idx]);
+        let nev = whole_multiplets(&ex, sigma, 4);
+        let want = closest(&ex, sigma, nev);
+        let sol =
+            solve_shift_invert_generalized(&k, &m, sigma, &params(nev), None, Spaces::default())
+                .unwrap_or_else(|e| panic!("σ = {sigma}: {e}"));
+        assert_pairs(&k, &m, &sol, &want, 1e-9, &format!("lund σ = {sigma}"));
+        assert_eq!(sol.stats.eigenvalues_below_shift, Some(idx + 1));
+    }
+}
+
+/// Thread ranks (2 and 3): rank 0 factors, every product gathers the block
+/// on it and scatters the result. The same pairs as the serial solve, on
+/// every rank, standard (lap3d:10) and generalized (fem2d:30), with the
+/// same inertia.
+#[test]
+fn thread_ranks_equal_the_serial_solve() {
+    let (k, m, ex, sigma, _) = fem2d_interior();
+    let nev = whole_multiplets(&ex, sigma, 4);
+    let prm = params(nev);
+    let serial = solve_shift_invert_generalized(&k, &m, sigma, &prm, None, Spaces::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
+    let sig_a = 1.05;
+    let serial_a = solve_shift_invert(&a, sig_a, &prm, None, Spaces::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ident = CsrMatrix::identity(a.nrows());
+    for ranks in [2, 3] {
+        let out = ThreadComm::run(ranks, |comm| {
+            let g =
+                solve_shift_invert_on(&k, Some(&m), sigma, &comm, &prm, None, Spaces::default());
+            let g =
+                jdmg::gather_eigenvectors(&comm, k.nrows(), g).unwrap_or_else(|e| panic!("{e}"));
+            let s = solve_shift_invert_on(&a, None, sig_a, &comm, &prm, None, Spaces::default());
+            let s =
+                jdmg::gather_eigenvectors(&comm, a.nrows(), s).unwrap_or_else(|e| panic!("{e}"));
+            (g, s)
+        });
+        for (r, (g, s)) in out.iter().enumerate() {
+            let what = format!("{ranks} ranks, rank {r}");
+            assert_pairs(
+                &k,
+                &m,
+                g,
+                &serial.eigenvalues,
+                1e-11,
+                &format!("{what} fem2d"),
+            );
+            assert_eq!(
+                g.stats.eigenvalues_below_shift,
+                serial.stats.eigenvalues_below_shift
+            );
+            assert_pairs(
+                &a,
+                &ident,
+                s,
+                &serial_a.eigenvalues,
+                1e-11,
+                &format!("{what} lap3d"),
+            );
+            assert_eq!(
+                s.stats.eigenvalues_below_shift,
+                serial_a.stats.eigenvalues_below_shift
+            );
+        }
+    }
+    // and the serial answers are the closed-form ones
+    assert_pairs(
+        &k,
+        &m,
+        &serial,
+        &closest(&ex, sigma, nev),
+        1e-10,
+        "serial fem2d",
+    );
+}
+
+/// A shift on an eigenvalue (K − σM singular): `Factorization` on every
+/// rank, with rank 0's reason; a mass matrix of another size is refused
+/// before any factorization.
+#[test]
+fn a_singular_shift_fails_on_every_rank() {
+    let d = CsrMatrix::from_triplets(4, 4, &[(0, 0, 1.0), (1, 1, 2.0), (2, 2, 3.0), (3, 3, 4.0)])
+        .unwrap();
+    let m = CsrMatrix::identity(4);
+    let out = ThreadComm::run(2, |comm| {
+        solve_shift_invert_on(
+            &d,
+            Some(&m),
+            2.0,
+            &comm,
+            &params(1),
+            None,
+            Spaces::default(),
+        )
+        .map(|_| ())
+    });
+    for (r, e) in out.iter().enumerate() {
+        match e {
+            Err(JdError::Factorization(msg)) => assert!(msg.contains("K − σM"), "rank {r}: {msg}"),
+            other => panic!("rank {r}: {other:?}"),
+        }
+    }
+    let m3 = CsrMatrix::identity(3);
+    assert!(matches!(
+        solve_shift_invert_generalized(&d, &m3, 2.5, &params(1), None, Spaces::default()),
+        Err(JdError::InvalidParams { field: "mass", .. })
+    ));
+}
