@@ -92,20 +92,10 @@ pub fn load(
 ///
 /// # Errors
 /// Exit 2.
-pub fn check_options(sinvert: bool, groups: bool, mpi: bool) -> Result<(), Fail> {
-    if sinvert {
-        return Err(Fail::bad(
-            "--mass with --st sinvert is not supported yet (the factorization is of K − σI)",
-        ));
-    }
+pub fn check_options(groups: bool) -> Result<(), Fail> {
     if groups {
         return Err(Fail::bad(
-            "--mass with --groups is not supported yet: solve groups (multigrain) take standard problems; fine grain (--ranks N without --groups) takes a mass matrix",
-        ));
-    }
-    if mpi {
-        return Err(Fail::bad(
-            "--mass with MPI is not supported yet: use one process or --ranks N",
+            "--mass with --groups is not supported yet: solve groups (multigrain) take standard problems; fine grain (--ranks N or MPI without --groups) takes a mass matrix",
         ));
     }
     Ok(())

@@ -242,8 +242,8 @@ pub struct SolveArgs {
     /// Mass matrix M of a generalized problem K x = λ M x (K: FILE or
     /// --generate; M symmetric positive definite, same size): a MatrixMarket
     /// file. Eigenvectors come back M-orthonormal; convergence is
-    /// ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖. One process or --ranks N (not
-    /// --groups, MPI or --st sinvert yet).
+    /// ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖. One process, --ranks N or MPI,
+    /// with --st sinvert too (not --groups yet).
     #[arg(long, value_name = "M.mtx")]
     pub mass: Option<PathBuf>,
     /// With --generate femNd:... (the stiffness matrix K): solve K x = λ M x
@@ -252,8 +252,11 @@ pub struct SolveArgs {
     #[arg(long, requires = "generate", conflicts_with = "mass")]
     pub mass_generate: bool,
     /// Spectral transformation: none, or sinvert (shift-and-invert on a sparse
-    /// direct factorization of A − σI, σ from --target; one process). Reports the
-    /// number of eigenvalues below σ when the factorization (LDLᵀ) gives it.
+    /// direct factorization of A − σI, or of K − σM with --mass, σ from
+    /// --target). With --ranks N or MPI the solver runs fine grain but rank 0
+    /// factors and solves for all (blocks gathered to it and scattered back; the
+    /// factorization is not distributed). Reports the number of eigenvalues
+    /// below σ when the factorization (LDLᵀ) gives it.
     #[arg(long, value_enum, default_value = "none")]
     pub st: crate::vectors::St,
 }
@@ -834,11 +837,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     }
     let with_mass = a.mass.is_some() || a.mass_generate;
     if with_mass {
-        crate::mass::check_options(
-            a.st == crate::vectors::St::Sinvert,
-            a.groups.is_some(),
-            matches!(mode(a)?, Mode::Mpi),
-        )?;
+        crate::mass::check_options(a.groups.is_some())?;
     }
     if let Mode::Mpi = mode(a)? {
         return solve_mpi(a, &params);
@@ -854,7 +853,6 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         a.st,
         a.initial.is_some() || a.deflate.is_some(),
         a.groups.is_some(),
-        a.ranks,
         checkpoints,
         &params,
     )?;
@@ -910,7 +908,15 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         };
         let res = match (a.st, params.target) {
             (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
-                jdmg::st::solve_shift_invert(&m, sigma, &params, Some(&mut obs), vecs.spaces())
+                jdmg::st::solve_shift_invert_on(
+                    &m,
+                    mass.as_ref(),
+                    sigma,
+                    &lblib::SelfComm::new(),
+                    &params,
+                    Some(&mut obs),
+                    vecs.spaces(),
+                )
             }
             _ => match &mass {
                 Some(mm) => jdmg::solve_matrix_generalized(
@@ -1077,8 +1083,21 @@ fn run_distributed<B: Comm>(
         }
         None => {
             extra.mode = Some(RunMode::Fine);
-            match mass {
-                Some(mm) => jdmg::solve_distributed_generalized(
+            let sinvert = match (a.st, params.target) {
+                (crate::vectors::St::Sinvert, Target::Closest(sigma)) => Some(sigma),
+                _ => None,
+            };
+            match (sinvert, mass) {
+                (Some(sigma), mass) => jdmg::st::solve_shift_invert_on(
+                    m,
+                    mass,
+                    sigma,
+                    &world,
+                    params,
+                    Some(&mut obs),
+                    vecs.spaces(),
+                ),
+                (None, Some(mm)) => jdmg::solve_distributed_generalized(
                     m,
                     mm,
                     &world,
@@ -1087,7 +1106,7 @@ fn run_distributed<B: Comm>(
                     ck,
                     vecs.spaces(),
                 ),
-                None => jdmg::Solver::new(m, params)
+                (None, None) => jdmg::Solver::new(m, params)
                     .comm(&world)
                     .observer(&mut obs)
                     .checkpointing(ck)
@@ -1394,11 +1413,22 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             a.st,
             a.initial.is_some() || a.deflate.is_some(),
             a.groups.is_some(),
-            size,
             checkpoints,
             params,
         )?;
         let (m, source) = load(a)?;
+        let mass = crate::mass::load(
+            a.mass.as_deref(),
+            a.mass_generate,
+            a.generate.as_deref(),
+            &m,
+            !a.no_symmetry_check,
+        )?;
+        let source = match &mass {
+            Some((_, ms)) => format!("{source} with mass {ms}"),
+            None => source,
+        };
+        let mass = mass.map(|(mm, _)| mm);
         check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -1411,11 +1441,11 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
                 "--slowdown needs {size} positive factors"
             )));
         };
-        Ok((m, source, factor, resume, vecs))
+        Ok((m, mass, source, factor, resume, vecs))
     })();
     // Every rank must agree before entering collectives; the lowest failing
     // rank says why (a checkpoint file can be missing on one rank only).
-    let (m, source, factor, resume, vecs) = crate::output::agree(world, prepared)?;
+    let (m, mass, source, factor, resume, vecs) = crate::output::agree(world, prepared)?;
     // --resume: the newest outer iteration every rank has a checkpoint of.
     let resume = match &a.resume {
         Some(p) => match set::agree_on_set(world, p, resume) {
@@ -1440,7 +1470,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
         a,
         params,
         &m,
-        None,
+        mass.as_ref(),
         &slowed,
         w,
         Resume::Mine(resume.first()),

@@ -15,7 +15,8 @@ use crate::output::Fail;
 pub enum St {
     /// None: the solver works on A (default).
     None,
-    /// Shift-and-invert on a sparse direct factorization of A − σI (σ: --target).
+    /// Shift-and-invert on a sparse direct factorization of A − σI, or K − σM
+    /// with --mass (σ: --target).
     Sinvert,
 }
 
@@ -75,13 +76,12 @@ pub fn load(initial: Option<&Path>, deflate: Option<&Path>, n: usize) -> Result<
 }
 
 /// Exit 2 for a combination the options cannot honour: vectors with solve
-/// groups; `--st sinvert` without an interior target, on several processes or
+/// groups; `--st sinvert` without an interior target, with solve groups or
 /// with checkpoints.
 pub fn check_options(
     st: St,
     vectors_given: bool,
     groups: bool,
-    procs: usize,
     checkpoints: bool,
     params: &JdParams,
 ) -> Result<(), Fail> {
@@ -96,9 +96,9 @@ pub fn check_options(
                 "--st sinvert needs the shift: --target σ (the eigenvalues closest to σ)",
             ));
         }
-        if procs > 1 || groups {
+        if groups {
             return Err(Fail::bad(
-                "--st sinvert runs on one process (the factorization is not distributed): drop --ranks, --groups and MPI",
+                "--st sinvert runs fine grain (--ranks N or MPI; rank 0 factors), not with --groups",
             ));
         }
         if checkpoints {

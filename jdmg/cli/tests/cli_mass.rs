@@ -1,8 +1,9 @@
 //! `jdmg solve --mass M.mtx` and `--mass-generate` (issue #23, item 1): the
 //! generalized problem K x = λ M x from files and from the FEM generator, the
 //! eigenvalues against the closed form, M-orthonormal vectors read back, and
-//! the refusals (exit 2 with a message): sizes, symmetry, M not positive
-//! definite, options that do not take M yet.
+//! shift-and-invert with M (one process and thread ranks), and the refusals
+//! (exit 2 with a message): sizes, symmetry, M not positive definite, options
+//! that do not take M yet.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -154,20 +155,84 @@ fn refusals_exit_2_with_a_message() {
             "--groups",
             "2",
         ][..],
-        &[
-            "--generate",
-            "fem2d:10",
-            "--mass-generate",
-            "--st",
-            "sinvert",
-            "--target",
-            "30",
-        ][..],
     ] {
         let mut args = vec!["solve", "--nev", "2"];
         args.extend_from_slice(extra);
         let out = jdmg(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains("mass"), "{}", stderr(&out));
+    }
+}
+
+/// `--st sinvert --mass-generate` (K − σM factored, λ = σ + 1/ν): the 4
+/// eigenvalues of fem2d:20 closest to an interior σ, in order of distance,
+/// the pencil's inertia, on one process and on 2 thread ranks; the vectors
+/// written by the 2-rank run are M-orthonormal.
+#[test]
+fn shift_invert_with_a_mass_matrix() {
+    let spec: GenSpec = "fem2d:20".parse().unwrap();
+    let ex = generalized_eigenvalues(&spec).unwrap();
+    let (_, m) = fem_pair(&spec).unwrap();
+    // between two distinct eigenvalues past the 20th, nearer the upper one
+    let i = (20..ex.len() - 1)
+        .find(|&i| ex[i + 1] - ex[i] > 1e-2 * ex[i])
+        .unwrap();
+    let sigma = ex[i] + 0.6 * (ex[i + 1] - ex[i]);
+    let mut want = ex.clone();
+    want.sort_by(|a, b| (a - sigma).abs().total_cmp(&(b - sigma).abs()));
+    let below = ex.iter().filter(|&&l| l < sigma).count();
+    let xp = dir().join("X_sinv.mtx");
+    let target = sigma.to_string();
+    for ranks in ["1", "2"] {
+        let out = jdmg(&[
+            "solve",
+            "--generate",
+            "fem2d:20",
+            "--mass-generate",
+            "--st",
+            "sinvert",
+            "--target",
+            &target,
+            "--nev",
+            "2",
+            "--tol",
+            "1e-11",
+            "--ranks",
+            ranks,
+            "--eigenvectors",
+            xp.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v = json(&out);
+        let ev: Vec<f64> = v["eigenvalues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(ev.len(), 2);
+        for (l, e) in ev.iter().zip(&want) {
+            assert!((l - e).abs() <= 1e-9 * e, "{ranks} ranks: {l} against {e}");
+        }
+        assert_eq!(v["stats"]["eigenvalues_below_shift"], below);
+        for r in v["residual_norms"].as_array().unwrap() {
+            assert!(r.as_f64().unwrap() < 1e-6 * ex[ex.len() - 1], "{r}");
+        }
+    }
+    let x = matrices::mm::read_dense_array(&xp).unwrap();
+    let n = m.nrows();
+    let mut mx = vec![0.0; n];
+    for i in 0..2 {
+        m.mul_vec(&x.data[i * n..(i + 1) * n], &mut mx);
+        for j in 0..2 {
+            let d: f64 = mx
+                .iter()
+                .zip(&x.data[j * n..(j + 1) * n])
+                .map(|(a, b)| a * b)
+                .sum();
+            let want = if i == j { 1.0 } else { 0.0 };
+            assert!((d - want).abs() < 1e-9, "xᵢᵀMxⱼ = {d} ({i}, {j})");
+        }
     }
 }

@@ -191,8 +191,10 @@ fn bad_vector_files_and_options_exit_2() {
     );
     bad(&run(&["--st", "sinvert"]), "--target");
     bad(
-        &run(&["--st", "sinvert", "--target", "1", "--ranks", "2"]),
-        "one process",
+        &run(&[
+            "--st", "sinvert", "--target", "1", "--ranks", "2", "--groups", "2",
+        ]),
+        "not with --groups",
     );
     bad(
         &run(&[
@@ -240,6 +242,16 @@ fn shift_invert_from_the_command_line() {
     ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("500 eigenvalues below the shift"), "{text}");
+    // on 3 thread ranks (rank 0 factors and solves for all): the same answer
+    a.extend(["--ranks", "3"]);
+    let out = jdmg(&a);
+    ok(&out);
+    let v = json(&out);
+    assert_eq!(v["nprocs"], 3);
+    for (g, w) in values(&v).iter().zip([500.0, 501.0, 499.0, 502.0]) {
+        assert!((g - w).abs() < 1e-8, "{:?}", values(&v));
+    }
+    assert_eq!(v["stats"]["eigenvalues_below_shift"], 500);
 }
 
 /// A non-symmetric file is refused (exit 2); `--no-symmetry-check` turns off
