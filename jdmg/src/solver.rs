@@ -217,8 +217,9 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// The generalized problem K x = λ M x with this mass matrix M (symmetric
     /// positive definite, the size of the matrix K; partitioned as K). The
     /// eigenvectors come out M-orthonormal; built preconditioners approximate
-    /// K − σ₀M (see [`crate::generalized`]). Serial and fine grain; solve groups
-    /// refuse it.
+    /// K − σ₀M (see [`crate::generalized`]). Serial, fine grain and solve
+    /// groups (each group solves its correction equations with M's rows in
+    /// its own layout, as the fine-grain path does).
     pub fn mass(mut self, m: &'h matrices::CsrMatrix) -> Self {
         self.input.mass = Some(m);
         self
@@ -322,11 +323,6 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         let params = self.params;
         let csr = a.as_csr()?;
         match (groups, comm) {
-            (Some(_), _) if mass.is_some() => Err(JdError::invalid(
-                "mass",
-                "solve groups take no mass matrix yet: use a serial or fine-grain solve for \
-                 K x = λ M x",
-            )),
             (Some((base, mg)), world) => {
                 if !spaces.initial.is_empty() || !spaces.deflation.is_empty() {
                     return Err(JdError::invalid(
@@ -342,10 +338,10 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                     on_repartition: self.repartitions,
                 };
                 match world {
-                    Some(w) => multigrain_run(&csr, w, base, params, mg, caller),
+                    Some(w) => multigrain_run(&csr, mass, w, base, params, mg, caller),
                     None => {
                         let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
-                        multigrain_run(&csr, &w, base, params, mg, caller)
+                        multigrain_run(&csr, mass, &w, base, params, mg, caller)
                     }
                 }
             }

@@ -1,6 +1,7 @@
 //! The MPI scenarios, run through `mpirun` on 4 ranks: every `Comm` collective
 //! over rsmpi, the annealing example balanced and not, fine-grain jdmg solves
-//! (the serial answer, JDQMR), a balanced multigrain solve, a checkpoint whose
+//! (the serial answer, JDQMR), shift-and-invert with and without a mass
+//! matrix (the serial answer), a balanced multigrain solve, a checkpoint whose
 //! ranks are SIGKILLed and resumed, a rank killed mid-solve, a rank SIGTERMed
 //! mid-solve, and the dense LU and QR.
 //!
@@ -335,6 +336,48 @@ fn fine_grain_solve_on_4_ranks_equals_the_serial_solve() {
         .zip(&exact)
     {
         assert!((a - x).abs() < 1e-8 && (b - x).abs() < 1e-8, "{a} {b} {x}");
+    }
+}
+
+/// `--st sinvert` under mpirun (rank 0 factors, every product gathers the
+/// block on it and scatters back): the serial answer, standard (spectrum
+/// 1..1000 at σ = 500.3) and generalized (fem2d:20 with its mass matrix,
+/// K − σM), the same inertia.
+#[test]
+fn shift_invert_on_4_ranks_equals_the_serial_solve() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(m) = mpi("shift_invert_on_4_ranks_equals_the_serial_solve") else {
+        return;
+    };
+    let standard: &[&str] = &["--generate", "spectrum:1000:1:1000", "--target", "500.3"];
+    let pencil: &[&str] = &[
+        "--generate",
+        "fem2d:20",
+        "--mass-generate",
+        "--target",
+        "5000",
+    ];
+    for problem in [standard, pencil] {
+        let mut args = vec![
+            "solve", "--st", "sinvert", "--nev", "4", "--tol", "1e-11", "--json",
+        ];
+        args.extend_from_slice(problem);
+        let serial = ok_json(&output(m.jdmg_serial().args(&args)));
+        let par = ok_json(&output(m.jdmg(RANKS).args(&args)));
+        assert_eq!(par["nprocs"], 4);
+        assert_eq!(par["converged"], Value::Bool(true), "{problem:?}");
+        assert_eq!(
+            serial["stats"]["eigenvalues_below_shift"],
+            par["stats"]["eigenvalues_below_shift"]
+        );
+        let (s, p) = (values(&serial, "eigenvalues"), values(&par, "eigenvalues"));
+        assert_eq!(s.len(), 4);
+        for (a, b) in s.iter().zip(&p) {
+            assert!(
+                (a - b).abs() <= 1e-9 * a.abs(),
+                "{problem:?}: {s:?} against {p:?}"
+            );
+        }
     }
 }
 

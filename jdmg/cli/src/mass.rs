@@ -87,16 +87,3 @@ pub fn load(
     }
     Ok(Some((m, source)))
 }
-
-/// Options that do not take a mass matrix yet: exit 2 with the reason.
-///
-/// # Errors
-/// Exit 2.
-pub fn check_options(groups: bool) -> Result<(), Fail> {
-    if groups {
-        return Err(Fail::bad(
-            "--mass with --groups is not supported yet: solve groups (multigrain) take standard problems; fine grain (--ranks N or MPI without --groups) takes a mass matrix",
-        ));
-    }
-    Ok(())
-}

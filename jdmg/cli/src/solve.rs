@@ -243,7 +243,7 @@ pub struct SolveArgs {
     /// --generate; M symmetric positive definite, same size): a MatrixMarket
     /// file. Eigenvectors come back M-orthonormal; convergence is
     /// ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖. One process, --ranks N or MPI,
-    /// with --st sinvert too (not --groups yet).
+    /// with --groups (each solve group uses M's rows) and with --st sinvert.
     #[arg(long, value_name = "M.mtx")]
     pub mass: Option<PathBuf>,
     /// With --generate femNd:... (the stiffness matrix K): solve K x = λ M x
@@ -835,10 +835,6 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             check_groups(g, a.ranks)?;
         }
     }
-    let with_mass = a.mass.is_some() || a.mass_generate;
-    if with_mass {
-        crate::mass::check_options(a.groups.is_some())?;
-    }
     if let Mode::Mpi = mode(a)? {
         return solve_mpi(a, &params);
     }
@@ -1071,8 +1067,12 @@ fn run_distributed<B: Comm>(
             let solver = jdmg::Solver::new(m, params)
                 .comm(&world)
                 .observer(&mut obs)
-                .checkpointing(ck)
-                .groups(base, &mg);
+                .checkpointing(ck);
+            let solver = match mass {
+                Some(mm) => solver.mass(mm),
+                None => solver,
+            };
+            let solver = solver.groups(base, &mg);
             match solver.run() {
                 Ok(mut s) => {
                     extra.multigrain = s.multigrain.take();

@@ -193,6 +193,9 @@ pub(crate) struct CorrectionCtx<'x> {
     /// The internal scale s of the operator (see [`crate::scaling`]): the
     /// backend multiplies its products by it.
     pub scale: f64,
+    /// The internal scale of the mass matrix M of K x = λ M x (the backend
+    /// multiplies its products with M by it); None for a standard problem.
+    pub mass_scale: Option<f64>,
     /// JDQMR's setup of each selected pair (`InnerSolver::Qmrs` only, else
     /// empty).
     pub qmr: Vec<QmrSetup>,
@@ -407,13 +410,6 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
         return Err(JdError::invalid(
             "deflation",
             "deflation vectors are for serial and fine-grain solves, not solve groups",
-        ));
-    }
-    if pb.mass.is_some() && backend.is_some() {
-        return Err(JdError::invalid(
-            "mass",
-            "a mass matrix (K x = λ M x) is for serial and fine-grain solves; solve groups \
-             (multigrain) do not take one yet",
         ));
     }
     st.ninit = ninit;
@@ -959,6 +955,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     ritz: &theta,
                     anorm: self.anorm,
                     scale: self.op.scale(),
+                    mass_scale: self.mop.as_ref().map(|m| m.scale()),
                     qmr: if self.prm.inner_solver == InnerSolver::Qmrs {
                         sel.iter()
                             .map(|s| self.qmr_setup(s, self.shift_for(s)))

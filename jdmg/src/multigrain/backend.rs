@@ -11,7 +11,7 @@ use precond::preconditioners::BoxedPreconditioner;
 use super::mover::Mover;
 use super::params::Balance;
 use super::stats::MultigrainStats;
-use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Outcome};
+use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, MassCtx, Outcome};
 use crate::jd::{CorrectionBackend, CorrectionCtx};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to};
 use crate::params::{InnerStop, PrecondChoice};
@@ -46,6 +46,13 @@ pub(super) struct Backend<'g, W, G: Comm> {
     pub(super) xl: Vec<f64>,
     pub(super) nl: usize,
     pub(super) corr: CorrectionSolver,
+    /// The mass matrix M of K x = λ M x on this rank's group rows, and its
+    /// diagonal (Jacobi diag(K) − θ·diag(M)); None for a standard problem.
+    pub(super) mass: Option<(RowOperator<'g, 'g, WaitTimer<G>>, Vec<f64>)>,
+    /// M·X_locked in the group layout, unscaled (`nl` columns), and the same
+    /// times M's internal scale (filled at the next correction phase).
+    pub(super) bxl_raw: Vec<f64>,
+    pub(super) bxl: Vec<f64>,
     pub(super) decided: bool,
     pub(super) stats: MultigrainStats,
     pub(super) precond: PrecondChoice,
@@ -69,6 +76,13 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
             }
         }
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
+        if let Some((m, _)) = &self.mass {
+            // M·x in the group layout (one product inside the group)
+            let mut my = vec![0.0; ng];
+            precond::Operator::apply(m, &y, &mut my);
+            stats.mass_matvecs += 1;
+            self.bxl_raw.extend_from_slice(&my);
+        }
         self.xl.extend_from_slice(&y);
         self.nl += 1;
     }
@@ -82,6 +96,12 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         let s = ctx.shifts.len();
         let (nf, ng) = (self.nf, self.ng);
         self.stats.phases += 1;
+        // M·X_locked times M's internal scale (decided before the first phase)
+        let ms = ctx.mass_scale.unwrap_or(1.0);
+        while self.bxl.len() < self.bxl_raw.len() {
+            let v = self.bxl_raw[self.bxl.len()];
+            self.bxl.push(ms * v);
+        }
         // §4: each equation's optimal m; the phase's is that of the extreme-most
         // pair, which the fastest group solves.
         let steps: Vec<usize> = (0..s).map(|i| phase_steps(ctx, i)).collect();
@@ -143,6 +163,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         // Flexible phase: this group's equations.
         let mut eps = vec![0.0; ng * mine.len()];
         let mut done_mine = vec![Outcome::default(); mine.len()];
+        let mut mass_products = 0u64;
         let t_flex = self.group.wtime();
         if !mine.is_empty() {
             let section = balanced;
@@ -165,7 +186,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 } else {
                     None
                 };
-                done_mine[slot] = self.solve_one(
+                let o = self.solve_one(
                     ctx,
                     i,
                     steps[i],
@@ -176,6 +197,8 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                     &mut ops,
                     budget_ops,
                 );
+                mass_products += o.mass_matvecs;
+                done_mine[slot] = o;
             }
             if section {
                 match self
@@ -214,7 +237,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
         // Steps per pair and the groups' matvecs and preconditioner applications,
         // known everywhere (one reduction over the world; each group counted once).
-        let mut all = vec![0.0; s + 2 + self.ngroups];
+        let mut all = vec![0.0; s + 3 + self.ngroups];
         if self.group.rank() == 0 {
             for (slot, &i) in mine.iter().enumerate() {
                 let o = &done_mine[slot];
@@ -222,11 +245,13 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 all[s] += o.matvecs as f64;
                 all[s + 1] += o.precond_applies as f64;
             }
-            all[s + 2 + self.my_group] = flex;
+            all[s + 2] = mass_products as f64;
+            all[s + 3 + self.my_group] = flex;
         }
         self.world.all_reduce(&mut all, lblib::ReduceOp::Sum);
         stats.global_sums += 1;
-        self.stats.phase_seconds.push(all[s + 2..].to_vec());
+        stats.mass_matvecs += all[s + 2] as u64;
+        self.stats.phase_seconds.push(all[s + 3..].to_vec());
         let total: f64 = all[..s].iter().sum();
         stats.inner_steps += total as u64;
         stats.matvecs += all[s] as u64;
@@ -256,9 +281,34 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         share: Option<f64>,
     ) -> Outcome {
         let shift = ctx.shifts[i];
-        // the preconditioner's units: those of the unscaled matrix
+        // the preconditioner's units: those of the unscaled matrices (with M:
+        // eigenvalues scale by s_K/s_M, and Jacobi is diag(K) − θ·diag(M))
+        let ms = ctx.mass_scale.unwrap_or(1.0);
         let pc = self.pc.as_deref().map(|p| p as _);
-        let inner = inner_for(self.precond, Some(&self.diag), None, pc, shift / ctx.scale);
+        let mdiag = self.mass.as_ref().map(|(_, d)| &d[..]);
+        let inner = inner_for(
+            self.precond,
+            Some(&self.diag),
+            mdiag,
+            pc,
+            shift * ms / ctx.scale,
+        );
+        // M (times its scale) and M·x in the group layout
+        let mop = self.mass.as_ref().map(|(m, _)| Scaled { op: m, scale: ms });
+        let bx = match &mop {
+            Some(m) => {
+                let mut bx = vec![0.0; x.len()];
+                precond::Operator::apply(m, x, &mut bx);
+                bx
+            }
+            None => Vec::new(),
+        };
+        let bxl = &self.bxl;
+        let mass = mop.as_ref().map(|m| MassCtx {
+            op: m as &dyn precond::Operator,
+            locked: bxl,
+            bx: &bx,
+        });
         // JDQMR (`InnerSolver::Qmrs`) runs its dynamic rules up to this phase's m
         let qmr = ctx
             .qmr
@@ -278,8 +328,9 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         let o = if section && !self.decided {
             // first phase (§4 step 1): a fixed count, timed to measure the rates
             let mut rule = steps_rule(InnerStop::Fixed, m, ctx.rel, ctx.floors[i]);
-            self.corr
-                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
+            self.corr.solve_general(
+                op, mass, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
         } else if section {
             let kind = self.rate_kind;
             let lbs = self.lbs.as_mut().expect("balanced");
@@ -307,17 +358,22 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
                 }
                 c
             };
-            self.corr
-                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
+            self.corr.solve_general(
+                op, mass, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
         } else if let InnerStop::Time { seconds } = ctx.inner {
             let mut rule = time_rule(group, seconds, ctx.maxits, &sums);
-            self.corr
-                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
+            self.corr.solve_general(
+                op, mass, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
         } else {
             let mut rule = steps_rule(ctx.inner, m, ctx.rel, ctx.floors[i]);
-            self.corr
-                .solve(op, group, &self.xl, self.nl, inner, &eq, &mut rule, out)
+            self.corr.solve_general(
+                op, mass, group, &self.xl, self.nl, inner, &eq, &mut rule, out,
+            )
         };
+        let mut o = o;
+        o.mass_matvecs += u64::from(mop.is_some());
         *ops += o.steps;
         // Reductions inside the group are the group's own; `Stats::global_sums`
         // counts the fine-grain (all-process) ones only.
@@ -349,6 +405,25 @@ impl<O: precond::Operator, G: Comm, W: Comm> precond::Operator for Metered<'_, '
         self.op.apply_block(x, y, k);
         let busy = (self.group.wtime() - t0) - (self.group.waited() - w0);
         self.rates.credit(busy, self.nnz * k as f64);
+        if self.scale != 1.0 {
+            y.iter_mut().for_each(|v| *v *= self.scale);
+        }
+    }
+}
+
+/// A solve group's mass matrix times M's internal scale.
+struct Scaled<'a, O> {
+    op: &'a O,
+    scale: f64,
+}
+
+impl<O: precond::Operator> precond::Operator for Scaled<'_, O> {
+    fn nrows(&self) -> usize {
+        self.op.nrows()
+    }
+
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        self.op.apply_block(x, y, k);
         if self.scale != 1.0 {
             y.iter_mut().for_each(|v| *v *= self.scale);
         }

@@ -118,12 +118,18 @@ pub(crate) struct Caller<'h, 'r> {
 /// checkpoint to resume from (see [`crate::Solver::groups`]). A checkpoint
 /// holds this rank's fine rows: a resumed run takes the fine rows of the
 /// checkpoints (whatever re-partitions moved them to) instead of measuring
-/// rates. Collective.
+/// rates. With a mass matrix M (K x = λ M x, K = `a`) the fine-grain
+/// projection keeps M's fine rows (M-orthonormal basis, as
+/// [`crate::Problem::with_mass`]) and every solve group M's rows in its own
+/// layout, with M·X_locked: its correction equations are
+/// (I − MQQᵀ)(K − θM)(I − QQᵀM) t = −r, as on the fine-grain path
+/// ([`crate::correction`]). Collective.
 ///
 /// # Errors
 /// See [`crate::Solver::groups`].
 pub(crate) fn run<W: Comm, B: Comm>(
     a: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
     world: &W,
     base: &B,
     params: &JdParams,
@@ -149,6 +155,9 @@ pub(crate) fn run<W: Comm, B: Comm>(
     let np = world.size();
     let me = world.rank();
     check_matrix(a, params)?;
+    if let Some(m) = mass {
+        crate::generalized::check_pair(a, m, params)?;
+    }
     let topo = Topology::new(world, base, &mg.groups, mg.hierarchical)?;
     let (ngroups, my_group, key, shape) = (topo.groups.len(), topo.my_group, topo.key, topo.shape);
     let n = a.nrows();
@@ -195,9 +204,24 @@ pub(crate) fn run<W: Comm, B: Comm>(
         };
         rows(a, world, params, spec)
     };
+    // M's fine rows (same partition as K's)
+    let fine_mass = |part: &RowPartition| -> Result<Option<Rows<'_, '_, W>>, JdError> {
+        let Some(m) = mass else {
+            return Ok(None);
+        };
+        let spec = RowsSpec {
+            part: Some(part),
+            opts: fopts,
+            precond: None,
+            field: "mass",
+            precond_of: None,
+        };
+        rows(m, world, params, spec).map(Some)
+    };
     // the correction phases' rates, for re-partitioning
     let clock = RateClock::new(world);
     let mut frows = fine_spec(&fine)?;
+    let mut mfrows = fine_mass(&fine)?;
     // semi-static re-partitioning (Boudet et al. §4.5): only where rows follow rates
     let mut monitor = if mg.rate_weighted_rows && mg.repartition.enabled && np > 1 {
         let nnz = fine.nnz_per_part(a).map_err(|e| invalid(&e))?;
@@ -231,18 +255,44 @@ pub(crate) fn run<W: Comm, B: Comm>(
     };
     let is_leader = group.rank() == 0;
     let leaders = base.split(if is_leader { 0 } else { 1 }, my_group);
+    // with M, a built preconditioner approximates K − σ₀M (as on the fine path)
+    let shifted = match mass {
+        Some(m) if crate::driver::precond_kind(params).is_some() => Some(
+            crate::generalized::shifted_pair(a, m, crate::generalized::mass_precond_shift(params))?,
+        ),
+        _ => None,
+    };
+    let gopts = DistOptions {
+        threads: params.threads,
+        overlap: false,
+        max_block: 1,
+    };
     let gspec = RowsSpec {
         part: Some(gpart.rows()),
-        opts: DistOptions {
-            threads: params.threads,
-            overlap: false,
-            max_block: 1,
+        opts: gopts,
+        precond: match mass {
+            None => Some(precond_shift(params, a)),
+            Some(_) => shifted.as_ref().map(|_| 0.0),
         },
-        precond: Some(precond_shift(params, a)),
         field: "groups",
-        precond_of: None,
+        precond_of: shifted.as_ref(),
     };
     let grows = rows(a, &group, params, gspec)?;
+    drop(shifted);
+    let gmass = match mass {
+        Some(m) => {
+            let spec = RowsSpec {
+                part: Some(gpart.rows()),
+                opts: gopts,
+                precond: None,
+                field: "mass",
+                precond_of: None,
+            };
+            let r = rows(m, &group, params, spec)?;
+            Some((r.op, r.diag))
+        }
+        None => None,
+    };
     let setup = grows.setup_seconds;
     let group_nnz = {
         let r = &grows.range;
@@ -303,6 +353,9 @@ pub(crate) fn run<W: Comm, B: Comm>(
         xl: Vec::new(),
         nl: 0,
         corr: CorrectionSolver::new(ng, resolved.inner_solver, params.nev + params.block.max(8)),
+        mass: gmass,
+        bxl_raw: Vec::new(),
+        bxl: Vec::new(),
         decided: false,
         stats: MultigrainStats {
             groups: ngroups,
@@ -347,6 +400,10 @@ pub(crate) fn run<W: Comm, B: Comm>(
             spaces: Default::default(),
             mass: None,
         };
+        let pb = match &mfrows {
+            Some(mr) => pb.with_mass(&mr.op)?.with_mass_diagonal(&mr.diag)?,
+            None => pb,
+        };
         let hooks = Hooks {
             observer: observer.as_mut().map(|o| &mut **o as Observer<'_>),
             sink: sink.as_mut().map(|s| &mut **s as &mut dyn CheckpointSink),
@@ -368,6 +425,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
         let new = plan.layout;
         let (state, sent) = move_rows(world, &fine, &new.fine, &snapshot)?;
         frows = fine_spec(&new.fine)?;
+        mfrows = fine_mass(&new.fine)?;
         backend.mover.to_group = new.to_group;
         backend.mover.from_group = new.from_group;
         backend.nf = new.fine.len(me);
