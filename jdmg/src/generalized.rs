@@ -17,8 +17,9 @@
 //! A user preconditioner of one's own [`crate::Problem`] is told the shift θ
 //! of K − θM through `Preconditioner::apply_block_shifted`.
 //!
-//! Shift-and-invert ([`crate::st`]) and solve groups ([`crate::multigrain`])
-//! do not take a mass matrix yet (`InvalidParams`).
+//! Shift-and-invert ([`crate::st::solve_shift_invert_generalized`], K − σM
+//! factored) and solve groups ([`crate::Solver::groups`], M's rows in every
+//! group's layout) take a mass matrix too.
 
 use lblib::Comm;
 use matrices::CsrMatrix;

@@ -4,7 +4,7 @@
 //!
 //! | item | what |
 //! |---|---|
-//! | [`Comm`], [`ReduceOp`], [`SelfComm`] | the trait (rank, size, split, all-reduce, all-gather, broadcast, all-to-all(v), barrier, wall time) and its one-process backend |
+//! | [`Comm`], [`ReduceOp`], [`SelfComm`] | the trait (rank, size, split, all-reduce, all-gather, broadcast, all-to-all(v), rooted gather(v)/scatter(v), barrier, wall time) and its one-process backend |
 //! | [`ThreadComm`], [`ThreadConfig`], [`ClockMode`] | N ranks as threads of one process, with per-rank slowdowns and virtual, manual or real clocks |
 //! | `MpiComm`, `mpi::init` (feature `mpi`) | rsmpi, `Threading::Funneled` |
 //! | [`Slowed`], [`SlowdownBasis`] | emulate a slower node on any `Comm` by sleeping (McCombs et al., §4 and §7 experiments) |
