@@ -171,12 +171,16 @@ pub(crate) struct Lent<'b> {
     /// Scratch: its n × b entries from `at` on are overwritten.
     pub scratch: &'b mut Vec<f64>,
     pub at: usize,
+    /// Holds the solution updates δ: its n × b entries from `spare_at` on are
+    /// overwritten (the solver loop lends V's free columns).
+    pub spare: &'b mut Vec<f64>,
+    pub spare_at: usize,
 }
 
 /// Work space of [`BlockJdQmr::solve`], sized once per outer solve: a solve
-/// allocates only vectors of the block's size (scalars). Three n×kmax arrays
-/// are its own; the residual g, the solution and the scratch w are the
-/// caller's buffers, lent for the solve.
+/// allocates only vectors of the block's size (scalars). Two n×kmax arrays
+/// are its own (d and K⁻¹X); the residual g, the solution, the scratch w and
+/// the updates δ are the caller's buffers, lent for the solve.
 pub(crate) struct BlockJdQmr {
     n: usize,
     kmax: usize,
@@ -184,7 +188,9 @@ pub(crate) struct BlockJdQmr {
     g: Vec<f64>,
     d: Vec<f64>,
     w: Vec<f64>,
+    /// The solution updates δ (lent): its columns from entry `so` on.
     delta: Vec<f64>,
+    so: usize,
     /// Scratch for A·d and K⁻¹g (lent): its columns from entry `wo` on.
     wo: usize,
     /// The solutions s_j, in the caller's `t` (lent).
@@ -221,7 +227,8 @@ impl BlockJdQmr {
             d: v(),
             w: Vec::new(),
             wo: 0,
-            delta: v(),
+            delta: Vec::new(),
+            so: 0,
             sol: Vec::new(),
             kx: v(),
             pl: Vec::new(),
@@ -260,16 +267,31 @@ impl BlockJdQmr {
         buf: Lent<'_>,
     ) -> BlockOutcome {
         let (n, b) = (self.n, eq.setups.len());
-        let Lent { r, t, scratch, at } = buf;
+        let Lent {
+            r,
+            t,
+            scratch,
+            at,
+            spare,
+            spare_at,
+        } = buf;
         assert!(
-            b <= self.kmax && r.len() >= n * b && t.len() >= n * b && scratch.len() >= at + n * b,
-            "block JDQMR: {b} equations for {} columns, buffers {} {} {} (from {at})",
+            b <= self.kmax
+                && r.len() >= n * b
+                && t.len() >= n * b
+                && scratch.len() >= at + n * b
+                && spare.len() >= spare_at + n * b,
+            "block JDQMR: {b} equations for {} columns, buffers {} {} {} (from {at}) {} (from \
+             {spare_at})",
             self.kmax,
             r.len(),
             t.len(),
-            scratch.len()
+            scratch.len(),
+            spare.len()
         );
         self.wo = at;
+        self.so = spare_at;
+        std::mem::swap(&mut self.delta, spare);
         std::mem::swap(&mut self.w, scratch);
         std::mem::swap(&mut self.g, r);
         std::mem::swap(&mut self.sol, t);
@@ -277,6 +299,7 @@ impl BlockJdQmr {
         std::mem::swap(&mut self.sol, t);
         std::mem::swap(&mut self.g, r);
         std::mem::swap(&mut self.w, scratch);
+        std::mem::swap(&mut self.delta, spare);
         out
     }
 
@@ -302,7 +325,7 @@ impl BlockJdQmr {
         self.reduce(comm, &mut out);
         let rnorm: Vec<f64> = self.buf.iter().map(|v| v.max(0.0).sqrt()).collect();
         self.sol[..n * b].fill(0.0);
-        self.delta[..n * b].fill(0.0);
+        self.delta[self.so..self.so + n * b].fill(0.0);
         // K_j⁻¹ x_j, X_lockedᵀ K_j⁻¹ x_j and μ_j (one global sum).
         self.mu[..b].fill(0.0);
         if !inner.is_identity() {
@@ -791,7 +814,7 @@ impl BlockJdQmr {
             ge[c] = (gamma, alpha[c] * c2);
         }
         let (delta, sol, d) = (
-            ColsMut::new(&mut self.delta, n),
+            ColsMut::new(&mut self.delta[self.so..], n),
             ColsMut::new(&mut self.sol, n),
             &self.d,
         );
@@ -890,9 +913,10 @@ impl BlockJdQmr {
         let last = na - 1;
         if c != last {
             let n = self.n;
-            for v in [&mut self.g, &mut self.d, &mut self.delta, &mut self.sol] {
+            for v in [&mut self.g, &mut self.d, &mut self.sol] {
                 swap_cols(v, n, c, last);
             }
+            swap_cols(&mut self.delta[self.so..], n, c, last);
             rec.swap(c, last);
         }
     }
@@ -1183,6 +1207,8 @@ mod tests {
                     t: &mut t,
                     scratch: &mut scratch,
                     at: n,
+                    spare: &mut vec![0.0; n * (b + 2)],
+                    spare_at: 2 * n,
                 },
             );
             for j in 0..b {
@@ -1271,6 +1297,8 @@ mod tests {
                 t: &mut t,
                 scratch: &mut scratch,
                 at: 0,
+                spare: &mut vec![0.0; 2 * n],
+                spare_at: 0,
             },
         );
         assert_eq!(out.per_eq[0].steps, 0);

@@ -141,8 +141,8 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             setups: &setups,
             threads: self.prm.threads,
         };
-        // W's columns m..m+b are free until the extension that fills them (the
-        // restart made room): they are the solve's scratch.
+        // W's and V's columns m..m+b are free until the extension that fills
+        // them (the restart made room): the solve's scratch and its updates δ.
         let at = self.m * n;
         let out = solver.solve(
             &self.op,
@@ -154,6 +154,8 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 t: &mut self.t,
                 scratch: &mut self.w,
                 at,
+                spare: &mut self.v,
+                spare_at: at,
             },
         );
         self.stats.matvecs += out.matvecs;
