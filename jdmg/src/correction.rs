@@ -368,30 +368,12 @@ impl CorrectionSolver {
         }
     }
 
-    /// Solves `eq` into `out` (n rows). `locked` holds `nl` locked vectors (the
+    /// Solves `eq` into `out` (n rows), for K x = λ M x when `mass` is given
+    /// (see the module documentation). `locked` holds `nl` locked vectors (the
     /// same `locked` slice grows between calls: only new columns are copied).
     /// `go_on(steps, last_residual, initial_residual)` is asked before every
     /// BiCGSTAB step and decides how long the solve runs (step cap, 2^−iter,
     /// time budget or a balanced section); JDQMR follows its own dynamic rules.
-    // (the solve groups call `solve_general`, with or without M)
-    #[allow(clippy::too_many_arguments)]
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn solve<A: Operator + ?Sized, C: Comm + ?Sized>(
-        &mut self,
-        a: &A,
-        comm: &C,
-        locked: &[f64],
-        nl: usize,
-        inner: Inner<'_>,
-        eq: &Equation<'_>,
-        go_on: &mut dyn FnMut(usize, f64, f64) -> bool,
-        out: &mut [f64],
-    ) -> Outcome {
-        self.solve_general(a, None, comm, locked, nl, inner, eq, go_on, out)
-    }
-
-    /// [`CorrectionSolver::solve`] of K x = λ M x when `mass` is given (see the
-    /// module documentation).
     #[allow(clippy::too_many_arguments)]
     pub fn solve_general<A: Operator + ?Sized, C: Comm + ?Sized>(
         &mut self,
