@@ -84,6 +84,9 @@ pub struct Stats {
     /// negative pivots, Sylvester's law); None when the factorization does not
     /// give it (LU) or without a spectral transformation.
     pub eigenvalues_below_shift: Option<usize>,
+    /// The extraction the solve used: `Ritz` or `Harmonic` (what
+    /// [`crate::params::Extraction::Auto`] chose; `Auto` only in a default value).
+    pub extraction: crate::params::Extraction,
 }
 
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).
