@@ -147,33 +147,35 @@ fn lap3d_multiplet_near_sigma_comes_back_whole() {
     check(&a, &sol, sigma, &want, 1e-8, 1e-9 * 12.0 * 1.01);
 }
 
-/// The same interior problem, with reproducible correction equations (block
-/// JDQMR without preconditioner): harmonic extraction needs far fewer matvecs
-/// than standard Rayleigh-Ritz (whose spurious Ritz values near σ draw
-/// corrections that lead nowhere). Counts, never times.
+/// An interior problem with reproducible corrections (GD+k steps t = −K⁻¹r
+/// with the default preconditioner, `InnerSolver::Bicgstab` and its default
+/// cap 0): harmonic extraction needs far fewer matvecs than standard
+/// Rayleigh-Ritz, whose spurious Ritz values near σ draw corrections that lead
+/// nowhere (measured 2,608 against 9,628; block JDQMR without preconditioner
+/// 5,386 against 13,817). Counts, never times.
 #[test]
 fn harmonic_needs_fewer_matvecs_than_ritz() {
-    let spec: GenSpec = "lap3d:12".parse().unwrap();
+    let spec: GenSpec = "lap3d:16".parse().unwrap();
     let a = generate(&spec).unwrap();
     let exact = exact_eigenvalues(&spec).unwrap();
     let sigma = 1.0;
     let want = closest(&exact, sigma, 4);
     let run = |extraction| {
         let p = JdParams {
-            inner_solver: InnerSolver::Qmrs,
-            precond: PrecondChoice::None,
+            inner_solver: InnerSolver::Bicgstab,
+            tol: 1e-8,
             ..interior(4, sigma, extraction)
         };
         let sol = solve_matrix(&a, &p, None).expect("converges");
         assert_eq!(sol.stats.extraction, extraction);
-        check(&a, &sol, sigma, &want, 1e-8, 1e-9 * 12.0 * 1.01);
+        check(&a, &sol, sigma, &want, 1e-8, 1e-8 * 12.0 * 1.01);
         sol.stats.matvecs
     };
     let ritz = run(Extraction::Ritz);
     let harmonic = run(Extraction::Harmonic);
-    eprintln!("lap3d:12, σ = 1, nev 4, JDQMR: ritz {ritz} matvecs, harmonic {harmonic}");
+    eprintln!("lap3d:16, σ = 1, nev 4, GD+k: ritz {ritz} matvecs, harmonic {harmonic}");
     assert!(
-        2 * harmonic < ritz,
+        3 * harmonic < ritz,
         "harmonic {harmonic} matvecs, Rayleigh-Ritz {ritz}"
     );
 }
