@@ -131,7 +131,10 @@ fn lap3d_multiplet_near_sigma_comes_back_whole() {
     let sigma = near + 1e-3;
     let nev = mult + 1;
     let want = closest(&exact, sigma, nev);
-    assert_eq!(want.iter().filter(|&&e| (e - near).abs() < 1e-10).count(), mult);
+    assert_eq!(
+        want.iter().filter(|&&e| (e - near).abs() < 1e-10).count(),
+        mult
+    );
     eprintln!("lap3d:10: σ = {sigma}, multiplet {near} × {mult}, nev {nev}");
     let p = JdParams {
         block: nev,
@@ -217,14 +220,27 @@ fn harmonic_refusals_are_typed_errors() {
     }
     let m = diag(&vec![2.0; 50]);
     let mut p = interior(2, 1.0, Extraction::Harmonic);
-    match solve_matrix_generalized(&a, &m, &p, None, Checkpointing::default(), Spaces::default()) {
+    match solve_matrix_generalized(
+        &a,
+        &m,
+        &p,
+        None,
+        Checkpointing::default(),
+        Spaces::default(),
+    ) {
         Err(JdError::InvalidParams { field, .. }) => assert_eq!(field, "extraction"),
         other => panic!("expected InvalidParams, got {other:?}"),
     }
     p.extraction = Extraction::Auto;
-    let sol =
-        solve_matrix_generalized(&a, &m, &p, None, Checkpointing::default(), Spaces::default())
-            .expect("converges");
+    let sol = solve_matrix_generalized(
+        &a,
+        &m,
+        &p,
+        None,
+        Checkpointing::default(),
+        Spaces::default(),
+    )
+    .expect("converges");
     assert_eq!(sol.stats.extraction, Extraction::Ritz);
     // Extreme targets keep Rayleigh-Ritz under Auto.
     let sol = solve_matrix(&a, &JdParams::default(), None).unwrap();
@@ -294,5 +310,73 @@ fn resumed_harmonic_solve_is_right() {
             Err(JdError::Checkpoint(_)) => {}
             r => panic!("expected a checkpoint mismatch, got {r:?}"),
         }
+    }
+}
+
+/// Solve groups take harmonic extraction as the serial solver does (the
+/// extraction runs in the fine-grain projection; only the correction
+/// equations move to the groups): 4 thread ranks in 2 groups.
+#[test]
+fn solve_groups_use_harmonic_extraction() {
+    use lblib::{Comm, ThreadComm};
+    let n = 400;
+    let a = lap1d(n);
+    let sigma = 1.3;
+    let want = closest(&lap1d_eigenvalues(n), sigma, 4);
+    let p = interior(4, sigma, Extraction::Auto);
+    let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
+    let keys = jdmg::fine_rank_keys(&groups, true);
+    let out = ThreadComm::run(4, |comm| {
+        let world = comm.split(0, keys[comm.rank()]);
+        let mg = jdmg::MultigrainParams {
+            groups: groups.clone(),
+            ..jdmg::MultigrainParams::default()
+        };
+        let sol = jdmg::solve_multigrain(&a, &world, &comm, &p, &mg).expect("converges");
+        (sol.eigenvalues.clone(), sol.stats.extraction)
+    });
+    for (vals, extraction) in out {
+        assert_eq!(extraction, Extraction::Harmonic);
+        let got = closest(&vals, sigma, vals.len());
+        assert_eq!(got.len(), 4);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-8, "{got:?} vs {want:?}");
+        }
+    }
+}
+
+/// `Auto`'s safeguard: on lap2d:30 at σ = 1 with ILU(0) of A − σI (positive
+/// pivots, so K is definite while A − σI is not) and GD+k steps, harmonic
+/// extraction stalls near residual 0.1; the solve notices (no halving of the
+/// best wanted residual in 1000 outer iterations), goes on with Rayleigh-Ritz,
+/// says so in the statistics, and returns the right pairs. Explicit
+/// `Harmonic` is not dropped (it stays stalled until the budget ends).
+#[test]
+fn auto_falls_back_to_ritz_when_harmonic_stalls() {
+    let spec: GenSpec = "lap2d:30".parse().unwrap();
+    let a = generate(&spec).unwrap();
+    let exact = exact_eigenvalues(&spec).unwrap();
+    let sigma = 1.0;
+    let want = closest(&exact, sigma, 3);
+    let p = JdParams {
+        inner_solver: InnerSolver::Bicgstab,
+        ..interior(3, sigma, Extraction::Auto)
+    };
+    let sol = solve_matrix(&a, &p, None).expect("converges");
+    assert_eq!(sol.stats.extraction, Extraction::Ritz);
+    let at = sol.stats.harmonic_stalled_at.expect("the fallback");
+    assert!(at >= 1000, "fell back at outer iteration {at}");
+    check(&a, &sol, sigma, &want, 1e-8, 1e-9 * 8.0 * 1.01);
+    let p = JdParams {
+        extraction: Extraction::Harmonic,
+        max_matvecs: 6000,
+        ..p
+    };
+    match solve_matrix(&a, &p, None) {
+        Err(JdError::NotConverged { partial, .. }) => {
+            assert_eq!(partial.stats.extraction, Extraction::Harmonic);
+            assert_eq!(partial.stats.harmonic_stalled_at, None);
+        }
+        other => panic!("expected NotConverged, got {other:?}"),
     }
 }

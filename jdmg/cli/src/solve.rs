@@ -15,9 +15,9 @@ use jdmg::checkpoint::set::{self, FileSink, ResumeError, StopWhen};
 use jdmg::names::{Named, UnknownName};
 use jdmg::report::{ResumedFrom, RunMode, SolveReport};
 use jdmg::{
-    Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
-    Extraction, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats, Target,
-    Verify,
+    Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, Extraction,
+    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats,
+    Target, Verify,
 };
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};

@@ -57,10 +57,26 @@ use crate::params::Extraction;
 /// (the rounding level of M's entries, formed as G − 2σH + σ²I) counts as zero.
 const NULL_FACTOR: f64 = 10.0;
 
+/// `Extraction::Auto`'s safeguard: when the smallest residual norm of the
+/// wanted, unlocked pairs has not halved (`STALL_FACTOR`) with no pair locked
+/// in this many outer iterations, and in at least as many as the solve had run
+/// before, the solve goes on with Rayleigh-Ritz. Healthy harmonic solves were
+/// measured with plateaus of up to 306 iterations (lap3d:24, σ = 1, GD+k
+/// steps, at iteration 517); a stalled one never ends its plateau.
+const STALL_ITERATIONS: usize = 1000;
+/// See [`STALL_ITERATIONS`].
+const STALL_FACTOR: f64 = 0.5;
+
 /// State of the harmonic extraction: G = WᵀW (max_basis × max_basis,
-/// column-major; its leading m×m block is current).
+/// column-major; its leading m×m block is current) and the stagnation watch.
 pub(super) struct Harmonic {
     g: Vec<f64>,
+    /// Outer iteration at which the watch last saw progress (or a lock).
+    since: usize,
+    /// The best residual norm then (∞: not yet seen).
+    best: f64,
+    /// Locked pairs then.
+    locked: usize,
 }
 
 /// The extraction a solve uses (never `Auto`): see [`Extraction`].
@@ -120,12 +136,19 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// # Errors
     /// As [`resolve_extraction`].
     pub(super) fn init_extraction(&mut self) -> Result<(), JdError> {
-        let e = resolve_extraction(self.prm, self.has_mass())?;
+        let mut e = resolve_extraction(self.prm, self.has_mass())?;
+        if self.stats.harmonic_stalled_at.is_some() {
+            // Resumed after `Auto` fell back to Rayleigh-Ritz.
+            e = Extraction::Ritz;
+        }
         self.stats.extraction = e;
         if e == Extraction::Harmonic {
             let mb = self.sz.max_basis;
             self.harm = Some(Harmonic {
                 g: vec![0.0; mb * mb],
+                since: self.stats.outer_iterations,
+                best: f64::INFINITY,
+                locked: self.nl(),
             });
             if self.m > 0 {
                 self.harmonic_rebuild();
@@ -318,6 +341,45 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         Ok((rho, y))
     }
 
+    /// `Extraction::Auto`'s stagnation watch, once per outer iteration after
+    /// its locking and restart (`seen`: value and residual norm of the pairs
+    /// evaluated, target order; `remaining`: wanted pairs not locked yet). When
+    /// the best residual of the wanted pairs has not halved without a lock in
+    /// [`STALL_ITERATIONS`] iterations (and in as many as ran before), harmonic
+    /// extraction is
+    /// dropped for Rayleigh-Ritz for the rest of the solve, recorded in
+    /// `stats.extraction` and `stats.harmonic_stalled_at` (harmonic vectors
+    /// chase the smallest ‖(A − σI)x‖, and a preconditioner with the wrong
+    /// inertia, e.g. an ILU(0) of an indefinite A − σI with positive pivots,
+    /// can keep the small basis from ever holding one: lap2d:30, σ = 1,
+    /// ILU(0), stalled at residuals near 0.1 where Rayleigh-Ritz converges).
+    /// An explicit `Extraction::Harmonic` is never dropped. The same decision
+    /// on every process (global residuals and counters).
+    pub(super) fn harmonic_watch(&mut self, seen: &[(f64, f64)], remaining: usize) {
+        if self.prm.extraction != Extraction::Auto {
+            return;
+        }
+        let (it, nl) = (self.stats.outer_iterations, self.nl());
+        let best = seen
+            .iter()
+            .take(remaining.max(1))
+            .fold(f64::INFINITY, |a, r| a.min(r.1));
+        let Some(h) = self.harm.as_mut() else {
+            return;
+        };
+        if nl != h.locked || best < STALL_FACTOR * h.best {
+            h.locked = nl;
+            h.since = it;
+            h.best = best;
+            return;
+        }
+        if it.saturating_sub(h.since) >= STALL_ITERATIONS.max(h.since) {
+            self.harm = None;
+            self.stats.extraction = Extraction::Ritz;
+            self.stats.harmonic_stalled_at = Some(it);
+        }
+    }
+
     /// Makes the coefficient vectors at positions `pos` of `y` (m rows)
     /// orthonormal by a Rayleigh-Ritz step inside their span (MGS twice, then the
     /// eigenpairs of QᵀHQ in target order, written back at the same positions).
@@ -377,15 +439,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             c[k * m..(k + 1) * m].copy_from_slice(&y[item.0 * m..(item.0 + 1) * m]);
         }
         let q = th.len();
-        gemm_nn(
-            &mut self.t[..n * q],
-            &self.v,
-            n,
-            m,
-            &c,
-            q,
-            self.prm.threads,
-        );
+        gemm_nn(&mut self.t[..n * q], &self.v, n, m, &c, q, self.prm.threads);
         self.stats.basis_passes += 1;
     }
 

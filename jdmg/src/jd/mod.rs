@@ -945,6 +945,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.prev_k = kp;
             }
             self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+            self.harmonic_watch(&ritz_seen, remaining);
             // Budget checks.
             if self.stats.matvecs >= self.prm.max_matvecs
                 || self.stats.outer_iterations >= self.prm.max_outer
