@@ -6,11 +6,12 @@ lap3d:N --target S --extraction harmonic`.
 Usage (the anchors' Python: numpy, scipy, primme):
   interior_primme.py N [--sigma 1.0] [--nev 4] [--tol 1e-8]
                        [--precond none|jacobi] [--projection harmonic|rr|refined]
+                       [--block 1]
 
 lap3d:N is built as jdmg generates it (7-point Laplacian, Dirichlet, h = 1:
 diagonal 6, off-diagonals -1). primme.eigsh(A, k, sigma=S, which='SM') with
 projection_projection = primme_proj_harmonic (or _RR, _refined), PRIMME's
-default method (DYNAMIC), tol relative to ||A|| as jdmg's `norm` test;
+default method (DYNAMIC) and block size 1 unless --block, tol relative to ||A|| as jdmg's `norm` test;
 --precond jacobi passes OPinv = diag(1 / (a_ii - S)). Prints one JSON line:
 matvecs, preconditioner applications, solve seconds, eigenvalues and the largest
 true residual ||Av - lv|| / ||A||_1.
@@ -40,6 +41,7 @@ def main():
     p.add_argument("--tol", type=float, default=1e-8)
     p.add_argument("--precond", default="none", choices=["none", "jacobi"])
     p.add_argument("--projection", default="harmonic", choices=["harmonic", "rr", "refined"])
+    p.add_argument("--block", type=int, default=1, help="PRIMME's maxBlockSize")
     a = p.parse_args()
     A = lap3d(a.n)
     opinv = None
@@ -50,7 +52,8 @@ def main():
             "refined": "primme_proj_refined"}[a.projection]
     t0 = time.perf_counter()
     w, v, stats = primme.eigsh(A, k=a.nev, sigma=a.sigma, which="SM", tol=a.tol, OPinv=opinv,
-                               return_stats=True, projection_projection=proj)
+                               return_stats=True, projection_projection=proj,
+                               maxBlockSize=a.block)
     secs = time.perf_counter() - t0
     r = A @ v - v * w[np.newaxis, :]
     res = float(max(np.linalg.norm(r, axis=0)) / sla.norm(A, 1))
