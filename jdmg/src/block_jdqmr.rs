@@ -12,6 +12,14 @@
 //! locked vectors. Projections, recurrences and inner products of a step are
 //! fused into few passes over each equation's vectors.
 //!
+//! With a mass matrix M (K x = λ M x, Q M-orthonormal) equation j is
+//! (I − MQ_jQ_jᵀ)(K − σ_j M)(I − Q_jQ_jᵀM) s_j = r_j, as in
+//! [`crate::correction`]: the operator's output is projected with coefficients
+//! Q_jᵀw and the vectors MQ_j subtracted, the preconditioner's with coefficients
+//! (MQ_j)ᵀz and Q_j subtracted, and K⁻¹Mx_j replaces K⁻¹x_j in the oblique
+//! part (K = I included: the Krylov vectors must stay M-orthogonal to Q_j).
+//! Each step applies M to the block's directions once.
+//!
 //! An equation that stops leaves the active set (its vectors move behind the
 //! active ones), so that the blocked products always see contiguous columns. The
 //! scalar recurrences of each equation are those of [`crate::jdqmr`].
@@ -19,7 +27,7 @@
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
-use crate::correction::{shifted_jacobi, Inner};
+use crate::correction::{shifted_jacobi, shifted_jacobi_mass, Inner};
 use crate::dense::{dot, gemm_sub, gemm_tn};
 use crate::jdqmr::{QmrOutcome, QmrSetup, QmrStop};
 use crate::params::Target;
@@ -57,6 +65,29 @@ pub(crate) struct BlockEquations<'x> {
     pub setups: &'x [QmrSetup],
     /// Threads for the blocked products.
     pub threads: usize,
+    /// The mass matrix of K x = λ M x, with M·X_locked and M·X.
+    pub mass: Option<BlockMass<'x>>,
+}
+
+/// M, M·X_locked (n × nl) and M·X (n × b) of a generalized block solve.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockMass<'x> {
+    pub op: &'x dyn Operator,
+    pub locked: &'x [f64],
+    pub x: &'x [f64],
+}
+
+impl BlockEquations<'_> {
+    /// The vectors subtracted by the operator's projection and taken for the
+    /// preconditioner's coefficients: M·X_locked (X_locked without M).
+    fn m_locked(&self) -> &[f64] {
+        self.mass.map_or(self.locked, |m| m.locked)
+    }
+
+    /// M·X (X without M).
+    fn m_x(&self) -> &[f64] {
+        self.mass.map_or(self.x, |m| m.x)
+    }
 }
 
 /// The preconditioner of the block: none, Jacobi refreshed per equation
@@ -65,6 +96,12 @@ pub(crate) enum BlockInner<'a> {
     Identity,
     Diagonal {
         diag: &'a [f64],
+        shifts: Vec<f64>,
+    },
+    /// Jacobi of K − σ_j M: diag(K) − σ_j diag(M) per equation.
+    MassDiagonal {
+        diag: &'a [f64],
+        mdiag: &'a [f64],
         shifts: Vec<f64>,
     },
     /// A K told each equation's shift ([`Preconditioner::apply_block_shifted`]).
@@ -88,6 +125,17 @@ impl<'a> BlockInner<'a> {
                     .iter()
                     .map(|i| match i {
                         Inner::Shifted { shift, .. } => *shift,
+                        _ => 0.0,
+                    })
+                    .collect(),
+            },
+            Some(Inner::MassDiagonal { diag, mdiag, .. }) => BlockInner::MassDiagonal {
+                diag,
+                mdiag,
+                shifts: inners
+                    .iter()
+                    .map(|i| match i {
+                        Inner::MassDiagonal { shift, .. } => *shift,
                         _ => 0.0,
                     })
                     .collect(),
@@ -120,6 +168,16 @@ impl<'a> BlockInner<'a> {
                 for (c, &e) in idx.iter().enumerate() {
                     let cols = c * n..(c + 1) * n;
                     shifted_jacobi(diag, shifts[e], &src[cols.clone()], &mut dst[cols]);
+                }
+            }
+            BlockInner::MassDiagonal {
+                diag,
+                mdiag,
+                shifts,
+            } => {
+                for (c, &e) in idx.iter().enumerate() {
+                    let cols = c * n..(c + 1) * n;
+                    shifted_jacobi_mass(diag, mdiag, shifts[e], &src[cols.clone()], &mut dst[cols]);
                 }
             }
             BlockInner::Shifted { pc, shifts } => {
@@ -160,6 +218,8 @@ pub(crate) struct BlockOutcome {
     pub precond_applies: u64,
     pub precond_seconds: f64,
     pub global_sums: u64,
+    /// Products with the mass matrix (generalized problems).
+    pub mass_matvecs: u64,
 }
 
 /// The caller's buffers that a block solve borrows (see [`BlockJdQmr::solve`]).
@@ -171,12 +231,16 @@ pub(crate) struct Lent<'b> {
     /// Scratch: its n × b entries from `at` on are overwritten.
     pub scratch: &'b mut Vec<f64>,
     pub at: usize,
+    /// Holds the solution updates δ: its n × b entries from `spare_at` on are
+    /// overwritten (the solver loop lends V's free columns).
+    pub spare: &'b mut Vec<f64>,
+    pub spare_at: usize,
 }
 
 /// Work space of [`BlockJdQmr::solve`], sized once per outer solve: a solve
-/// allocates only vectors of the block's size (scalars). Three n×kmax arrays
-/// are its own; the residual g, the solution and the scratch w are the
-/// caller's buffers, lent for the solve.
+/// allocates only vectors of the block's size (scalars). Two n×kmax arrays
+/// are its own (d and K⁻¹X); the residual g, the solution, the scratch w and
+/// the updates δ are the caller's buffers, lent for the solve.
 pub(crate) struct BlockJdQmr {
     n: usize,
     kmax: usize,
@@ -184,7 +248,9 @@ pub(crate) struct BlockJdQmr {
     g: Vec<f64>,
     d: Vec<f64>,
     w: Vec<f64>,
+    /// The solution updates δ (lent): its columns from entry `so` on.
     delta: Vec<f64>,
+    so: usize,
     /// Scratch for A·d and K⁻¹g (lent): its columns from entry `wo` on.
     wo: usize,
     /// The solutions s_j, in the caller's `t` (lent).
@@ -197,6 +263,8 @@ pub(crate) struct BlockJdQmr {
     /// Global-sum buffer and X_locked coefficients.
     buf: Vec<f64>,
     cl: Vec<f64>,
+    /// M·d of the active directions (generalized problems; sized on first use).
+    md: Vec<f64>,
 }
 
 /// Views of column `c` (n rows) of a column-major buffer.
@@ -221,14 +289,24 @@ impl BlockJdQmr {
             d: v(),
             w: Vec::new(),
             wo: 0,
-            delta: v(),
+            delta: Vec::new(),
+            so: 0,
             sol: Vec::new(),
             kx: v(),
             pl: Vec::new(),
             mu: vec![0.0; kmax],
             buf: Vec::new(),
             cl: Vec::new(),
+            md: Vec::new(),
         }
+    }
+
+    /// Whether the preconditioner's projection is oblique for x_j (with K⁻¹x_j,
+    /// or K⁻¹Mx_j): with a preconditioner, and with a mass matrix even for
+    /// K = I, which keeps the projected preconditioner symmetric (see
+    /// [`crate::correction`]). Else orthogonal.
+    fn oblique(inner: &BlockInner<'_>, eq: &BlockEquations<'_>) -> bool {
+        !inner.is_identity() || eq.mass.is_some()
     }
 
     /// Sums `self.buf` over the processes.
@@ -239,9 +317,26 @@ impl BlockJdQmr {
 
     /// X_lockedᵀ of the first `na` columns of `v` into `self.cl` (nl × na, local).
     fn locked_coefs(cl: &mut Vec<f64>, eq: &BlockEquations<'_>, v: &[f64], n: usize, na: usize) {
+        Self::coefs_with(cl, eq, eq.locked, v, n, na);
+    }
+
+    /// (M·X_locked)ᵀ of the first `na` columns of `v` (X_lockedᵀ without M): the
+    /// coefficients of the preconditioner's projection I − QQᵀM.
+    fn m_locked_coefs(cl: &mut Vec<f64>, eq: &BlockEquations<'_>, v: &[f64], n: usize, na: usize) {
+        Self::coefs_with(cl, eq, eq.m_locked(), v, n, na);
+    }
+
+    fn coefs_with(
+        cl: &mut Vec<f64>,
+        eq: &BlockEquations<'_>,
+        locked: &[f64],
+        v: &[f64],
+        n: usize,
+        na: usize,
+    ) {
         cl.clear();
         cl.resize(eq.nl * na, 0.0);
-        gemm_tn(cl, eq.locked, n, eq.nl, &v[..n * na], na, eq.threads);
+        gemm_tn(cl, locked, n, eq.nl, &v[..n * na], na, eq.threads);
     }
 
     /// Solves the `b = eq.setups.len()` equations for the residuals in
@@ -260,16 +355,31 @@ impl BlockJdQmr {
         buf: Lent<'_>,
     ) -> BlockOutcome {
         let (n, b) = (self.n, eq.setups.len());
-        let Lent { r, t, scratch, at } = buf;
+        let Lent {
+            r,
+            t,
+            scratch,
+            at,
+            spare,
+            spare_at,
+        } = buf;
         assert!(
-            b <= self.kmax && r.len() >= n * b && t.len() >= n * b && scratch.len() >= at + n * b,
-            "block JDQMR: {b} equations for {} columns, buffers {} {} {} (from {at})",
+            b <= self.kmax
+                && r.len() >= n * b
+                && t.len() >= n * b
+                && scratch.len() >= at + n * b
+                && spare.len() >= spare_at + n * b,
+            "block JDQMR: {b} equations for {} columns, buffers {} {} {} (from {at}) {} (from \
+             {spare_at})",
             self.kmax,
             r.len(),
             t.len(),
-            scratch.len()
+            scratch.len(),
+            spare.len()
         );
         self.wo = at;
+        self.so = spare_at;
+        std::mem::swap(&mut self.delta, spare);
         std::mem::swap(&mut self.w, scratch);
         std::mem::swap(&mut self.g, r);
         std::mem::swap(&mut self.sol, t);
@@ -277,6 +387,7 @@ impl BlockJdQmr {
         std::mem::swap(&mut self.sol, t);
         std::mem::swap(&mut self.g, r);
         std::mem::swap(&mut self.w, scratch);
+        std::mem::swap(&mut self.delta, spare);
         out
     }
 
@@ -302,19 +413,22 @@ impl BlockJdQmr {
         self.reduce(comm, &mut out);
         let rnorm: Vec<f64> = self.buf.iter().map(|v| v.max(0.0).sqrt()).collect();
         self.sol[..n * b].fill(0.0);
-        self.delta[..n * b].fill(0.0);
-        // K_j⁻¹ x_j, X_lockedᵀ K_j⁻¹ x_j and μ_j (one global sum).
+        self.delta[self.so..self.so + n * b].fill(0.0);
+        // K_j⁻¹ x_j, X_lockedᵀ K_j⁻¹ x_j and μ_j (one global sum); with M,
+        // K_j⁻¹Mx_j (Mx_j itself for K = I).
         self.mu[..b].fill(0.0);
-        if !inner.is_identity() {
+        if Self::oblique(inner, eq) {
             let t0 = std::time::Instant::now();
-            inner.apply(eq.x, &mut self.kx, n, &all, eq.threads);
-            out.precond_seconds += t0.elapsed().as_secs_f64();
-            out.precond_applies += b as u64;
-            Self::locked_coefs(&mut self.cl, eq, &self.kx, n, b);
+            inner.apply(eq.m_x(), &mut self.kx, n, &all, eq.threads);
+            if !inner.is_identity() {
+                out.precond_seconds += t0.elapsed().as_secs_f64();
+                out.precond_applies += b as u64;
+            }
+            Self::m_locked_coefs(&mut self.cl, eq, &self.kx, n, b);
             self.buf.clear();
             self.buf.extend_from_slice(&self.cl);
             self.buf
-                .extend((0..b).map(|c| dot(col(eq.x, n, c), col(&self.kx, n, c))));
+                .extend((0..b).map(|c| dot(col(eq.m_x(), n, c), col(&self.kx, n, c))));
             self.reduce(comm, &mut out);
             self.pl.clear();
             self.pl.extend_from_slice(&self.buf[..nl * b]);
@@ -441,7 +555,8 @@ impl BlockJdQmr {
                 let (x, theta) = (col(eq.x, n, e), eq.setups[e].theta);
                 let g = col_mut(&mut self.g, n, c);
                 op.apply_block(x, g, 1);
-                g.iter_mut().zip(x).for_each(|(g, x)| *g -= theta * x);
+                let mx = col(eq.m_x(), n, e);
+                g.iter_mut().zip(mx).for_each(|(g, x)| *g -= theta * x);
             }
             out.matvecs += redo.len() as u64;
             self.project_own(eq, &idx, comm, out);
@@ -464,7 +579,8 @@ impl BlockJdQmr {
         }
     }
 
-    /// `g[:, c] ← (I − Q_eQ_eᵀ) g[:, c]` for the equations `idx` (one global sum).
+    /// `g[:, c] ← (I − Q_eQ_eᵀ) g[:, c]` for the equations `idx` (one global sum);
+    /// `(I − MQ_eQ_eᵀ)` with a mass matrix.
     fn project_own<C: Comm + ?Sized>(
         &mut self,
         eq: &BlockEquations<'_>,
@@ -484,7 +600,7 @@ impl BlockJdQmr {
         self.reduce(comm, out);
         gemm_sub(
             &mut self.g[..n * na],
-            eq.locked,
+            eq.m_locked(),
             n,
             nl,
             &self.buf[..nl * na],
@@ -493,7 +609,7 @@ impl BlockJdQmr {
         );
         for (c, &e) in idx.iter().enumerate() {
             let a = self.buf[nl * na + c];
-            let (g, x) = (col_mut(&mut self.g, n, c), col(eq.x, n, e));
+            let (g, x) = (col_mut(&mut self.g, n, c), col(eq.m_x(), n, e));
             g.iter_mut().zip(x).for_each(|(g, x)| *g -= a * x);
         }
     }
@@ -513,15 +629,16 @@ impl BlockJdQmr {
         out: &mut BlockOutcome,
     ) -> (Vec<f64>, Vec<f64>, Vec<(f64, f64)>) {
         let (n, nl, na) = (self.n, eq.nl, idx.len());
-        Self::locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
+        Self::m_locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
-        let identity = inner.is_identity();
+        let identity = !Self::oblique(inner, eq);
+        let mxs = eq.m_x();
         let kx = &self.kx;
         let (w, g) = (&self.w[self.wo..], &self.g);
         let dots: Vec<(f64, f64, f64)> = run_cols(na, eq.threads, |c| {
             let (z, g, e) = (col(w, n, c), col(g, n, c), idx[c]);
-            let x = col(eq.x, n, e);
+            let x = col(mxs, n, e);
             if identity {
                 (dot(x, z), dot(g, z), 0.0)
             } else {
@@ -614,8 +731,9 @@ impl BlockJdQmr {
         out: &mut BlockOutcome,
     ) -> usize {
         let n = self.n;
-        if inner.is_identity() {
+        if inner.is_identity() && eq.mass.is_none() {
             // z = g (already orthogonal to Q_j) and ρ = ‖g‖²: no pass, no sum.
+            // (With M, z = (I − Q_jQ_jᵀM) g is not g.)
             for (c, r) in rec[..na].iter_mut().enumerate() {
                 let cols = c * n..(c + 1) * n;
                 let (d, g) = (&mut self.d[cols.clone()], &self.g[cols]);
@@ -632,8 +750,10 @@ impl BlockJdQmr {
         let idx: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
         let t0 = std::time::Instant::now();
         inner.apply(&self.g, &mut self.w[self.wo..], n, &idx, eq.threads);
-        out.precond_seconds += t0.elapsed().as_secs_f64();
-        out.precond_applies += na as u64;
+        if !inner.is_identity() {
+            out.precond_seconds += t0.elapsed().as_secs_f64();
+            out.precond_applies += na as u64;
+        }
         let (gz, gk, mut coefs) = self.oblique_coefs(inner, eq, &idx, comm, out);
         // Locked part of the projection, for the whole block at once.
         if eq.nl > 0 {
@@ -711,26 +831,37 @@ impl BlockJdQmr {
             na,
         );
         out.matvecs += na as u64;
-        // w −= σ d; dᵀw, x_jᵀw and X_lockedᵀw (one global sum).
+        // With M the shift multiplies M·d.
+        if let Some(m) = eq.mass {
+            if self.md.len() < n * na {
+                self.md.resize(n * self.kmax, 0.0);
+            }
+            m.op.apply_block(&self.d[..n * na], &mut self.md[..n * na], na);
+            out.mass_matvecs += na as u64;
+        }
+        // w −= σ d (σ Md); dᵀw, x_jᵀw and X_lockedᵀw (one global sum).
         Self::locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
         let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
         let (w, d) = (ColsMut::new(&mut self.w[self.wo..], n), &self.d);
+        let shifted = if eq.mass.is_some() { &self.md } else { d };
         let tail: Vec<(f64, f64)> = run_cols(na, eq.threads, |c| {
             // SAFETY: each call writes only column c of w.
             let w = unsafe { w.col(c) };
-            shift_dot2(w, col(d, n, c), eq.shifts[ids[c]], col(eq.x, n, ids[c]))
+            let (e, dc) = (ids[c], col(d, n, c));
+            shift_dot2(w, col(shifted, n, c), eq.shifts[e], dc, col(eq.x, n, e))
         });
         let tail: Vec<f64> = tail.into_iter().flat_map(|(a, b)| [a, b]).collect();
-        // X_lockedᵀ(w − σd) = X_lockedᵀw, as d ⟂ X_locked.
+        // X_lockedᵀ(w − σd) = X_lockedᵀw, as d ⟂ X_locked (X_lockedᵀMd = 0 with
+        // M, d being M-orthogonal to X_locked).
         self.buf.extend_from_slice(&tail);
         self.reduce(comm, out);
         if nl > 0 {
             let cl = self.buf[..nl * na].to_vec();
             gemm_sub(
                 &mut self.w[self.wo..self.wo + n * na],
-                eq.locked,
+                eq.m_locked(),
                 n,
                 nl,
                 &cl,
@@ -760,13 +891,14 @@ impl BlockJdQmr {
             alpha[c] = a;
         }
         let (g, w) = (ColsMut::new(&mut self.g, n), &self.w[self.wo..]);
+        let mxs = eq.m_x();
         let gg: Vec<f64> = run_cols(na, eq.threads, |c| {
             if broke[c] {
                 return 0.0;
             }
             // SAFETY: each call writes only column c of g.
             let g = unsafe { g.col(c) };
-            sub_proj_norm2(g, alpha[c], col(w, n, c), xws[c], col(eq.x, n, ids[c]))
+            sub_proj_norm2(g, alpha[c], col(w, n, c), xws[c], col(mxs, n, ids[c]))
         });
         self.buf.clear();
         self.buf.extend_from_slice(&gg);
@@ -791,7 +923,7 @@ impl BlockJdQmr {
             ge[c] = (gamma, alpha[c] * c2);
         }
         let (delta, sol, d) = (
-            ColsMut::new(&mut self.delta, n),
+            ColsMut::new(&mut self.delta[self.so..], n),
             ColsMut::new(&mut self.sol, n),
             &self.d,
         );
@@ -890,9 +1022,10 @@ impl BlockJdQmr {
         let last = na - 1;
         if c != last {
             let n = self.n;
-            for v in [&mut self.g, &mut self.d, &mut self.delta, &mut self.sol] {
+            for v in [&mut self.g, &mut self.d, &mut self.sol] {
                 swap_cols(v, n, c, last);
             }
+            swap_cols(&mut self.delta[self.so..], n, c, last);
             rec.swap(c, last);
         }
     }
@@ -990,19 +1123,21 @@ fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
     (sum(s, s0), sum(t, t0), sum(u, u0))
 }
 
-/// w ← w − σd, returning (dᵀw, xᵀw) of the new w, in one pass.
-fn shift_dot2(w: &mut [f64], d: &[f64], sigma: f64, x: &[f64]) -> (f64, f64) {
+/// w ← w − σ·sv (sv = d, or M·d with a mass matrix), returning (dᵀw, xᵀw) of
+/// the new w, in one pass.
+fn shift_dot2(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> (f64, f64) {
     let len = w.len() - w.len() % LANES;
     let (mut s, mut t) = ([0.0f64; LANES], [0.0f64; LANES]);
     {
-        let (wc, dc, xc) = (&mut w[..len], &d[..len], &x[..len]);
-        for ((wv, dv), xv) in wc
+        let (wc, sc, dc, xc) = (&mut w[..len], &sv[..len], &d[..len], &x[..len]);
+        for (((wv, sv), dv), xv) in wc
             .chunks_exact_mut(LANES)
+            .zip(sc.chunks_exact(LANES))
             .zip(dc.chunks_exact(LANES))
             .zip(xc.chunks_exact(LANES))
         {
             for l in 0..LANES {
-                wv[l] -= sigma * dv[l];
+                wv[l] -= sigma * sv[l];
                 s[l] += dv[l] * wv[l];
                 t[l] += xv[l] * wv[l];
             }
@@ -1010,7 +1145,7 @@ fn shift_dot2(w: &mut [f64], d: &[f64], sigma: f64, x: &[f64]) -> (f64, f64) {
     }
     let (mut s0, mut t0) = (0.0, 0.0);
     for i in len..w.len() {
-        w[i] -= sigma * d[i];
+        w[i] -= sigma * sv[i];
         s0 += d[i] * w[i];
         t0 += x[i] * w[i];
     }
@@ -1123,6 +1258,152 @@ mod tests {
             .collect()
     }
 
+    /// Diagonal SPD mass matrix M = diag(1 + 0.01 i).
+    struct Mass {
+        n: usize,
+    }
+    impl Mass {
+        fn entry(i: usize) -> f64 {
+            1.0 + 0.01 * i as f64
+        }
+    }
+    impl Operator for Mass {
+        fn nrows(&self) -> usize {
+            self.n
+        }
+        fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+            let n = self.n;
+            for c in 0..k {
+                for i in 0..n {
+                    y[c * n + i] = Self::entry(i) * x[c * n + i];
+                }
+            }
+        }
+    }
+
+    /// With a mass matrix the lockstep block still gives each equation the
+    /// steps and the correction of the one-equation JDQMR (I − MQQᵀ)(K − σM)
+    /// (I − QQᵀM), without a preconditioner (the oblique projection with K = I),
+    /// with Jacobi of K − σM, on 1 and 2 threads; Q M-orthonormal, r ⟂ Q.
+    #[test]
+    fn block_equals_one_equation_at_a_time_with_a_mass_matrix() {
+        let (n, b, nl) = (80, 3, 2);
+        let (op, mop) = (Tri { n }, Mass { n });
+        let diag: Vec<f64> = (0..n).map(|i| 2.0 + 0.1 * i as f64).collect();
+        let mdiag: Vec<f64> = (0..n).map(Mass::entry).collect();
+        // Q = e_j / √M_jj (M-orthonormal), M·Q = e_j √M_jj.
+        let col = |j: usize, p: f64| {
+            let mut v = vec![0.0; n];
+            v[j] = Mass::entry(j).powf(p);
+            v
+        };
+        let x: Vec<f64> = (0..b).flat_map(|j| col(j, -0.5)).collect();
+        let bx: Vec<f64> = (0..b).flat_map(|j| col(j, 0.5)).collect();
+        let locked: Vec<f64> = (b..b + nl).flat_map(|j| col(j, -0.5)).collect();
+        let blocked: Vec<f64> = (b..b + nl).flat_map(|j| col(j, 0.5)).collect();
+        let mut r = vec![0.0; n * b];
+        for j in 0..b {
+            for i in b + nl..n {
+                r[j * n + i] = ((i * (j + 3)) % 7) as f64 - 3.0 + 0.01 * i as f64;
+            }
+        }
+        let shifts: Vec<f64> = (0..b).map(|j| 0.5 + 0.2 * j as f64).collect();
+        let setups = fixed_setups(&shifts, 25);
+        let comm = SelfComm::new();
+        for (jacobi, threads) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
+            let inner_for = |s: f64| {
+                if jacobi {
+                    Inner::MassDiagonal {
+                        diag: &diag,
+                        mdiag: &mdiag,
+                        shift: s,
+                    }
+                } else {
+                    Inner::Identity
+                }
+            };
+            let inners: Vec<Inner<'_>> = shifts.iter().map(|&s| inner_for(s)).collect();
+            let eq = BlockEquations {
+                locked: &locked,
+                nl,
+                x: &x,
+                shifts: &shifts,
+                setups: &setups,
+                threads,
+                mass: Some(BlockMass {
+                    op: &mop,
+                    locked: &blocked,
+                    x: &bx,
+                }),
+            };
+            let mut t = vec![0.0; n * b];
+            let mut blk = BlockJdQmr::new(n, b);
+            let mut scratch = vec![0.0; n * (b + 1)];
+            let out = blk.solve(
+                &op,
+                &comm,
+                &BlockInner::from_inners(&inners),
+                &eq,
+                Lent {
+                    r: &mut r.clone(),
+                    t: &mut t,
+                    scratch: &mut scratch,
+                    at: n,
+                    spare: &mut vec![0.0; n * b],
+                    spare_at: 0,
+                },
+            );
+            assert!(out.mass_matvecs > 0);
+            for j in 0..b {
+                let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
+                let e = Equation {
+                    x: &x[j * n..(j + 1) * n],
+                    r: &r[j * n..(j + 1) * n],
+                    shift: shifts[j],
+                    qmr: Some(QmrSetup { ..setups[j] }),
+                };
+                let mut tj = vec![0.0; n];
+                let mass = crate::correction::MassCtx {
+                    op: &mop,
+                    locked: &blocked,
+                    bx: &bx[j * n..(j + 1) * n],
+                };
+                let o = one.solve_general(
+                    &op,
+                    Some(mass),
+                    &comm,
+                    &locked,
+                    nl,
+                    inner_for(shifts[j]),
+                    &e,
+                    &mut |_, _, _| true,
+                    &mut tj,
+                );
+                assert_eq!(
+                    o.steps, out.per_eq[j].steps,
+                    "jacobi {jacobi}, equation {j}"
+                );
+                let scale = dot(&tj, &tj).sqrt();
+                let err = tj
+                    .iter()
+                    .zip(&t[j * n..(j + 1) * n])
+                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    err <= 1e-10 * scale,
+                    "jacobi {jacobi}, equation {j}: corrections differ by {err:e} (‖t‖ {scale:e})"
+                );
+                // The correction is M-orthogonal to Q = [X_locked, x_j].
+                let tcol = &t[j * n..(j + 1) * n];
+                for q in (0..nl)
+                    .map(|l| &blocked[l * n..(l + 1) * n])
+                    .chain([&bx[j * n..(j + 1) * n]])
+                {
+                    assert!(dot(q, tcol).abs() <= 1e-12 * scale.max(1.0));
+                }
+            }
+        }
+    }
+
     /// The lockstep block gives each equation the steps and the correction of
     /// the one-equation JDQMR of `crate::correction` (same projectors, same
     /// recurrences), with and without a (Jacobi) preconditioner and locked vectors.
@@ -1169,6 +1450,7 @@ mod tests {
                 shifts: &shifts,
                 setups: &setups,
                 threads,
+                mass: None,
             };
             let mut t = vec![0.0; n * b];
             let mut blk = BlockJdQmr::new(n, b);
@@ -1183,6 +1465,8 @@ mod tests {
                     t: &mut t,
                     scratch: &mut scratch,
                     at: n,
+                    spare: &mut vec![0.0; n * (b + 2)],
+                    spare_at: 2 * n,
                 },
             );
             for j in 0..b {
@@ -1258,6 +1542,7 @@ mod tests {
             shifts: &shifts,
             setups: &setups,
             threads: 1,
+            mass: None,
         };
         let comm = SelfComm::new();
         let (mut t, mut scratch) = (vec![0.0; 2 * n], vec![0.0; 2 * n]);
@@ -1271,6 +1556,8 @@ mod tests {
                 t: &mut t,
                 scratch: &mut scratch,
                 at: 0,
+                spare: &mut vec![0.0; 2 * n],
+                spare_at: 0,
             },
         );
         assert_eq!(out.per_eq[0].steps, 0);

@@ -121,6 +121,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         &mut self,
         solver: &mut BlockJdQmr,
         x: &[f64],
+        bx: &[f64],
         r: &mut Vec<f64>,
         sel: &[Sel],
     ) -> Vec<usize> {
@@ -140,9 +141,14 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             shifts: &shifts,
             setups: &setups,
             threads: self.prm.threads,
+            mass: self.mop.as_ref().map(|m| BlockMass {
+                op: m as &dyn Operator,
+                locked: &self.bxl[..],
+                x: &bx[..n * b],
+            }),
         };
-        // W's columns m..m+b are free until the extension that fills them (the
-        // restart made room): they are the solve's scratch.
+        // W's and V's columns m..m+b are free until the extension that fills
+        // them (the restart made room): the solve's scratch and its updates δ.
         let at = self.m * n;
         let out = solver.solve(
             &self.op,
@@ -154,12 +160,15 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 t: &mut self.t,
                 scratch: &mut self.w,
                 at,
+                spare: &mut self.v,
+                spare_at: at,
             },
         );
         self.stats.matvecs += out.matvecs;
         self.stats.precond_applications += out.precond_applies;
         self.stats.precond_seconds += out.precond_seconds;
         self.stats.global_sums += out.global_sums;
+        self.stats.mass_matvecs += out.mass_matvecs;
         out.per_eq
             .iter()
             .map(|q| {

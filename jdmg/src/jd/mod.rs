@@ -46,7 +46,7 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
-use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, Lent};
+use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, BlockMass, Lent};
 use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
 use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
@@ -574,9 +574,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let mut solver: Option<CorrectionSolver> = None;
         // The block's JDQMR equations advance together (serial and fine grain).
         let mass = self.has_mass();
-        // With a mass matrix JDQMR runs one equation at a time (see `mass`).
         let mut block_qmr = (self.backend.is_none()
-            && !mass
             && matches!(self.prm.inner_solver, InnerSolver::Qmrs | InnerSolver::Auto)
             && self.prm.maxits() > 0)
             .then(|| BlockJdQmr::new(n, k));
@@ -991,7 +989,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 self.stats.gdk_iterations += 1;
                 steps = vec![0; sel.len()];
             } else if let Some(bq) = block_qmr.as_mut() {
-                steps = self.correct_qmr_block(bq, &xsel, &mut rsel, &sel);
+                steps = self.correct_qmr_block(bq, &xsel, &bxsel, &mut rsel, &sel);
                 self.stats.jdqmr_iterations += 1;
             } else {
                 let kind = self.correction_kind();

@@ -39,11 +39,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         items.sort_by(|a, b| self.key(a.0).total_cmp(&self.key(b.0)));
         items.truncate(self.prm.nev);
-        let mut vecs = vec![0.0; n * items.len()];
-        let xl = self.locked_vectors();
-        for (q, it) in items.iter().enumerate() {
-            vecs[q * n..(q + 1) * n].copy_from_slice(&xl[it.3 * n..(it.3 + 1) * n]);
-        }
+        // The vectors are taken out of `xl` and put in order in place (no n×nev
+        // copy at the peak of the solve); the state is not used afterwards.
+        let mut vecs = std::mem::take(&mut self.xl);
+        vecs.drain(..self.ndefl * n);
+        let order: Vec<usize> = items.iter().map(|it| it.3).collect();
+        permute_columns(&mut vecs, n, &order);
         let s = self.op.scale();
         let ev = self.ev_scale();
         Solution {
@@ -154,5 +155,64 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         self.finish(&extra)
+    }
+}
+
+/// Puts column `order[q]` of the column-major `cols` (n rows) at position q and
+/// truncates to `order.len()` columns, in place: the cycles of the permutation
+/// are followed with one column of scratch. `order` holds distinct columns.
+fn permute_columns(cols: &mut Vec<f64>, n: usize, order: &[usize]) {
+    let total = cols.len().checked_div(n).unwrap_or(0);
+    // Complete `order` to a permutation of all columns: destination q takes
+    // column perm[q]; the columns not asked for fill the tail.
+    let mut used = vec![false; total];
+    order.iter().for_each(|&c| used[c] = true);
+    let mut perm = order.to_vec();
+    perm.extend((0..total).filter(|&c| !used[c]));
+    let mut done = vec![false; total];
+    let mut tmp = vec![0.0; n];
+    for start in 0..total {
+        if done[start] || perm[start] == start {
+            done[start] = true;
+            continue;
+        }
+        tmp.copy_from_slice(&cols[start * n..(start + 1) * n]);
+        let mut dst = start;
+        loop {
+            done[dst] = true;
+            let src = perm[dst];
+            if src == start {
+                cols[dst * n..(dst + 1) * n].copy_from_slice(&tmp);
+                break;
+            }
+            cols.copy_within(src * n..(src + 1) * n, dst * n);
+            dst = src;
+        }
+    }
+    cols.truncate(order.len() * n);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::permute_columns;
+
+    #[test]
+    fn columns_are_put_in_the_asked_order_in_place() {
+        let n = 3;
+        for order in [
+            vec![2, 0, 4],
+            vec![0, 1],
+            vec![4, 3, 2, 1, 0],
+            vec![3],
+            vec![],
+        ] {
+            let mut cols: Vec<f64> = (0..5 * n).map(|i| i as f64).collect();
+            permute_columns(&mut cols, n, &order);
+            let want: Vec<f64> = order
+                .iter()
+                .flat_map(|&c| (0..n).map(move |i| (c * n + i) as f64))
+                .collect();
+            assert_eq!(cols, want, "order {order:?}");
+        }
     }
 }
