@@ -129,9 +129,10 @@ pub struct SolveArgs {
     #[arg(long, value_parser = named::<Verify>())]
     pub verify: Option<Verify>,
     /// How eigenpairs are extracted from the basis: auto (default: harmonic Ritz
-    /// for --target without a mass matrix, Rayleigh-Ritz otherwise), ritz
-    /// (standard Rayleigh-Ritz) or harmonic (needs --target; interior
-    /// eigenvalues without a factorization). Not used with --st sinvert.
+    /// for --target without a mass matrix, going on with Rayleigh-Ritz if it
+    /// stalls; Rayleigh-Ritz otherwise), ritz (standard Rayleigh-Ritz) or
+    /// harmonic (needs --target; interior eigenvalues without a
+    /// factorization). Not used with --st sinvert.
     #[arg(long, value_parser = named::<Extraction>())]
     pub extraction: Option<Extraction>,
     /// Matvec budget (all products, inner steps included; default 1e7). Checked
