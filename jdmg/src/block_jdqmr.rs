@@ -1281,26 +1281,43 @@ mod tests {
         }
     }
 
-    /// With a mass matrix the lockstep block still gives each equation the
-    /// steps and the correction of the one-equation JDQMR (I − MQQᵀ)(K − σM)
-    /// (I − QQᵀM), without a preconditioner (the oblique projection with K = I),
-    /// with Jacobi of K − σM, on 1 and 2 threads; Q M-orthonormal, r ⟂ Q.
+    /// The lockstep block gives each equation the steps and the correction of
+    /// the one-equation JDQMR of `crate::correction` (same projectors, same
+    /// recurrences), with and without a (Jacobi) preconditioner and locked vectors,
+    /// on 1 and 2 threads.
+    #[test]
+    fn block_equals_one_equation_at_a_time() {
+        block_against_one_equation_at_a_time(false);
+    }
+
+    /// The same with a mass matrix: (I − MQQᵀ)(K − σM)(I − QQᵀM), without a
+    /// preconditioner (the oblique projection with K = I) and with Jacobi of
+    /// K − σM; Q M-orthonormal, r ⟂ Q, corrections M-orthogonal to Q.
     #[test]
     fn block_equals_one_equation_at_a_time_with_a_mass_matrix() {
+        block_against_one_equation_at_a_time(true);
+    }
+
+    fn block_against_one_equation_at_a_time(with_mass: bool) {
         let (n, b, nl) = (80, 3, 2);
         let (op, mop) = (Tri { n }, Mass { n });
         let diag: Vec<f64> = (0..n).map(|i| 2.0 + 0.1 * i as f64).collect();
         let mdiag: Vec<f64> = (0..n).map(Mass::entry).collect();
-        // Q = e_j / √M_jj (M-orthonormal), M·Q = e_j √M_jj.
-        let col = |j: usize, p: f64| {
+        // X_sel = e_0..e_{b−1}, X_locked = e_b..e_{b+nl−1} (divided by √M_jj with
+        // M: M-orthonormal, and M·Q = e_j √M_jj); residuals orthogonal to both.
+        let unit = |j: usize, p: f64| {
             let mut v = vec![0.0; n];
-            v[j] = Mass::entry(j).powf(p);
+            v[j] = if with_mass {
+                Mass::entry(j).powf(p)
+            } else {
+                1.0
+            };
             v
         };
-        let x: Vec<f64> = (0..b).flat_map(|j| col(j, -0.5)).collect();
-        let bx: Vec<f64> = (0..b).flat_map(|j| col(j, 0.5)).collect();
-        let locked: Vec<f64> = (b..b + nl).flat_map(|j| col(j, -0.5)).collect();
-        let blocked: Vec<f64> = (b..b + nl).flat_map(|j| col(j, 0.5)).collect();
+        let x: Vec<f64> = (0..b).flat_map(|j| unit(j, -0.5)).collect();
+        let bx: Vec<f64> = (0..b).flat_map(|j| unit(j, 0.5)).collect();
+        let locked: Vec<f64> = (b..b + nl).flat_map(|j| unit(j, -0.5)).collect();
+        let blocked: Vec<f64> = (b..b + nl).flat_map(|j| unit(j, 0.5)).collect();
         let mut r = vec![0.0; n * b];
         for j in 0..b {
             for i in b + nl..n {
@@ -1311,16 +1328,14 @@ mod tests {
         let setups = fixed_setups(&shifts, 25);
         let comm = SelfComm::new();
         for (jacobi, threads) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
-            let inner_for = |s: f64| {
-                if jacobi {
-                    Inner::MassDiagonal {
-                        diag: &diag,
-                        mdiag: &mdiag,
-                        shift: s,
-                    }
-                } else {
-                    Inner::Identity
-                }
+            let inner_for = |shift: f64| match (jacobi, with_mass) {
+                (false, _) => Inner::Identity,
+                (true, false) => Inner::Diagonal { diag: &diag, shift },
+                (true, true) => Inner::MassDiagonal {
+                    diag: &diag,
+                    mdiag: &mdiag,
+                    shift,
+                },
             };
             let inners: Vec<Inner<'_>> = shifts.iter().map(|&s| inner_for(s)).collect();
             let eq = BlockEquations {
@@ -1330,7 +1345,7 @@ mod tests {
                 shifts: &shifts,
                 setups: &setups,
                 threads,
-                mass: Some(BlockMass {
+                mass: with_mass.then_some(BlockMass {
                     op: &mop,
                     locked: &blocked,
                     x: &bx,
@@ -1349,11 +1364,11 @@ mod tests {
                     t: &mut t,
                     scratch: &mut scratch,
                     at: n,
-                    spare: &mut vec![0.0; n * b],
-                    spare_at: 0,
+                    spare: &mut vec![0.0; n * (b + 2)],
+                    spare_at: 2 * n,
                 },
             );
-            assert!(out.mass_matvecs > 0);
+            assert_eq!(out.mass_matvecs > 0, with_mass);
             for j in 0..b {
                 let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
                 let e = Equation {
@@ -1363,14 +1378,14 @@ mod tests {
                     qmr: Some(QmrSetup { ..setups[j] }),
                 };
                 let mut tj = vec![0.0; n];
-                let mass = crate::correction::MassCtx {
+                let mass = with_mass.then_some(crate::correction::MassCtx {
                     op: &mop,
                     locked: &blocked,
                     bx: &bx[j * n..(j + 1) * n],
-                };
+                });
                 let o = one.solve_general(
                     &op,
-                    Some(mass),
+                    mass,
                     &comm,
                     &locked,
                     nl,
@@ -1379,136 +1394,25 @@ mod tests {
                     &mut |_, _, _| true,
                     &mut tj,
                 );
-                assert_eq!(
-                    o.steps, out.per_eq[j].steps,
-                    "jacobi {jacobi}, equation {j}"
-                );
+                let case = format!("mass {with_mass}, jacobi {jacobi}, equation {j}");
+                assert_eq!(o.steps, out.per_eq[j].steps, "{case}");
                 let scale = dot(&tj, &tj).sqrt();
-                let err = tj
-                    .iter()
-                    .zip(&t[j * n..(j + 1) * n])
-                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-                assert!(
-                    err <= 1e-10 * scale,
-                    "jacobi {jacobi}, equation {j}: corrections differ by {err:e} (‖t‖ {scale:e})"
-                );
-                // The correction is M-orthogonal to Q = [X_locked, x_j].
                 let tcol = &t[j * n..(j + 1) * n];
-                for q in (0..nl)
-                    .map(|l| &blocked[l * n..(l + 1) * n])
-                    .chain([&bx[j * n..(j + 1) * n]])
-                {
-                    assert!(dot(q, tcol).abs() <= 1e-12 * scale.max(1.0));
-                }
-            }
-        }
-    }
-
-    /// The lockstep block gives each equation the steps and the correction of
-    /// the one-equation JDQMR of `crate::correction` (same projectors, same
-    /// recurrences), with and without a (Jacobi) preconditioner and locked vectors.
-    #[test]
-    fn block_equals_one_equation_at_a_time() {
-        let (n, b, nl) = (80, 3, 2);
-        let op = Tri { n };
-        let diag: Vec<f64> = (0..n).map(|i| 2.0 + 0.1 * i as f64).collect();
-        // X_sel = e_0..e_{b−1}, X_locked = e_b..e_{b+nl−1}; residuals orthogonal to both.
-        let unit = |j: usize| {
-            let mut v = vec![0.0; n];
-            v[j] = 1.0;
-            v
-        };
-        let x: Vec<f64> = (0..b).flat_map(unit).collect();
-        let locked: Vec<f64> = (b..b + nl).flat_map(unit).collect();
-        let mut r = vec![0.0; n * b];
-        for j in 0..b {
-            for i in b + nl..n {
-                r[j * n + i] = ((i * (j + 3)) % 7) as f64 - 3.0 + 0.01 * i as f64;
-            }
-        }
-        let shifts: Vec<f64> = (0..b).map(|j| 0.5 + 0.2 * j as f64).collect();
-        let setups = fixed_setups(&shifts, 25);
-        let comm = SelfComm::new();
-        for (jacobi, threads) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
-            let inners: Vec<Inner<'_>> = shifts
-                .iter()
-                .map(|&s| {
-                    if jacobi {
-                        Inner::Diagonal {
-                            diag: &diag,
-                            shift: s,
-                        }
-                    } else {
-                        Inner::Identity
-                    }
-                })
-                .collect();
-            let eq = BlockEquations {
-                locked: &locked,
-                nl,
-                x: &x,
-                shifts: &shifts,
-                setups: &setups,
-                threads,
-                mass: None,
-            };
-            let mut t = vec![0.0; n * b];
-            let mut blk = BlockJdQmr::new(n, b);
-            let mut scratch = vec![0.0; n * (b + 1)];
-            let out = blk.solve(
-                &op,
-                &comm,
-                &BlockInner::from_inners(&inners),
-                &eq,
-                Lent {
-                    r: &mut r.clone(),
-                    t: &mut t,
-                    scratch: &mut scratch,
-                    at: n,
-                    spare: &mut vec![0.0; n * (b + 2)],
-                    spare_at: 2 * n,
-                },
-            );
-            for j in 0..b {
-                let mut one = CorrectionSolver::new(n, InnerSolver::Qmrs, nl + 1);
-                let e = Equation {
-                    x: &x[j * n..(j + 1) * n],
-                    r: &r[j * n..(j + 1) * n],
-                    shift: shifts[j],
-                    qmr: Some(QmrSetup { ..setups[j] }),
-                };
-                let mut tj = vec![0.0; n];
-                let inner = if jacobi {
-                    Inner::Diagonal {
-                        diag: &diag,
-                        shift: shifts[j],
-                    }
-                } else {
-                    Inner::Identity
-                };
-                let o = one.solve(
-                    &op,
-                    &comm,
-                    &locked,
-                    nl,
-                    inner,
-                    &e,
-                    &mut |_, _, _| true,
-                    &mut tj,
-                );
-                assert_eq!(
-                    o.steps, out.per_eq[j].steps,
-                    "jacobi {jacobi}, equation {j}"
-                );
-                let scale = dot(&tj, &tj).sqrt();
                 let err = tj
                     .iter()
-                    .zip(&t[j * n..(j + 1) * n])
+                    .zip(tcol)
                     .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 assert!(
                     err <= 1e-10 * scale,
-                    "jacobi {jacobi}, equation {j}: corrections differ by {err:e} (‖t‖ {scale:e})"
+                    "{case}: corrections differ by {err:e} (‖t‖ {scale:e})"
                 );
+                // The correction is (M-)orthogonal to Q = [X_locked, x_j].
+                let mq = (0..nl)
+                    .map(|l| &blocked[l * n..(l + 1) * n])
+                    .chain([&bx[j * n..(j + 1) * n]]);
+                for q in mq {
+                    assert!(dot(q, tcol).abs() <= 1e-12 * scale.max(1.0), "{case}");
+                }
             }
         }
     }

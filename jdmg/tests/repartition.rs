@@ -67,6 +67,15 @@ impl<C: Comm> Comm for SlowAfter<C> {
     }
 }
 
+/// Every test of this file holds this lock: they run 4 thread ranks on virtual
+/// clocks (thread CPU time × slowdown), whose rates swing when other multi-rank
+/// tests of the file share the two cores, so the file runs one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn params() -> JdParams {
     JdParams {
         nev: 4,
@@ -161,6 +170,7 @@ fn run_with(
 
 #[test]
 fn a_rank_slowed_mid_run_loses_rows_and_the_answer_holds() {
+    let _serial = one_at_a_time();
     let spec: GenSpec = "lap3d:15x16x17".parse().unwrap();
     let a = generate(&spec).unwrap();
     let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
@@ -249,6 +259,7 @@ fn a_rank_slowed_mid_run_loses_rows_and_the_answer_holds() {
 /// slows down, and two runs give bit-identical eigenvalues and counters.
 #[test]
 fn unbalanced_runs_never_repartition_and_are_bit_identical() {
+    let _serial = one_at_a_time();
     let a = generate(&"lap3d:12".parse::<GenSpec>().unwrap()).unwrap();
     let first = run(&a, Balance::None, 3, 60, true, true);
     let second = run(&a, Balance::None, 3, 60, true, true);
@@ -276,6 +287,7 @@ fn unbalanced_runs_never_repartition_and_are_bit_identical() {
 /// old overshoot (a quarter of the share).
 #[test]
 fn the_split_converges_to_the_speed_ratio_without_overshoot() {
+    let _serial = one_at_a_time();
     let a = generate(&"lap3d:15x16x17".parse::<GenSpec>().unwrap()).unwrap();
     let prm = JdParams {
         nev: 4,
@@ -369,6 +381,7 @@ fn the_split_converges_to_the_speed_ratio_without_overshoot() {
 /// became [1307, 65, 1296, 76] after three re-partitions).
 #[test]
 fn rows_that_follow_the_speeds_stay() {
+    let _serial = one_at_a_time();
     let a = generate(&"lap3d:14".parse::<GenSpec>().unwrap()).unwrap();
     let prm = JdParams {
         nev: 2,
