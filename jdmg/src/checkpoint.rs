@@ -583,7 +583,7 @@ impl Checkpoint {
     /// `n_global` on `nprocs` processes, this one being `rank` with `n_local`
     /// rows from `row_offset`, with `params`. Parameters that shape the
     /// state must be equal (nev, block and basis sizes, target, seed, locking,
-    /// inner solver, verification); the tolerance, the budgets, the inner step
+    /// inner solver, verification, extraction); the tolerance, the budgets, the inner step
     /// cap and the preconditioner may change.
     ///
     /// # Errors
@@ -631,6 +631,7 @@ impl Checkpoint {
         )?;
         differ("the convergence test", p.conv, params.conv)?;
         differ("anorm", p.anorm, params.anorm)?;
+        differ("the extraction", p.extraction, params.extraction)?;
         Ok(())
     }
 }

@@ -246,7 +246,9 @@ pub use multigrain::{
     fine_rank_keys, fine_world, groups_on, parse_groups, AlltoallScope, Balance, MultigrainParams,
     MultigrainStats,
 };
-pub use params::{ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify};
+pub use params::{
+    ConvTest, Extraction, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify,
+};
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
 pub use solution::{InnerStops, IterationEvent, Solution, Stats};

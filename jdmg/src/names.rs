@@ -1,7 +1,7 @@
 //! The names of the parameters' choices, as a command line or a config file
 //! gives them: the serde names (lowercase) of the unit variants of
-//! [`ConvTest`], [`PrecondChoice`], [`InnerSolver`], [`Verify`] and
-//! [`Balance`], with [`FromStr`] for each.
+//! [`ConvTest`], [`PrecondChoice`], [`InnerSolver`], [`Verify`],
+//! [`Extraction`] and [`Balance`], with [`FromStr`] for each.
 //!
 //! ```
 //! use jdmg::names::Named;
@@ -18,7 +18,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 use crate::multigrain::Balance;
-use crate::params::{ConvTest, InnerSolver, PrecondChoice, Verify};
+use crate::params::{ConvTest, Extraction, InnerSolver, PrecondChoice, Verify};
 
 /// An enumeration chosen by name.
 pub trait Named: Sized + Copy + 'static {
@@ -90,6 +90,7 @@ named!(PrecondChoice, "preconditioner" {
 named!(InnerSolver, "inner solver" { Auto = "auto", Bicgstab = "bicgstab", Qmrs = "qmrs" });
 named!(Verify, "verification" { Auto = "auto", Always = "always", Never = "never" });
 named!(Balance, "balancing" { None = "none", Fastest = "fastest", Slowest = "slowest" });
+named!(Extraction, "extraction" { Auto = "auto", Ritz = "ritz", Harmonic = "harmonic" });
 
 #[cfg(test)]
 mod tests {
@@ -112,6 +113,7 @@ mod tests {
         check::<InnerSolver>();
         check::<Verify>();
         check::<Balance>();
+        check::<Extraction>();
         let e = "x".parse::<Verify>().unwrap_err();
         assert_eq!(
             e.to_string(),

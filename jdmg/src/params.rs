@@ -124,6 +124,39 @@ pub enum PrecondChoice {
     Fsai,
 }
 
+/// How approximate eigenpairs are extracted from the search space V (the
+/// projection step of every outer iteration).
+///
+/// Standard Rayleigh-Ritz (Galerkin: Vᵀ(AV − θV)y = 0) converges well to
+/// extreme eigenvalues, but for interior ones it produces spurious Ritz values
+/// near σ (combinations of eigenvectors from both sides of σ) that the solver
+/// corrects for nothing. Harmonic Ritz extraction (Morgan 1991; Paige, Parlett
+/// and van der Vorst 1995; Sleijpen and van der Vorst 1996 §5, "harmonic Ritz
+/// values"; PRIMME's `primme_proj_harmonic`) imposes the Petrov-Galerkin
+/// condition W_σᵀ(AVy − θVy) = 0 with W_σ = (A − σI)V instead: its values are
+/// Ritz values of (A − σI)⁻¹ and approximate the eigenvalues closest to σ from
+/// the outside, so none of them is spurious near σ (see `jd/harmonic.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Extraction {
+    /// Harmonic for `Target::Closest(σ)` on a standard problem (no mass
+    /// matrix), standard Rayleigh-Ritz otherwise (extreme targets, generalized
+    /// problems K x = λ M x). The default. A harmonic solve whose best wanted
+    /// residual has not halved without a lock in 1000 outer iterations (and in
+    /// as many as it had run before) goes on with Rayleigh-Ritz (a safeguard; [`crate::Stats::harmonic_stalled_at`]).
+    /// [`crate::Stats::extraction`] records the one used (at the end).
+    #[default]
+    Auto,
+    /// Standard Rayleigh-Ritz: the eigenpairs of H = VᵀAV.
+    Ritz,
+    /// Harmonic Ritz extraction with respect to σ of `Target::Closest(σ)`; the
+    /// eigenvalue estimate of each harmonic vector Vy is its Rayleigh quotient.
+    /// Kept to the end (no stagnation fallback).
+    /// Needs `Target::Closest` and a standard problem: the solve fails with
+    /// `InvalidParams` for another target or with a mass matrix.
+    Harmonic,
+}
+
 /// Parameters of [`crate::solve`]. Every field has a documented default
 /// (`JdParams::default()`); [`JdParams::check`] checks what does not depend on
 /// the problem, the solvers the rest against the problem size.
@@ -214,6 +247,10 @@ pub struct JdParams {
     /// over the nonzeros. Default true; false skips it (the solver then assumes
     /// symmetry; operators given as a [`crate::Problem`] are never checked).
     pub check_symmetry: bool,
+    /// How eigenpairs are extracted from the basis. Default `Auto`: harmonic
+    /// Ritz for `Target::Closest(σ)` without a mass matrix, standard
+    /// Rayleigh-Ritz otherwise (see [`Extraction`]).
+    pub extraction: Extraction,
 }
 
 impl Default for JdParams {
@@ -242,6 +279,7 @@ impl Default for JdParams {
             threads: 1,
             verify: Verify::Auto,
             check_symmetry: true,
+            extraction: Extraction::Auto,
         }
     }
 }
@@ -312,7 +350,7 @@ impl JdParams {
     /// of the solvers but those against the dimension n): positive finite
     /// `tol` and `anorm`, a finite target σ and preconditioner shift, a
     /// finite `ilut_drop` ≥ 0, a time budget ≥ 0 (with BiCGSTAB), at least one
-    /// thread.
+    /// thread, `Extraction::Harmonic` only with `Target::Closest`.
     ///
     /// # Errors
     /// [`crate::JdError::InvalidParams`] naming the offending field.
@@ -359,6 +397,12 @@ impl JdParams {
                     format!("precond_shift must be finite, got {s}"),
                 );
             }
+        }
+        if self.extraction == Extraction::Harmonic && !matches!(self.target, Target::Closest(_)) {
+            return bad(
+                "extraction",
+                "harmonic extraction needs a target σ (Target::Closest)".into(),
+            );
         }
         if !(self.ilut_drop.is_finite() && self.ilut_drop >= 0.0) {
             return bad(

@@ -84,6 +84,14 @@ pub struct Stats {
     /// negative pivots, Sylvester's law); None when the factorization does not
     /// give it (LU) or without a spectral transformation.
     pub eigenvalues_below_shift: Option<usize>,
+    /// The extraction the solve used: `Ritz` or `Harmonic` (what
+    /// [`crate::params::Extraction::Auto`] chose; `Auto` only in a default value).
+    pub extraction: crate::params::Extraction,
+    /// The outer iteration at which `Extraction::Auto`'s harmonic extraction
+    /// stagnated (the best wanted residual not halved without a lock in 1000
+    /// outer iterations, and in as many as before) and the solve went on with Rayleigh-Ritz (`extraction` then says
+    /// `Ritz`); None when it did not.
+    pub harmonic_stalled_at: Option<usize>,
 }
 
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).

@@ -62,7 +62,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::JdError;
 use crate::jd::{local_rows, Observer, Problem, Spaces};
-use crate::params::{JdParams, PrecondChoice, Target};
+use crate::params::{Extraction, JdParams, PrecondChoice, Target};
 use crate::setup::{rows, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
 use crate::solver::Solver;
@@ -557,8 +557,9 @@ impl Operator for Sandwich<'_> {
 /// [`crate::solve_matrix_with`]). [`solve_shift_invert_on`] with no mass
 /// matrix and [`SelfComm`].
 ///
-/// `params.target`, `precond`, `precond_shift` and `anorm` are not used (the
-/// solver runs on B with [`Target::LargestMagnitude`], no preconditioner; `tol`
+/// `params.target`, `precond`, `precond_shift`, `anorm` and `extraction` are
+/// not used (the solver runs on B with [`Target::LargestMagnitude`], standard
+/// Rayleigh-Ritz extraction, no preconditioner; `tol`
 /// and `conv` apply to B's residuals ‖Bx − θx‖); `maxits` defaults to 0 (GD+k
 /// steps t = −r); every other parameter is used. The
 /// eigenvalues come ordered by distance to σ, with true residuals ‖Ax − λx‖;
@@ -708,6 +709,8 @@ pub fn solve_shift_invert_on<C: Comm>(
         // costs two solves (diag(1..1000), σ = 500.3, nev 4: 56 against 144
         // products with B).
         maxits: params.maxits.or(Some(0)),
+        // B's wanted eigenvalues are its extreme ones.
+        extraction: Extraction::Ritz,
         ..params.clone()
     };
     let range = kr.range.clone();

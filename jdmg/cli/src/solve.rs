@@ -15,8 +15,9 @@ use jdmg::checkpoint::set::{self, FileSink, ResumeError, StopWhen};
 use jdmg::names::{Named, UnknownName};
 use jdmg::report::{ResumedFrom, RunMode, SolveReport};
 use jdmg::{
-    Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
-    InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats, Target, Verify,
+    Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, Extraction,
+    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats,
+    Target, Verify,
 };
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};
@@ -127,6 +128,13 @@ pub struct SolveArgs {
     /// never.
     #[arg(long, value_parser = named::<Verify>())]
     pub verify: Option<Verify>,
+    /// How eigenpairs are extracted from the basis: auto (default: harmonic Ritz
+    /// for --target without a mass matrix, going on with Rayleigh-Ritz if it
+    /// stalls; Rayleigh-Ritz otherwise), ritz (standard Rayleigh-Ritz) or
+    /// harmonic (needs --target; interior eigenvalues without a
+    /// factorization). Not used with --st sinvert.
+    #[arg(long, value_parser = named::<Extraction>())]
+    pub extraction: Option<Extraction>,
     /// Matvec budget (all products, inner steps included; default 1e7). Checked
     /// once per outer iteration, before its correction equations: the total may
     /// exceed it by one outer iteration's products, up to block x (2 maxits + 1)
@@ -399,6 +407,9 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     }
     if let Some(v) = a.verify {
         p.verify = v;
+    }
+    if let Some(v) = a.extraction {
+        p.extraction = v;
     }
     if let Some(v) = a.inner_solver {
         p.inner_solver = v;

@@ -49,17 +49,21 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         if !self.scale_decided {
             self.decide_scale(b)?;
         }
-        // G = [V T]^T W_T, one global sum.
+        // G = [V T]^T W_T, one global sum (with harmonic extraction, the new
+        // columns of WᵀW in the same sum).
         let ld = m + b;
-        let mut gv = vec![0.0; m * b + b * b];
+        let hb = m * b + b * b;
+        let mut gv = vec![0.0; hb + self.gram_len(m, b)];
         {
-            let (a, c) = gv.split_at_mut(m * b);
+            let (a, c) = gv[..hb].split_at_mut(m * b);
             let wt = &self.w[m * n..(m + b) * n];
             gemm_tn(a, &self.v, n, m, wt, b, self.prm.threads);
             self.stats.basis_passes += 1;
             gemm_tn(c, &self.t, n, b, wt, b, self.prm.threads);
         }
+        self.gram_local(&mut gv[hb..], m, b);
         self.allreduce(&mut gv);
+        self.gram_store(&gv[hb..], m, b);
         let mut g = vec![0.0; ld * b];
         for j in 0..b {
             g[j * ld..j * ld + m].copy_from_slice(&gv[j * m..(j + 1) * m]);
@@ -95,7 +99,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// Replaces the basis by V·C (C: m×p with orthonormal columns), W by W·C and
-    /// H by CᵀHC.
+    /// H by CᵀHC (and G = WᵀW by CᵀGC with harmonic extraction).
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         gemm_nn_in_place(
@@ -139,6 +143,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
             }
         }
+        self.harmonic_transform(c, m, p);
         self.m = p;
     }
 
@@ -273,7 +278,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.prev_k = 0;
     }
 
-    /// Recomputes W = AV explicitly (removes drift of the recurrence).
+    /// Recomputes W = AV explicitly (removes drift of the recurrence), and
+    /// G = WᵀW with harmonic extraction.
     pub(super) fn refresh_w(&mut self) {
         let (n, m) = (self.n, self.m);
         if m == 0 {
@@ -284,15 +290,21 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.w = w;
         self.stats.basis_passes += 1;
         self.stats.matvecs += m as u64;
+        self.harmonic_rebuild();
     }
 
     /// Step (5), Rayleigh-Ritz: the eigenpairs of H in target order (Ritz values θ
     /// and their coefficient vectors Y, m×m column-major); updates the ‖A‖
-    /// estimate from the extreme |θ|.
+    /// estimate from the extreme |θ|. With harmonic extraction, the harmonic
+    /// pairs instead (`harmonic`: Rayleigh quotients and unit, non-orthogonal
+    /// coefficient vectors).
     ///
     /// # Errors
-    /// `NonFinite` when H holds NaN or Inf.
+    /// `NonFinite` when H (or G) holds NaN or Inf.
     pub(super) fn rayleigh_ritz(&mut self) -> Result<(Vec<f64>, Vec<f64>), JdError> {
+        if self.harm.is_some() {
+            return self.harmonic_ritz();
+        }
         let m = self.m;
         let hc = self.h_compact();
         let (theta_raw, y_raw) = sym_eig(&hc, m).ok_or(JdError::NonFinite("projected matrix H"))?;
