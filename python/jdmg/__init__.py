@@ -255,8 +255,9 @@ def eigsh(
         Symmetric positive definite mass matrix of the generalized problem
         A x = lambda M x (converted as A is). The eigenvectors returned are
         M-orthonormal (v.T @ M @ v = I). With M, ``sigma`` gives the
-        eigenvalues closest to sigma directly (no shift-and-invert, which
-        does not take M yet: ``which`` must then be 'LM'); ``Minv`` is not
+        eigenvalues closest to sigma (``which`` must then be 'LM'): by
+        shift-and-invert on a factorization of A - sigma M when A and M are
+        matrices, else directly (interior Jacobi-Davidson); ``Minv`` is not
         needed and ignored; ``OPinv`` is not taken.
     sigma : float, optional
         Find eigenvalues near sigma. With a matrix: shift-and-invert, a sparse
@@ -481,10 +482,14 @@ def eigsh(
 
     results = []
     if M is not None and (sigma is not None or which == "SM"):
-        # no shift-and-invert with M: the eigenvalues closest to sigma (or 0) directly
         if sigma is not None and which != "LM":
             raise ValueError(f"which={which!r} with sigma and M: only 'LM' (closest to sigma)")
-        results.append(run(k, {"closest": 0.0 if sigma is None else sigma}))
+        if sigma is not None and csr is not None and mass is not None:
+            # shift-and-invert on A - sigma M (the library maps back)
+            results.append(run(k, "largest_magnitude", shift_invert=sigma))
+        else:
+            # operators: the eigenvalues closest to sigma (or 0) directly
+            results.append(run(k, {"closest": 0.0 if sigma is None else sigma}))
     elif sigma is not None and which == "SM" and (OPinv is not None or csr is not None):
         # The smallest 1/|lambda - sigma|: the k eigenvalues farthest from sigma,
         # at the two ends of the spectrum; both ends of A, the k farthest kept.

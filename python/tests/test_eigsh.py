@@ -581,8 +581,16 @@ def test_generalized_sigma_gives_the_closest():
     a, m = fem_pair(100)
     ew = generalized_eigs(a, m)[0]
     sigma = float(np.median(ew)) + 0.01
-    w, v = jdmg.eigsh(a, k=3, M=m, sigma=sigma, maxits=20)
-    np.testing.assert_allclose(w, np.sort(ew[np.argsort(np.abs(ew - sigma))[:3]]), rtol=1e-8)
+    want = np.sort(ew[np.argsort(np.abs(ew - sigma))[:3]])
+    # matrices: shift-and-invert on A - sigma M (it counts the eigenvalues below sigma)
+    w, v, st = jdmg.eigsh(a, k=3, M=m, sigma=sigma, return_stats=True)
+    np.testing.assert_allclose(w, want, rtol=1e-8)
+    np.testing.assert_allclose(v.T @ (m @ v), np.eye(3), atol=1e-8)
+    r = a @ v - (m @ v) * w
+    assert np.linalg.norm(r, axis=0).max() <= 1e-6 * abs(w).max()
+    # operators: interior Jacobi-Davidson, the same eigenvalues
+    w2, _ = jdmg.eigsh(sla.aslinearoperator(a), k=3, M=sla.aslinearoperator(m), sigma=sigma, maxits=20)
+    np.testing.assert_allclose(w2, want, rtol=1e-8)
     with pytest.raises(ValueError):
         jdmg.eigsh(a, k=3, M=m, sigma=sigma, which="LA")
 
