@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use jdmg::Solution;
+use matrices::generate::{fem_pair, generalized_eigenvalues, GenSpec};
 use matrices::CsrMatrix;
 
 /// Largest true residual norm ‖A x_j − λ_j x_j‖ of the returned pairs.
@@ -86,4 +87,62 @@ pub fn planted(values: &[f64], scale: f64, rotations: &[(usize, usize, f64)]) ->
         }
     }
     a
+}
+
+/// A FEM stiffness/mass pair from its generator spec and its exact generalized
+/// eigenvalues.
+pub fn fem_pair_exact(spec: &str) -> (CsrMatrix, CsrMatrix, Vec<f64>) {
+    let s: GenSpec = spec.parse().unwrap();
+    let (k, m) = fem_pair(&s).unwrap();
+    (k, m, generalized_eigenvalues(&s).unwrap())
+}
+
+/// ‖A‖₁ (a bound of ‖A‖₂ for a symmetric A).
+pub fn norm1(a: &CsrMatrix) -> f64 {
+    let mut col = vec![0.0f64; a.ncols()];
+    for i in 0..a.nrows() {
+        let (c, v) = a.row(i);
+        for (&j, &x) in c.iter().zip(v) {
+            col[j as usize] += x.abs();
+        }
+    }
+    col.into_iter().fold(0.0, f64::max)
+}
+
+/// Backward errors ‖Kx − λMx‖/((‖K‖ + |λ|‖M‖)‖x‖) of the returned pairs and
+/// max |XᵀMX − I|, from the returned vectors.
+pub fn ghep_errors(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution) -> (Vec<f64>, f64) {
+    let n = k.nrows();
+    let p = sol.eigenvalues.len();
+    let (kn, mn) = (norm1(k), norm1(m));
+    let mut kx = vec![0.0; n];
+    let mut mx = vec![0.0; n * p];
+    let mut back = Vec::new();
+    for j in 0..p {
+        let x = sol.eigenvector(j);
+        k.mul_vec(x, &mut kx);
+        m.mul_vec(x, &mut mx[j * n..(j + 1) * n]);
+        let lam = sol.eigenvalues[j];
+        let r: f64 = kx
+            .iter()
+            .zip(&mx[j * n..(j + 1) * n])
+            .map(|(a, b)| (a - lam * b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let xn = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        back.push(r / ((kn + lam.abs() * mn) * xn));
+    }
+    let mut worst = 0.0f64;
+    for i in 0..p {
+        for j in 0..p {
+            let d: f64 = sol
+                .eigenvector(i)
+                .iter()
+                .zip(&mx[j * n..(j + 1) * n])
+                .map(|(a, b)| a * b)
+                .sum();
+            worst = worst.max((d - if i == j { 1.0 } else { 0.0 }).abs());
+        }
+    }
+    (back, worst)
 }
