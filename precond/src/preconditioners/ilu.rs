@@ -27,6 +27,10 @@ use crate::spmv::prefetch_stream;
 ///
 /// The factorizations write into this layout directly (no combined CSR copy of the
 /// factors, no shifted copy of `A`): 12 bytes per off-diagonal entry plus 24 per row.
+///
+/// For an exactly symmetric `A`, ILU(0) is stored as the incomplete `L D Lᵀ` it is
+/// (`L = (D⁻¹ U)ᵀ`, [`Ilu0`]): `U` and `D⁻¹` only, half the entries; the forward
+/// substitution then runs over `U`'s rows as columns of `L` (scatter form).
 #[derive(Debug, Clone, Default)]
 pub struct LuFactors {
     n: usize,
@@ -47,6 +51,8 @@ struct TriSolve {
     u_val: Vec<f64>,
     /// `1 / u_ii` (during a factorization, first the diagonal of `A − σI`).
     dinv: Vec<f64>,
+    /// `L = (D⁻¹ U)ᵀ` is implied: the `l_*` arrays are empty (symmetric ILU(0)).
+    sym: bool,
 }
 
 impl TriSolve {
@@ -59,8 +65,9 @@ impl TriSolve {
 
     /// The pattern of `A` with the diagonal added, and the values of `A − shift·I` with
     /// the diagonal then multiplied by `1 + diag_shift` (the values the factorizations
-    /// start from, bit for bit those of [`shifted_row`]). Arrays of exact size.
-    fn shifted_pattern(a: &CsrMatrix, shift: f64, diag_shift: f64) -> Self {
+    /// start from, bit for bit those of [`shifted_row`]). Arrays of exact size. With
+    /// `sym` the strictly lower part is not stored (`L` is implied by `U`).
+    fn shifted_pattern(a: &CsrMatrix, shift: f64, diag_shift: f64, sym: bool) -> Self {
         let n = a.nrows();
         let (mut nl, mut nu) = (0, 0);
         for i in 0..n {
@@ -70,6 +77,9 @@ impl TriSolve {
             nl += lo;
             nu += cols.len() - hi;
         }
+        if sym {
+            nl = 0;
+        }
         let mut t = TriSolve {
             l_ptr: Vec::with_capacity(n + 1),
             l_idx: Vec::with_capacity(nl),
@@ -78,6 +88,7 @@ impl TriSolve {
             u_idx: vec![0; nu],
             u_val: vec![0.0; nu],
             dinv: Vec::with_capacity(n),
+            sym,
         };
         t.l_ptr.push(0);
         t.u_ptr.push(0);
@@ -92,9 +103,11 @@ impl TriSolve {
             let lo = cols.partition_point(|&c| (c as usize) < i);
             let has_diag = cols.get(lo) == Some(&(i as u32));
             let hi = lo + usize::from(has_diag);
-            t.l_idx.extend_from_slice(&cols[..lo]);
-            t.l_val.extend_from_slice(&vals[..lo]);
-            t.l_ptr.push(t.l_idx.len());
+            if !sym {
+                t.l_idx.extend_from_slice(&cols[..lo]);
+                t.l_val.extend_from_slice(&vals[..lo]);
+                t.l_ptr.push(t.l_idx.len());
+            }
             let mut d = if has_diag { vals[lo] - shift } else { -shift };
             if diag_shift != 0.0 {
                 d *= 1.0 + diag_shift;
@@ -122,6 +135,29 @@ impl TriSolve {
             self.u_idx[r.clone()].reverse();
             self.u_val[r].reverse();
         }
+    }
+
+    /// Symmetric factors: [`PrecondError::PatternMismatch`] at the first entry of `a`
+    /// (same order) outside the stored pattern and its mirror image.
+    fn check_sym_pattern(&self, a: &CsrMatrix) -> Result<(), PrecondError> {
+        for i in 0..a.nrows() {
+            for &c in a.row(i).0 {
+                let (r, col) = (i.min(c as usize), i.max(c as usize) as u32);
+                if r != col as usize && self.u_idx[self.u_row(r)].binary_search(&col).is_err() {
+                    return Err(PrecondError::PatternMismatch {
+                        row: i,
+                        col: c as usize,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Factor entries one application streams: each triangle once, `U` twice when
+    /// it also stands for `L` (symmetric).
+    fn streamed(&self) -> usize {
+        self.l_idx.len() + self.u_idx.len() * if self.sym { 2 } else { 1 }
     }
 
     /// Checks the invariant the substitutions rely on: every index is < n.
@@ -161,7 +197,7 @@ impl LuFactors {
     pub fn solve(&self, r: &[f64], z: &mut [f64]) {
         assert_eq!(r.len(), self.n, "LuFactors::solve: r has wrong length");
         assert_eq!(z.len(), self.n, "LuFactors::solve: z has wrong length");
-        if self.tri.l_idx.len() + self.tri.u_idx.len() >= STREAM_ENTRIES {
+        if self.tri.streamed() >= STREAM_ENTRIES {
             self.solve_one::<true>(r, z)
         } else {
             self.solve_one::<false>(r, z)
@@ -174,18 +210,22 @@ impl LuFactors {
         let t = &self.tri;
         let mut prev = (u32::MAX, [0.0]);
         let mut pf = 0;
-        for i in 0..self.n {
-            let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
-            if PF {
-                prefetch_ahead(&t.l_idx, &t.l_val, lo, &mut pf);
+        if t.sym {
+            forward_sym::<1, PF>(t, self.n, [r], z);
+        } else {
+            for i in 0..self.n {
+                let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+                if PF {
+                    prefetch_ahead(&t.l_idx, &t.l_val, lo, &mut pf);
+                }
+                // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`)
+                // and z.len() == n (asserted above).
+                let d = unsafe {
+                    eliminate::<1, true>(&t.l_idx[lo..hi], &t.l_val[lo..hi], z, [r[i]], prev)
+                };
+                z[i] = d[0];
+                prev = (i as u32, d);
             }
-            // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`) and
-            // z.len() == n (asserted above).
-            let d = unsafe {
-                eliminate::<1, true>(&t.l_idx[lo..hi], &t.l_val[lo..hi], z, [r[i]], prev)
-            };
-            z[i] = d[0];
-            prev = (i as u32, d);
         }
         pf = 0;
         for q in 0..self.n {
@@ -259,7 +299,7 @@ impl ColumnGroup for LuGroup<'_> {
         } else {
             let t = &self.lu.tri;
             let xi = &mut self.xi[..n * K];
-            if t.l_idx.len() + t.u_idx.len() >= STREAM_ENTRIES {
+            if t.streamed() >= STREAM_ENTRIES {
                 substitute_il::<K, true>(t, n, r, z, xi);
             } else {
                 substitute_il::<K, false>(t, n, r, z, xi);
@@ -306,17 +346,22 @@ fn substitute_il<const K: usize, const PF: bool>(
     let rc: [&[f64]; K] = columns::<K>(r, n, 0);
     let mut prev = (u32::MAX, [0.0; K]);
     let mut pf = 0;
-    for i in 0..n {
-        let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
-        if PF {
-            prefetch_ahead(&t.l_idx, &t.l_val, lo, &mut pf);
+    if t.sym {
+        forward_sym::<K, PF>(t, n, rc, xi);
+    } else {
+        for i in 0..n {
+            let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+            if PF {
+                prefetch_ahead(&t.l_idx, &t.l_val, lo, &mut pf);
+            }
+            let rhs = std::array::from_fn(|j| rc[j][i]);
+            // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`) and
+            // xi.len() == n K (asserted above).
+            let d =
+                unsafe { eliminate::<K, true>(&t.l_idx[lo..hi], &t.l_val[lo..hi], xi, rhs, prev) };
+            xi[i * K..(i + 1) * K].copy_from_slice(&d);
+            prev = (i as u32, d);
         }
-        let rhs = std::array::from_fn(|j| rc[j][i]);
-        // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`) and
-        // xi.len() == n K (asserted above).
-        let d = unsafe { eliminate::<K, true>(&t.l_idx[lo..hi], &t.l_val[lo..hi], xi, rhs, prev) };
-        xi[i * K..(i + 1) * K].copy_from_slice(&d);
-        prev = (i as u32, d);
     }
     pf = 0;
     for q in 0..n {
@@ -338,6 +383,86 @@ fn substitute_il<const K: usize, const PF: bool>(
             z[j * n + i] = v[j];
         }
         prev = (i as u32, v);
+    }
+}
+
+/// Prefetches the factor stream walked backwards: entries down to `PREFETCH_AHEAD`
+/// below `lo`, 32 at a time; `next` is the lowest entry prefetched so far.
+#[inline(always)]
+fn prefetch_behind(idx: &[u32], val: &[f64], lo: usize, next: &mut usize) {
+    while *next > 0 && *next + PREFETCH_AHEAD > lo {
+        *next = next.saturating_sub(32);
+        prefetch_stream(idx, val, *next);
+    }
+}
+
+/// Forward substitution `L y = r` of a symmetric factorization (`L = (D⁻¹ U)ᵀ`, so
+/// `l_ci = u_ic / u_ii`) for `K` vectors, into the row-interleaved `xi` (`K = 1`: a
+/// plain vector): row `i` of `U` is column `i` of `L`, so once `y_i` is known its
+/// `w_i = y_i / u_ii` is scattered into the later rows (`xi_c −= u_ic w_i`). `xi` is
+/// filled from `r` only just ahead of the rows a scatter reaches (no separate copy
+/// pass). The entry next to the diagonal (`c = i + 1`) stays in registers for the
+/// next row, off the store-to-load round trip, as in [`eliminate`], as the multiplier
+/// `l_{i+1,i} = u_{i,i+1} / u_ii` (one multiply-add on the chain from row to row). The
+/// order of operations per vector does not depend on `K`.
+#[inline(always)]
+fn forward_sym<const K: usize, const PF: bool>(
+    t: &TriSolve,
+    n: usize,
+    rc: [&[f64]; K],
+    xi: &mut [f64],
+) {
+    assert_eq!(xi.len(), n * K, "ILU: scratch length");
+    assert!(rc.iter().all(|c| c.len() == n), "ILU: r has wrong length");
+    // Rows of `xi` from `init` on do not hold their `r` yet.
+    let mut init = 0;
+    let mut near = (u32::MAX, 0.0, [0.0; K]);
+    let mut pf = t.u_idx.len();
+    for i in 0..n {
+        let ur = t.u_row(i);
+        if PF {
+            prefetch_behind(&t.u_idx, &t.u_val, ur.start, &mut pf);
+        }
+        let (c, v) = (&t.u_idx[ur.clone()], &t.u_val[ur]);
+        let top = c.last().map_or(i, |&l| l as usize);
+        while init <= top {
+            // SAFETY: init ≤ top < n (factor indices are < n, checked by
+            // `TriSolve::check_indices`); every column of `rc` and `xi / K` have n rows.
+            unsafe {
+                let row = &mut *(xi.as_mut_ptr().add(init * K) as *mut [f64; K]);
+                for j in 0..K {
+                    row[j] = *rc[j].get_unchecked(init);
+                }
+            }
+            init += 1;
+        }
+        // SAFETY: i < n = xi.len() / K.
+        let yi = unsafe { &mut *(xi.as_mut_ptr().add(i * K) as *mut [f64; K]) };
+        let mut y = *yi;
+        if near.0 == i as u32 {
+            for (yj, wj) in y.iter_mut().zip(near.2) {
+                *yj -= near.1 * wj;
+            }
+            *yi = y;
+        }
+        let di = t.dinv[i];
+        let w: [f64; K] = std::array::from_fn(|j| y[j] * di);
+        let far = if c.first() == Some(&(i as u32 + 1)) {
+            // (u_{i,i+1} / u_ii)·y_i: one multiply-add on the chain to row i + 1.
+            near = (i as u32 + 1, v[0] * di, y);
+            1
+        } else {
+            near.0 = u32::MAX;
+            0
+        };
+        for (&cp, &vp) in c[far..].iter().zip(&v[far..]) {
+            // SAFETY: factor indices are < n (checked by `TriSolve::check_indices`) and
+            // xi.len() == n K (asserted above).
+            let x = unsafe { &mut *(xi.as_mut_ptr().add(cp as usize * K) as *mut [f64; K]) };
+            for j in 0..K {
+                x[j] -= vp * w[j];
+            }
+        }
     }
 }
 
@@ -493,10 +618,114 @@ fn ilu0_in_place(
     Ok(perturbed)
 }
 
+/// In-place ILU(0) of a symmetric `A − σI` as the incomplete `L D Lᵀ` it is (`U` only,
+/// `L = (D⁻¹ U)ᵀ`): [`ilu0_in_place`] with each multiplier `l_ik = u_ki / u_kk` read from
+/// the finished row `k` instead of being eliminated, and the updates of the `L` part
+/// skipped. `t` holds `U`'s pattern and values of `A − σI` with the diagonal in `dinv`
+/// ([`TriSolve::shifted_pattern`] with `sym`); the tiny-pivot threshold of row `i` uses
+/// `‖row_i(A − σI)‖_∞`, its lower part read from `a`. The columns of `U` are indexed in
+/// transient arrays (`n + 1` offsets and 12 bytes an entry); `pos` (all `usize::MAX`,
+/// length n) is restored on return. Returns the number of perturbed pivots.
+fn ildl0_in_place(
+    t: &mut TriSolve,
+    a: &CsrMatrix,
+    pivot_tol: f64,
+    pos: &mut [usize],
+) -> Result<usize, PrecondError> {
+    let n = t.dinv.len();
+    // Column i of U: the rows k < i holding u_ki (increasing) and the entries' places.
+    let mut cptr = vec![0usize; n + 1];
+    for &c in &t.u_idx {
+        cptr[c as usize + 1] += 1;
+    }
+    for i in 0..n {
+        cptr[i + 1] += cptr[i];
+    }
+    let mut crow = vec![0u32; t.u_idx.len()];
+    let mut cat = vec![0usize; t.u_idx.len()];
+    pos.copy_from_slice(&cptr[..n]);
+    for k in 0..n {
+        for q in t.u_row(k) {
+            let c = t.u_idx[q] as usize;
+            crow[pos[c]] = k as u32;
+            cat[pos[c]] = q;
+            pos[c] += 1;
+        }
+    }
+    pos.fill(usize::MAX);
+    let mut perturbed = 0;
+    for i in 0..n {
+        let ur = t.u_row(i);
+        let mut d = t.dinv[i];
+        let (cols, vals) = a.row(i);
+        let lo = cols.partition_point(|&c| (c as usize) < i);
+        let row_norm = vals[..lo]
+            .iter()
+            .chain(&t.u_val[ur.clone()])
+            .fold(d.abs(), |m, v| m.max(v.abs()));
+        for p in ur.clone() {
+            pos[t.u_idx[p] as usize] = p;
+        }
+        for s in cptr[i]..cptr[i + 1] {
+            let (k, q) = (crow[s] as usize, cat[s]);
+            let uki = t.u_val[q];
+            let lik = uki * t.dinv[k];
+            d -= lik * uki;
+            // The rest of row k lies right of column i (increasing columns).
+            for q2 in q + 1..t.u_row(k).end {
+                let pj = pos[t.u_idx[q2] as usize];
+                if pj != usize::MAX {
+                    t.u_val[pj] -= lik * t.u_val[q2];
+                }
+            }
+        }
+        for p in ur.clone() {
+            pos[t.u_idx[p] as usize] = usize::MAX;
+        }
+        let (u, replaced) = guard_pivot(d, row_norm, pivot_tol, i)?;
+        perturbed += usize::from(replaced);
+        t.dinv[i] = 1.0 / u;
+        if !t.u_val[ur].iter().all(|v| v.is_finite()) || !t.dinv[i].is_finite() {
+            return Err(PrecondError::FactorOverflow { row: i });
+        }
+    }
+    Ok(perturbed)
+}
+
+/// Whether `A = Aᵀ` entry for entry: the same pattern and the same values (`==`), which
+/// is what the symmetric storage of ILU(0) needs (a matrix symmetric only up to
+/// rounding is factored as a general one).
+fn is_exactly_symmetric(a: &CsrMatrix) -> bool {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return false;
+    }
+    let (mut lower, mut upper) = (0usize, 0usize);
+    for i in 0..n {
+        let (cols, vals) = a.row(i);
+        for (&c, &v) in cols.iter().zip(vals) {
+            let cu = c as usize;
+            if cu < i {
+                lower += 1;
+            } else if cu > i {
+                upper += 1;
+                let (tc, tv) = a.row(cu);
+                match tc.binary_search(&(i as u32)) {
+                    Ok(p) if tv[p] == v => {}
+                    _ => return false,
+                }
+            }
+        }
+    }
+    // Every upper entry has its mirror, so equal counts leave no lower entry without one.
+    lower == upper
+}
+
 /// ILU(0): incomplete LU of `A − σI` restricted to the pattern of `A` (plus the diagonal).
 ///
-/// For a symmetric `A` with positive pivots the factors satisfy `U = D Lᵀ`, so `M` is
-/// symmetric (usable in CG). The pattern is analysed once; [`Ilu0::refactor`] redoes only
+/// For an exactly symmetric `A` the factors satisfy `U = D Lᵀ`, so `M` is symmetric
+/// (usable in CG; definite when the pivots are positive), and only `U` and `D` are
+/// computed and stored: half the memory of the general factors (see [`LuFactors`]). The pattern is analysed once; [`Ilu0::refactor`] redoes only
 /// the numeric factorization (for a new shift or new values on the same pattern). The
 /// factors are the only storage kept: the work arrays of a refactorization are
 /// allocated by the first one and reused by the next.
@@ -526,7 +755,8 @@ impl Ilu0 {
     /// Factors `A − shift·I`.
     ///
     /// Memory: the factors (about `nnz(A)` off-diagonal entries of 12 bytes and 24 bytes
-    /// a row) and, while factoring, `n` indices; `A` is not copied.
+    /// a row; half the entries for an exactly symmetric `A`) and, while factoring, `n`
+    /// indices (symmetric: and 12 bytes per entry of `U`); `A` is not copied.
     ///
     /// # Errors
     /// [`PrecondError::NotSquare`], [`PrecondError::NonFinite`],
@@ -537,9 +767,39 @@ impl Ilu0 {
         check_pivot_tol(params.pivot_tol)?;
         check_nonneg("diag_shift", params.diag_shift)?;
         check_square_finite(a, shift)?;
-        let mut tri = TriSolve::shifted_pattern(a, shift, params.diag_shift);
+        Self::factor(a, shift, params, is_exactly_symmetric(a))
+    }
+
+    /// [`Ilu0::new`] in the general storage (`L` and `U`) even when `A` is symmetric:
+    /// twice the memory, the forward substitution in gather form.
+    ///
+    /// # Errors
+    /// As [`Ilu0::new`].
+    pub fn new_general(
+        a: &CsrMatrix,
+        shift: f64,
+        params: &PivotParams,
+    ) -> Result<Self, PrecondError> {
+        check_pivot_tol(params.pivot_tol)?;
+        check_nonneg("diag_shift", params.diag_shift)?;
+        check_square_finite(a, shift)?;
+        Self::factor(a, shift, params, false)
+    }
+
+    /// [`Ilu0::new`] after its checks, in the symmetric storage when `sym`.
+    fn factor(
+        a: &CsrMatrix,
+        shift: f64,
+        params: &PivotParams,
+        sym: bool,
+    ) -> Result<Self, PrecondError> {
+        let mut tri = TriSolve::shifted_pattern(a, shift, params.diag_shift, sym);
         let mut pos = vec![usize::MAX; a.nrows()];
-        let perturbed = ilu0_in_place(&mut tri, params.pivot_tol, &mut pos)?;
+        let perturbed = if sym {
+            ildl0_in_place(&mut tri, a, params.pivot_tol, &mut pos)?
+        } else {
+            ilu0_in_place(&mut tri, params.pivot_tol, &mut pos)?
+        };
         drop(pos);
         Ok(Self {
             lu: LuFactors::from_tri(tri),
@@ -554,7 +814,9 @@ impl Ilu0 {
     /// Numeric refactorization for `A − shift·I` (same `diag_shift`), where `A` has the same order and its
     /// pattern is contained in the stored one (typically the same matrix with a new
     /// shift). The first call allocates its work arrays (one more set of values and `n`
-    /// indices); later calls reuse them and do not allocate.
+    /// indices); later calls reuse them and do not allocate, except for the transient
+    /// column index of a symmetric factorization. Symmetric factors and an `A` that is
+    /// not exactly symmetric give a general factorization of `A`, as [`Ilu0::new`] does.
     ///
     /// # Errors
     /// [`PrecondError::SizeMismatch`], [`PrecondError::PatternMismatch`],
@@ -572,7 +834,17 @@ impl Ilu0 {
         if !shift.is_finite() {
             return Err(PrecondError::NonFiniteShift { shift });
         }
+        if self.lu.tri.sym && !is_exactly_symmetric(a) {
+            self.lu.tri.check_sym_pattern(a)?;
+            let params = PivotParams {
+                pivot_tol: self.pivot_tol,
+                diag_shift: self.diag_shift,
+            };
+            *self = Ilu0::new(a, shift, &params)?;
+            return Ok(());
+        }
         let t = &mut self.lu.tri;
+        let sym = t.sym;
         let w = self.work.get_or_insert_with(|| {
             Box::new(RefactorWork {
                 l_val: vec![0.0; t.l_val.len()],
@@ -584,7 +856,12 @@ impl Ilu0 {
         // The new values of A − σI go into the work arrays, swapped in for the
         // factorization and swapped back on error.
         for i in 0..n {
-            let (lo, hi) = (t.l_ptr[i], t.l_ptr[i + 1]);
+            // Symmetric: no L values (a lower entry mirrors an upper one, checked there).
+            let (lo, hi) = if sym {
+                (0, 0)
+            } else {
+                (t.l_ptr[i], t.l_ptr[i + 1])
+            };
             let ur = t.u_row(i);
             w.l_val[lo..hi].fill(0.0);
             w.u_val[ur.clone()].fill(0.0);
@@ -599,7 +876,9 @@ impl Ilu0 {
                     });
                 }
                 let cu = c as usize;
-                let found = if cu < i {
+                let found = if cu < i && sym {
+                    true
+                } else if cu < i {
                     while pl < hi && t.l_idx[pl] < c {
                         pl += 1;
                     }
@@ -633,7 +912,12 @@ impl Ilu0 {
             std::mem::swap(&mut t.dinv, &mut w.dinv);
         };
         swap(t, w);
-        match ilu0_in_place(t, self.pivot_tol, &mut w.pos) {
+        let done = if sym {
+            ildl0_in_place(t, a, self.pivot_tol, &mut w.pos)
+        } else {
+            ilu0_in_place(t, self.pivot_tol, &mut w.pos)
+        };
+        match done {
             Ok(perturbed) => {
                 self.shift = shift;
                 self.perturbed = perturbed;
@@ -717,6 +1001,7 @@ impl Ilut {
             u_idx: Vec::with_capacity(est),
             u_val: Vec::with_capacity(est),
             dinv: Vec::with_capacity(n),
+            sym: false,
         };
         t.l_ptr.push(0);
         t.u_ptr.push(0);
@@ -962,6 +1247,88 @@ mod tests {
         );
         m.refactor(&a, 0.25).unwrap();
         assert_eq!(m.factors().tri, before);
+    }
+
+    /// 2-D 5-point Laplacian on g × g (stored as `4 − 1` stencil rows).
+    fn lap2d(g: usize) -> CsrMatrix {
+        let mut t = Vec::new();
+        for i in 0..g {
+            for j in 0..g {
+                let r = i * g + j;
+                t.push((r, r, 4.0));
+                if i > 0 {
+                    t.push((r, r - g, -1.0));
+                    t.push((r - g, r, -1.0));
+                }
+                if j > 0 {
+                    t.push((r, r - 1, -1.0));
+                    t.push((r - 1, r, -1.0));
+                }
+            }
+        }
+        CsrMatrix::from_triplets(g * g, g * g, &t).unwrap()
+    }
+
+    #[test]
+    fn symmetric_storage_matches_the_general_factors() {
+        // A definite and an indefinite shift (negative pivots), and one that perturbs.
+        let a = lap2d(12);
+        let n = a.nrows();
+        for (shift, pivot_tol) in [(0.0, 1e-8), (1.3, 1e-8), (2.0, 0.3)] {
+            let p = PivotParams {
+                pivot_tol,
+                ..PivotParams::default()
+            };
+            let s = Ilu0::new(&a, shift, &p).unwrap();
+            let g = Ilu0::factor(&a, shift, &p, false).unwrap();
+            assert!(s.factors().tri.sym && !g.factors().tri.sym);
+            assert_eq!(s.perturbed_pivots(), g.perturbed_pivots());
+            // Half the off-diagonal entries.
+            assert_eq!(2 * (s.factors().nnz() - n), g.factors().nnz() - n);
+            for i in 0..n {
+                let (ps, pg) = (s.factors().pivot(i), g.factors().pivot(i));
+                assert!(
+                    (ps - pg).abs() <= 1e-13 * pg.abs(),
+                    "pivot {i}: {ps} vs {pg}"
+                );
+            }
+            // M⁻¹ r: the same to rounding; the blocked sweeps bitwise the single one.
+            let k = 5;
+            let r: Vec<f64> = (0..n * k).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
+            let (mut zs, mut zg) = (vec![0.0; n * k], vec![0.0; n * k]);
+            s.apply_block(&r, &mut zs, k);
+            g.apply_block(&r, &mut zg, k);
+            let scale = zg.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for (x, y) in zs.iter().zip(&zg) {
+                assert!((x - y).abs() <= 1e-11 * scale, "{x} vs {y}");
+            }
+            for j in 0..k {
+                let mut z1 = vec![0.0; n];
+                s.apply(&r[j * n..(j + 1) * n], &mut z1);
+                assert_eq!(z1, zs[j * n..(j + 1) * n]);
+            }
+        }
+    }
+
+    #[test]
+    fn symmetric_factors_fall_back_for_a_nonsymmetric_refactor() {
+        let a = lap2d(5);
+        let mut m = Ilu0::new(&a, 0.0, &PivotParams::default()).unwrap();
+        assert!(m.factors().tri.sym);
+        // A slightly non-symmetric matrix with the same pattern: general factors.
+        let mut t: Vec<(usize, usize, f64)> = Vec::new();
+        for i in 0..a.nrows() {
+            let (c, v) = a.row(i);
+            for (&c, &v) in c.iter().zip(v) {
+                let bump = if (c as usize) > i { 1e-3 } else { 0.0 };
+                t.push((i, c as usize, v + bump));
+            }
+        }
+        let b = CsrMatrix::from_triplets(a.nrows(), a.ncols(), &t).unwrap();
+        m.refactor(&b, 0.5).unwrap();
+        assert!(!m.factors().tri.sym);
+        let fresh = Ilu0::new(&b, 0.5, &PivotParams::default()).unwrap();
+        assert_eq!(m.factors().tri, fresh.factors().tri);
     }
 
     #[test]
