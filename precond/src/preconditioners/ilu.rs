@@ -1334,28 +1334,8 @@ mod tests {
     #[test]
     fn ilut_with_large_fill_is_exact() {
         // 2D 5-point Laplacian on 6x6: ILUT with fill >= bandwidth and tau = 0 is exact LU.
-        let g = 6;
-        let n = g * g;
-        let mut t = Vec::new();
-        for i in 0..g {
-            for j in 0..g {
-                let r = i * g + j;
-                t.push((r, r, 4.0));
-                if i > 0 {
-                    t.push((r, r - g, -1.0));
-                }
-                if i + 1 < g {
-                    t.push((r, r + g, -1.0));
-                }
-                if j > 0 {
-                    t.push((r, r - 1, -1.0));
-                }
-                if j + 1 < g {
-                    t.push((r, r + 1, -1.0));
-                }
-            }
-        }
-        let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+        let a = lap2d(6);
+        let n = a.nrows();
         let m = Ilut::new(
             &a,
             0.0,
