@@ -237,6 +237,9 @@ impl<G: Comm> Comm for WaitTimer<G> {
     fn set_slowdown(&self, factor: f64) -> bool {
         self.inner.set_slowdown(factor)
     }
+    fn charge(&self, seconds: f64) {
+        self.inner.charge(seconds)
+    }
     fn split(&self, color: usize, key: usize) -> Self {
         Self::new(self.timed(|c| c.split(color, key)))
     }

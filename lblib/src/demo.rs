@@ -49,6 +49,11 @@ pub struct AnnealParams {
     pub cooling: f64,
     /// Seed of the random streams (each rank derives its own). Default: 12345.
     pub seed: u64,
+    /// Seconds at nominal speed each operation charges to the clock
+    /// ([`Comm::charge`]): with [`crate::ClockMode::Manual`] the run is then
+    /// deterministic (times from counted operations, not measured). Default: 0
+    /// (measured clocks charge nothing).
+    pub op_seconds: f64,
 }
 
 impl Default for AnnealParams {
@@ -63,13 +68,15 @@ impl Default for AnnealParams {
             t_start: 10.0,
             cooling: 0.8,
             seed: 12345,
+            op_seconds: 0.0,
         }
     }
 }
 
 impl AnnealParams {
     /// Checks ranges: `phases ≥ 1`, `dim ≥ 1`, `sweeps_per_op ≥ 1`, positive finite
-    /// `ops_per_phase`, `first_section_ops ≥ 1`, `t_start > 0`, `0 < cooling ≤ 1`.
+    /// `ops_per_phase`, `first_section_ops ≥ 1`, `t_start > 0`, `0 < cooling ≤ 1`,
+    /// finite `op_seconds ≥ 0`.
     ///
     /// # Errors
     /// [`LbError::InvalidConfig`] naming the field.
@@ -109,6 +116,9 @@ impl AnnealParams {
         }
         if !(self.cooling > 0.0 && self.cooling <= 1.0) {
             return bad("cooling", self.cooling, "must be in (0, 1]");
+        }
+        if !(self.op_seconds.is_finite() && self.op_seconds >= 0.0) {
+            return bad("op_seconds", self.op_seconds, "must be finite and >= 0");
         }
         Ok(())
     }
@@ -243,12 +253,14 @@ pub fn run_anneal<C: Comm>(comm: C, params: &AnnealParams) -> Result<AnnealOutco
             lbs.section_start()?;
             while lbs.should_continue(ops, 1.0)? {
                 w.op(params.sweeps_per_op, temp, step);
+                traced.charge(params.op_seconds);
                 ops += 1.0;
             }
             lbs.section_end(ops)?;
         } else {
             while ops < params.ops_per_phase {
                 w.op(params.sweeps_per_op, temp, step);
+                traced.charge(params.op_seconds);
                 ops += 1.0;
             }
         }

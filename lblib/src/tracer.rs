@@ -413,6 +413,9 @@ impl<C: Comm> Comm for Traced<C> {
     fn set_slowdown(&self, factor: f64) -> bool {
         self.inner().set_slowdown(factor)
     }
+    fn charge(&self, seconds: f64) {
+        self.inner().charge(seconds)
+    }
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self.trace(SPLIT, |c| c.split(color, key));
         Traced::new(sub)

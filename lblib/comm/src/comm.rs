@@ -77,6 +77,13 @@ pub trait Comm {
     fn set_slowdown(&self, _factor: f64) -> bool {
         false
     }
+    /// Charges `seconds` of computation at nominal speed to this process's clock
+    /// when the clock does not measure computation itself
+    /// ([`crate::ClockMode::Manual`]; the slowdown applies): deterministic runs of
+    /// load-balanced code, which charges each operation it counts. A no-op on
+    /// measuring clocks (the default; [`crate::ThreadComm`] implements it, the
+    /// wrappers forward).
+    fn charge(&self, _seconds: f64) {}
     /// Gathers variable-length pieces on `root` only (`MPI_Gatherv`): rank r
     /// contributes its `send` of `counts[r]` values, stored consecutively in
     /// rank order in `recv` of `root` (at least Σ counts long); the other

@@ -80,6 +80,9 @@ impl<C: Comm> Comm for Delayed<C> {
     fn set_slowdown(&self, factor: f64) -> bool {
         self.inner.set_slowdown(factor)
     }
+    fn charge(&self, seconds: f64) {
+        self.inner.charge(seconds)
+    }
     /// Sub-communicators stay behind the link.
     fn split(&self, color: usize, key: usize) -> Self {
         self.wait();

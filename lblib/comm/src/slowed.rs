@@ -141,6 +141,9 @@ impl<C: Comm> Comm for Slowed<C> {
         self.inner.wtime()
     }
     crate::forward_collectives!(collective);
+    fn charge(&self, seconds: f64) {
+        self.inner.charge(seconds)
+    }
     /// The sub-communicator shares this process's slowdown and pending CPU time.
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self.collective(|c| c.split(color, key));

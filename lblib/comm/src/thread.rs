@@ -592,6 +592,14 @@ impl Comm for ThreadComm {
         true
     }
 
+    /// [`ThreadComm::advance`] under [`ClockMode::Manual`]; the other modes
+    /// measure the computation themselves.
+    fn charge(&self, seconds: f64) {
+        if self.group.run.mode == ClockMode::Manual {
+            self.advance(seconds);
+        }
+    }
+
     fn rank(&self) -> usize {
         self.rank
     }

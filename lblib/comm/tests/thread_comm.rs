@@ -176,6 +176,31 @@ fn split_by_color_orders_by_key_and_nests() {
 }
 
 #[test]
+fn charge_moves_only_the_manual_clock() {
+    // Manual: the charge times the slowdown; through a wrapper too.
+    let out = ThreadComm::run_with(
+        ThreadConfig::with_slowdowns(&[1.0, 2.0], ClockMode::Manual),
+        |c| {
+            // A sub-communicator shares the rank's clock.
+            let d = lbcomm::Delayed::new(c.split(0, c.rank()), 0.0);
+            c.charge(1.5);
+            d.charge(0.5);
+            c.wtime()
+        },
+    );
+    assert_eq!(out, vec![2.0, 4.0]);
+    // Virtual: the clock measures CPU time; a charge adds nothing to it.
+    let out = ThreadComm::run_with(
+        ThreadConfig::with_slowdowns(&[1.0], ClockMode::Virtual),
+        |c| {
+            c.charge(100.0);
+            c.wtime()
+        },
+    );
+    assert!(out[0] < 50.0, "{}", out[0]);
+}
+
+#[test]
 fn manual_clock_is_exact_and_collectives_take_the_max() {
     let cfg = ThreadConfig {
         latency: 0.25,
