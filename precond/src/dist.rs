@@ -83,6 +83,14 @@ struct Scratch {
     recv_counts: Vec<usize>,
 }
 
+/// Nominal seconds per stored nonzero and vector that [`DistCsrOperator::apply_block`]
+/// charges to its communicator's clock ([`Comm::charge`]): a no-op on measuring clocks
+/// (MPI, and threads on CPU time); on manual clocks (`lbcomm::ClockMode::Manual`)
+/// the products alone set the time, times the rank's slowdown, so that load-balancing
+/// tests do not depend on the machine's load. 1 ns is about one core's rate on a
+/// 7-point stencil.
+pub const CHARGE_PER_NONZERO: f64 = 1e-9;
+
 /// One rank's part of a distributed square sparse matrix as an [`Operator`] on the
 /// rank's owned rows (local vector length `partition.len(rank)`).
 pub struct DistCsrOperator<'a, C: Comm + ?Sized> {
@@ -246,6 +254,8 @@ impl<C: Comm + ?Sized> Operator for DistCsrOperator<'_, C> {
         assert_eq!(y.len(), n * k, "DistCsrOperator: y length");
         let np = self.comm.size();
         let ng = self.plan.nghost();
+        let nnz = self.a_oo.nnz() + self.a_og.nnz();
+        self.comm.charge(CHARGE_PER_NONZERO * (nnz * k) as f64);
         let mut guard = self.scratch.borrow_mut();
         let s = &mut *guard;
         let ns = self.plan.send_indices().len();
