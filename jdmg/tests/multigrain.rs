@@ -1,6 +1,9 @@
 //! Multigrain JD (McCombs et al. §6–7) on the thread backend with injected per-rank
-//! slowdowns (virtual clocks): balanced JDmg returns the fine-grain eigenvalues, and
-//! its tracer-measured %imbalance is below 10% where the unbalanced run's is above 30%.
+//! slowdowns: balanced JDmg returns the fine-grain eigenvalues, and its
+//! tracer-measured %imbalance is 3.3 % where the unbalanced run's is the model's
+//! 37.5 %. The clocks are manual: the products charge their nonzeros
+//! (`precond::dist::CHARGE_PER_NONZERO`, times the slowdown), so the figures do not
+//! depend on the machine's load.
 
 use jdmg::{
     fine_rank_keys, solve_distributed, solve_multigrain, AlltoallScope, Balance, InnerStop,
@@ -20,7 +23,7 @@ fn run(balance: Balance, slowdowns: &[f64], params: &JdParams) -> Vec<RankResult
 }
 
 /// Balanced or not multigrain of lap3d:14 in equal groups of 2 on thread ranks
-/// with virtual-clock `slowdowns`; per rank: eigenvalues, %imbalance, stats.
+/// with manual-clock `slowdowns`; per rank: eigenvalues, %imbalance, stats.
 fn run_stats(
     balance: Balance,
     slowdowns: &[f64],
@@ -28,7 +31,7 @@ fn run_stats(
 ) -> Vec<(Vec<f64>, f64, MultigrainStats)> {
     let spec: GenSpec = "lap3d:14".parse().unwrap();
     let a = generate(&spec).unwrap();
-    let cfg = ThreadConfig::with_slowdowns(slowdowns, ClockMode::Virtual);
+    let cfg = ThreadConfig::with_slowdowns(slowdowns, ClockMode::Manual);
     let groups = jdmg::parse_groups("equal", slowdowns.len(), 2).unwrap();
     let keys = fine_rank_keys(&groups, true);
     ThreadComm::run_with(cfg, |comm| {
@@ -99,8 +102,13 @@ fn balanced_multigrain_matches_fine_grain_and_removes_imbalance() {
     }
     let imb_u = unbalanced[0].1;
     let imb_b = balanced[0].1;
-    assert!(imb_u > 30.0, "unbalanced imbalance {imb_u:.2}%");
-    assert!(imb_b < 10.0, "balanced imbalance {imb_b:.2}%");
+    // Unbalanced, every phase waits for the 4× slower group: 1 − mean/max of
+    // 1, 1, 4, 4 is 37.5 %.
+    assert!(
+        (imb_u - 37.5).abs() < 0.01,
+        "unbalanced imbalance {imb_u:.2}%"
+    );
+    assert!(imb_b < 5.0, "balanced imbalance {imb_b:.2}%");
     // Balanced: the fast group does more inner steps than the slow one.
     let st = &balanced[0].2;
     assert!(st[0] > 2 * st[1], "group steps {st:?}");
@@ -423,7 +431,7 @@ fn a_stop_on_one_rank_stops_every_rank_of_a_multigrain_solve() {
     };
     let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
     let keys = fine_rank_keys(&groups, true);
-    let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0, 2.0, 2.0], ClockMode::Virtual);
+    let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0, 2.0, 2.0], ClockMode::Manual);
     let out = ThreadComm::run_with(cfg, |comm| {
         let world = comm.split(0, keys[comm.rank()]);
         let mg = MultigrainParams {
