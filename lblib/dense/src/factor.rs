@@ -664,6 +664,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                     &mut perm_inv,
                     par,
                 );
+                comm.charge(CHARGE_PER_FLOP * kind.panel_flops(prows, w));
             } else {
                 panel.clear();
                 panel.resize(geo.buffer_len(), 0.0);
@@ -744,6 +745,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             if me == next_home {
                 // Block k+1 is the first local block after k.
                 step.update_block(&mut loc, t0, &mut mem);
+                comm.charge(CHARGE_PER_FLOP * kind.update_flops(n - c0, w, loc.cols(t0).len()));
                 if timed {
                     updates.1 += comm.wtime() - start;
                 }
@@ -758,6 +760,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                     &mut perm_inv,
                     par,
                 );
+                comm.charge(CHARGE_PER_FLOP * kind.panel_flops(g1.prows, g1.w));
                 let last = next.len() - 1;
                 next[last] = comm.wtime() - start;
             } else {
@@ -765,6 +768,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
                 next.resize(g1.buffer_len(), 0.0);
                 while ta < loc.blocks.len() && comm.wtime() - start < lead[next_home] {
                     step.update_block(&mut loc, ta, &mut mem);
+                    comm.charge(CHARGE_PER_FLOP * kind.update_flops(n - c0, w, loc.cols(ta).len()));
                     ta += 1;
                 }
                 if timed {
@@ -802,6 +806,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             let trailing = all.submatrix_mut(c0, off, n - c0, tcols);
             let stack = MemStack::new(&mut mem);
             update_columns(kind, trailing, pref, tref, w, par, stack);
+            comm.charge(CHARGE_PER_FLOP * kind.update_flops(n - c0, w, tcols));
         }
         if let Some(pd) = pending.as_mut() {
             let rows = n - pd.row0;
@@ -812,6 +817,7 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
             let cols = m.subrows_mut(c0 - pd.row0, n - c0);
             let stack = MemStack::new(&mut mem);
             update_columns(kind, cols, pref, tref, w, par, stack);
+            comm.charge(CHARGE_PER_FLOP * kind.update_flops(n - c0, w, pd.width));
         }
         updates.1 += clock() - t_update;
         let updated_cols = loc.ncols() - loc.offs[t0] + pending.as_ref().map_or(0, |pd| pd.width);
@@ -859,7 +865,25 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
     })
 }
 
+/// Nominal seconds per flop that the distributed factorizations charge to their
+/// communicator's clock after each panel factorization and each update
+/// ([`lbcomm::Comm::charge`]): a no-op on measuring clocks; on manual clocks
+/// (`lbcomm::ClockMode::Manual`) the flops alone set the time, times the rank's
+/// slowdown, so that tests of layouts and re-planning do not depend on the
+/// machine's load. 0.1 ns: 10 Gflop/s.
+pub const CHARGE_PER_FLOP: f64 = 1e-10;
+
 impl Factorization {
+    /// Flops of factoring a panel of `rows` rows and `w` columns (leading term:
+    /// LU `rows w²`, QR `2 rows w²`).
+    fn panel_flops(self, rows: usize, w: usize) -> f64 {
+        let per = match self {
+            Factorization::Lu => 1.0,
+            Factorization::Qr => 2.0,
+        };
+        per * rows as f64 * (w * w) as f64
+    }
+
     /// Flops of updating `cols` columns with a panel of `w` columns and `rows`
     /// rows (LU: TRSM and GEMM, `2 rows w cols`; QR: the WY update,
     /// `4 rows w cols`).
