@@ -139,6 +139,10 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
         let lhs = MatRef::from_column_major_slice(&self.a, m, b);
         let rhs = MatRef::from_column_major_slice(&self.u, b, b);
         matmul(dst, Accum::Add, lhs, rhs, -1.0, self.par);
+        let flops = 2.0 * m as f64 * (b * b) as f64;
+        self.lbs
+            .comm()
+            .charge(crate::factor::CHARGE_PER_FLOP * flops);
     }
 
     /// Runs one flexible section of updates on every rank and gathers the rates
