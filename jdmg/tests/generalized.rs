@@ -159,15 +159,9 @@ fn fine_grain_on_two_ranks() {
 #[test]
 fn lund_against_dense_lapack() {
     // skipped (with a line on stderr) without the real matrices
-    let Some(dir) = matrices::shared::test_dir() else {
+    let Some((k, m)) = common::lund_pair() else {
         return;
     };
-    let read = |name: &str| {
-        matrices::mm::read_matrix_market(dir.join(format!("{name}.mtx")))
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-            .matrix
-    };
-    let (k, m) = (read("lund_a"), read("lund_b"));
     let smallest = [
         208.23664951572565,
         574.2561377081882,

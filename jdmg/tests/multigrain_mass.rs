@@ -8,48 +8,14 @@
 use jdmg::prelude::*;
 use jdmg::{Balance, MultigrainParams};
 use lblib::{Comm, ThreadComm};
-use matrices::generate::{fem_pair, generalized_eigenvalues, GenSpec};
+mod common;
 
-fn pair(spec: &str) -> (CsrMatrix, CsrMatrix, Vec<f64>) {
-    let s: GenSpec = spec.parse().unwrap();
-    let (k, m) = fem_pair(&s).unwrap();
-    (k, m, generalized_eigenvalues(&s).unwrap())
-}
+use common::fem_pair_exact as pair;
 
 /// max over pairs of ‖Kx − λMx‖/(|λ|·‖x‖) and max |XᵀMX − I|, whole vectors.
 fn errors(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution) -> (f64, f64) {
-    let n = k.nrows();
-    let p = sol.eigenvalues.len();
-    let mut kx = vec![0.0; n];
-    let mut mx = vec![0.0; n * p];
-    let mut worst_r = 0.0f64;
-    for j in 0..p {
-        let x = sol.eigenvector(j);
-        k.mul_vec(x, &mut kx);
-        m.mul_vec(x, &mut mx[j * n..(j + 1) * n]);
-        let lam = sol.eigenvalues[j];
-        let r: f64 = kx
-            .iter()
-            .zip(&mx[j * n..(j + 1) * n])
-            .map(|(a, b)| (a - lam * b).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let xn = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        worst_r = worst_r.max(r / (lam.abs() * xn));
-    }
-    let mut worst_o = 0.0f64;
-    for i in 0..p {
-        for j in 0..p {
-            let d: f64 = sol
-                .eigenvector(i)
-                .iter()
-                .zip(&mx[j * n..(j + 1) * n])
-                .map(|(a, b)| a * b)
-                .sum();
-            worst_o = worst_o.max((d - if i == j { 1.0 } else { 0.0 }).abs());
-        }
-    }
-    (worst_r, worst_o)
+    let (r, o) = common::ghep_residuals(k, m, sol, f64::abs);
+    (r.into_iter().fold(0.0, f64::max), o)
 }
 
 /// Solve groups on `ranks` thread ranks in `groups` equal groups (hierarchical

@@ -190,15 +190,9 @@ fn dense_generalized(k: &CsrMatrix, m: &CsrMatrix) -> Vec<f64> {
 #[test]
 fn lund_interior_against_dense_reference() {
     // skipped (with a line on stderr) without the real matrices
-    let Some(dir) = matrices::shared::test_dir() else {
+    let Some((k, m)) = common::lund_pair() else {
         return;
     };
-    let read = |name: &str| {
-        matrices::mm::read_matrix_market(dir.join(format!("{name}.mtx")))
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-            .matrix
-    };
-    let (k, m) = (read("lund_a"), read("lund_b"));
     let ex = dense_generalized(&k, &m);
     // the smallest agree with the stored LAPACK (dsygvd) figures
     assert!((ex[0] - 208.23664951572565).abs() < 1e-8 * 208.0);

@@ -97,6 +97,18 @@ pub fn fem_pair_exact(spec: &str) -> (CsrMatrix, CsrMatrix, Vec<f64>) {
     (k, m, generalized_eigenvalues(&s).unwrap())
 }
 
+/// lund_a and lund_b (K and M of the Harwell-Boeing LUND pencil) from the shared
+/// matrices; `None` (with a line on stderr) without them.
+pub fn lund_pair() -> Option<(CsrMatrix, CsrMatrix)> {
+    let dir = matrices::shared::test_dir()?;
+    let read = |name: &str| {
+        matrices::mm::read_matrix_market(dir.join(format!("{name}.mtx")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .matrix
+    };
+    Some((read("lund_a"), read("lund_b")))
+}
+
 /// ‖A‖₁ (a bound of ‖A‖₂ for a symmetric A).
 pub fn norm1(a: &CsrMatrix) -> f64 {
     let mut col = vec![0.0f64; a.ncols()];
@@ -112,9 +124,20 @@ pub fn norm1(a: &CsrMatrix) -> f64 {
 /// Backward errors ‖Kx − λMx‖/((‖K‖ + |λ|‖M‖)‖x‖) of the returned pairs and
 /// max |XᵀMX − I|, from the returned vectors.
 pub fn ghep_errors(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution) -> (Vec<f64>, f64) {
+    let (kn, mn) = (norm1(k), norm1(m));
+    ghep_residuals(k, m, sol, |lam| kn + lam.abs() * mn)
+}
+
+/// ‖Kx − λMx‖/(scale(λ)·‖x‖) of the returned pairs and max |XᵀMX − I|, from the
+/// returned vectors.
+pub fn ghep_residuals(
+    k: &CsrMatrix,
+    m: &CsrMatrix,
+    sol: &Solution,
+    scale: impl Fn(f64) -> f64,
+) -> (Vec<f64>, f64) {
     let n = k.nrows();
     let p = sol.eigenvalues.len();
-    let (kn, mn) = (norm1(k), norm1(m));
     let mut kx = vec![0.0; n];
     let mut mx = vec![0.0; n * p];
     let mut back = Vec::new();
@@ -130,7 +153,7 @@ pub fn ghep_errors(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution) -> (Vec<f64>, f
             .sum::<f64>()
             .sqrt();
         let xn = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        back.push(r / ((kn + lam.abs() * mn) * xn));
+        back.push(r / (scale(lam) * xn));
     }
     let mut worst = 0.0f64;
     for i in 0..p {

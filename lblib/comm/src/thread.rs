@@ -559,6 +559,24 @@ impl ThreadComm {
     }
 }
 
+/// The ranks' `f` slots, in rank order, into `recv` (`counts[r]` values from rank
+/// r, checked; `what` names the collective in the panic).
+fn concat_slots(slots: &[Mutex<Slot>], counts: &[usize], recv: &mut [f64], what: &str) {
+    let mut off = 0;
+    for (r, slot) in slots.iter().enumerate() {
+        let s = lock(slot);
+        assert_eq!(
+            s.f.len(),
+            counts[r],
+            "{what}: rank {r} sent {} values, counts say {}",
+            s.f.len(),
+            counts[r]
+        );
+        recv[off..off + counts[r]].copy_from_slice(&s.f);
+        off += counts[r];
+    }
+}
+
 fn fill_f(dst: &mut Vec<f64>, src: &[f64]) {
     dst.clear();
     dst.extend_from_slice(src);
@@ -728,19 +746,7 @@ impl Comm for ThreadComm {
             recv,
             |s, _| fill_f(&mut s.f, send),
             |slots, recv| {
-                let mut off = 0;
-                for (r, slot) in slots.iter().enumerate() {
-                    let s = lock(slot);
-                    assert_eq!(
-                        s.f.len(),
-                        counts[r],
-                        "all_gather_v: rank {r} sent {} values, counts say {}",
-                        s.f.len(),
-                        counts[r]
-                    );
-                    recv[off..off + counts[r]].copy_from_slice(&s.f);
-                    off += counts[r];
-                }
+                concat_slots(slots, counts, recv, "all_gather_v");
             },
         );
     }
@@ -873,19 +879,7 @@ impl Comm for ThreadComm {
                 if me != root {
                     return;
                 }
-                let mut off = 0;
-                for (r, slot) in slots.iter().enumerate() {
-                    let s = lock(slot);
-                    assert_eq!(
-                        s.f.len(),
-                        counts[r],
-                        "gather_v: rank {r} sent {} values, counts say {}",
-                        s.f.len(),
-                        counts[r]
-                    );
-                    recv[off..off + counts[r]].copy_from_slice(&s.f);
-                    off += counts[r];
-                }
+                concat_slots(slots, counts, recv, "gather_v");
             },
         );
     }
