@@ -432,6 +432,23 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
     Ok(p)
 }
 
+/// [`load`] and the mass matrix of `--mass` / `--mass-generate` (None without),
+/// with the source line naming both.
+fn load_pencil(a: &SolveArgs) -> Result<(CsrMatrix, Option<CsrMatrix>, String), Fail> {
+    let (m, source) = load(a)?;
+    let mass = crate::mass::load(
+        a.mass.as_deref(),
+        a.mass_generate,
+        a.generate.as_deref(),
+        &m,
+        !a.no_symmetry_check,
+    )?;
+    Ok(match mass {
+        Some((mm, ms)) => (m, Some(mm), format!("{source} with mass {ms}")),
+        None => (m, None, source),
+    })
+}
+
 /// Reads or generates the matrix; a generated one is refused before
 /// allocation when it does not fit in memory (a file is checked by the
 /// reader itself).
@@ -866,19 +883,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
-    let (m, source) = load(a)?;
-    let mass = crate::mass::load(
-        a.mass.as_deref(),
-        a.mass_generate,
-        a.generate.as_deref(),
-        &m,
-        !a.no_symmetry_check,
-    )?;
-    let source = match &mass {
-        Some((_, ms)) => format!("{source} with mass {ms}"),
-        None => source,
-    };
-    let mass = mass.map(|(mm, _)| mm);
+    let (m, mass, source) = load_pencil(a)?;
     check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -1427,19 +1432,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             checkpoints,
             params,
         )?;
-        let (m, source) = load(a)?;
-        let mass = crate::mass::load(
-            a.mass.as_deref(),
-            a.mass_generate,
-            a.generate.as_deref(),
-            &m,
-            !a.no_symmetry_check,
-        )?;
-        let source = match &mass {
-            Some((_, ms)) => format!("{source} with mass {ms}"),
-            None => source,
-        };
-        let mass = mass.map(|(mm, _)| mm);
+        let (m, mass, source) = load_pencil(a)?;
         check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
