@@ -617,9 +617,20 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             }
             // (5) Rayleigh-Ritz.
             let m = self.m;
-            let (theta, mut y) = self.rayleigh_ritz()?;
+            let (theta, y) = self.rayleigh_ritz()?;
             self.stats.outer_iterations += 1;
             let basis_full = self.nproj() + m >= self.pb.n_global;
+            // A full basis restarts first (`restart_first`): the kept Ritz
+            // vectors are then the basis's first columns, so that X, R and ‖R‖
+            // come from those columns instead of a pass over all of V and W.
+            let early = self.restart_first(m, basis_full);
+            let (m, mut y, limit) = if early {
+                self.restart(&y, m);
+                // the kept Ritz vectors, fewer when the basis is tiny
+                (self.m, identity(self.m), self.sz.restart.min(m).min(self.m))
+            } else {
+                (m, y, m)
+            };
             // (6)-(7) residuals of targeted pairs, in batches, with locking.
             let remaining = self.goal.saturating_sub(self.nl());
             let mut sel: Vec<Sel> = Vec::new();
@@ -628,11 +639,11 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let mut in_order = true;
             let mut pos = 0;
             let mut ritz_seen: Vec<(f64, f64)> = Vec::new();
-            while sel.len() < k && pos < m {
+            while sel.len() < k && pos < limit {
                 let cnt = (k - sel.len())
-                    .min(m - pos)
+                    .min(limit - pos)
                     .max(if pos < remaining { 1 } else { 0 });
-                let cnt = cnt.max(1).min(m - pos);
+                let cnt = cnt.max(1).min(limit - pos);
                 let ycols = &y[pos * m..(pos + cnt) * m];
                 // cnt ≤ k − s0: the batch fits after the pairs selected so far.
                 let s0 = sel.len();
@@ -665,20 +676,30 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 } else {
                     let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
                     let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
-                    // X = V Y, R = W Y − X Θ and ‖R‖ in one pass over V and W.
+                    // X = V Y, R = W Y − X Θ and ‖R‖ in one pass over V and W
+                    // (after an early restart, over their columns pos..pos+cnt).
+                    let unit;
+                    let (cols, yc, from): (usize, &[f64], usize) = if early {
+                        unit = identity(cnt);
+                        (cnt, &unit, pos * n)
+                    } else {
+                        (m, ycols, 0)
+                    };
                     crate::tall_skinny::ritz_residuals(
                         xb,
                         rb,
                         &mut nrm,
-                        &self.v,
-                        &self.w,
+                        &self.v[from..],
+                        &self.w[from..],
                         n,
-                        m,
-                        ycols,
+                        cols,
+                        yc,
                         &theta[pos..pos + cnt],
                         self.prm.threads,
                     );
-                    self.stats.basis_passes += 2;
+                    if !early {
+                        self.stats.basis_passes += 2;
+                    }
                 }
                 if self.ndefl > 0 {
                     self.deflate_residuals(&mut rsel[s0 * n..(s0 + cnt) * n], &mut nrm[..cnt]);

@@ -99,31 +99,25 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// Replaces the basis by V·C (C: m×p with orthonormal columns), W by W·C and
-    /// H by CᵀHC (and G = WᵀW by CᵀGC with harmonic extraction).
+    /// H by CᵀHC (and G = WᵀW by CᵀGC with harmonic extraction). When C only
+    /// selects columns (locked pairs leaving a basis whose first columns are
+    /// Ritz vectors), the kept columns move instead.
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
-        gemm_nn_in_place(
-            &mut self.v,
-            n,
-            m,
-            c,
-            p,
-            &mut self.row_block,
-            self.prm.threads,
-        );
-        gemm_nn_in_place(
-            &mut self.w,
-            n,
-            m,
-            c,
-            p,
-            &mut self.row_block,
-            self.prm.threads,
-        );
-        self.stats.basis_passes += 2;
-        if self.has_mass() {
+        if let Some(sel) = column_selection(c, m, p) {
+            let mass = self.has_mass();
+            let mut arrays = vec![&mut self.v, &mut self.w];
+            if mass {
+                arrays.push(&mut self.bv);
+            }
+            for a in arrays {
+                if select_columns(a, n, &sel) {
+                    self.stats.basis_passes += 1;
+                }
+            }
+        } else {
             gemm_nn_in_place(
-                &mut self.bv,
+                &mut self.v,
                 n,
                 m,
                 c,
@@ -131,7 +125,28 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 &mut self.row_block,
                 self.prm.threads,
             );
-            self.stats.basis_passes += 1;
+            gemm_nn_in_place(
+                &mut self.w,
+                n,
+                m,
+                c,
+                p,
+                &mut self.row_block,
+                self.prm.threads,
+            );
+            self.stats.basis_passes += 2;
+            if self.has_mass() {
+                gemm_nn_in_place(
+                    &mut self.bv,
+                    n,
+                    m,
+                    c,
+                    p,
+                    &mut self.row_block,
+                    self.prm.threads,
+                );
+                self.stats.basis_passes += 1;
+            }
         }
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
@@ -320,4 +335,33 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         Ok((theta, y))
     }
+}
+
+/// The rows that the columns of `c` (m×p) pick when each column is a unit
+/// vector and they pick rows in increasing order; else None.
+fn column_selection(c: &[f64], m: usize, p: usize) -> Option<Vec<usize>> {
+    let mut sel = Vec::with_capacity(p);
+    for j in 0..p {
+        let col = &c[j * m..(j + 1) * m];
+        let row = col.iter().position(|&v| v != 0.0)?;
+        let unit = col[row] == 1.0 && col[row + 1..].iter().all(|&v| v == 0.0);
+        if !unit || sel.last().is_some_and(|&r| r >= row) {
+            return None;
+        }
+        sel.push(row);
+    }
+    Some(sel)
+}
+
+/// Moves column `sel[j]` of `a` (columns of n entries) to column j, for
+/// increasing `sel`; whether any column moved.
+fn select_columns(a: &mut [f64], n: usize, sel: &[usize]) -> bool {
+    let mut moved = false;
+    for (j, &s) in sel.iter().enumerate() {
+        if s != j {
+            a.copy_within(s * n..(s + 1) * n, j * n);
+            moved = true;
+        }
+    }
+    moved
 }
