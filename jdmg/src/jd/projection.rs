@@ -365,3 +365,38 @@ fn select_columns(a: &mut [f64], n: usize, sel: &[usize]) -> bool {
     }
     moved
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_selection_accepts_only_increasing_unit_columns() {
+        // columns e1, e3 of a 4-row identity
+        let mut c = vec![0.0; 8];
+        c[1] = 1.0;
+        c[4 + 3] = 1.0;
+        assert_eq!(column_selection(&c, 4, 2), Some(vec![1, 3]));
+        // decreasing rows, a scaled column and a column with two entries
+        let mut d = c.clone();
+        d.swap(1, 4 + 1);
+        d.swap(4 + 3, 3);
+        assert_eq!(column_selection(&d, 4, 2), None);
+        let mut s = c.clone();
+        s[1] = 0.5;
+        assert_eq!(column_selection(&s, 4, 2), None);
+        let mut t = c.clone();
+        t[2] = 1e-300;
+        assert_eq!(column_selection(&t, 4, 2), None);
+        assert_eq!(column_selection(&[0.0; 4], 4, 1), None);
+    }
+
+    #[test]
+    fn select_columns_moves_the_picked_columns_forward() {
+        let n = 3;
+        let mut a: Vec<f64> = (0..4 * n).map(|v| v as f64).collect();
+        assert!(select_columns(&mut a, n, &[1, 3]));
+        assert_eq!(&a[..2 * n], &[3.0, 4.0, 5.0, 9.0, 10.0, 11.0]);
+        assert!(!select_columns(&mut a, n, &[0, 1]));
+    }
+}
