@@ -5,10 +5,11 @@ use super::*;
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Whether an outer iteration with a basis of `m` columns restarts right
     /// after Rayleigh-Ritz, before its residuals: when the basis is full
-    /// (m = max_basis), so that the iteration restarts whatever its block. The kept Ritz vectors are then V's first
-    /// columns and AX is W's, so the residuals read k columns of V and W
-    /// instead of all m (as PRIMME's restart keeps X and R). An iteration that
-    /// locks keeps `restart` columns before its locked ones leave, not after.
+    /// (m = max_basis), so that the iteration restarts whatever its block.
+    /// The kept Ritz vectors are then V's first columns and AX is W's, so the
+    /// residuals read k columns of V and W instead of all m (as PRIMME's
+    /// restart keeps X and R). An iteration that locks keeps `restart` columns
+    /// before its locked ones leave, not after.
     ///
     /// Only in serial and fine-grain solves with locking, an extreme target,
     /// Rayleigh-Ritz and no mass matrix. Interior Ritz values are erratic: on
@@ -23,8 +24,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             && !self.has_mass()
             && self.harm.is_none()
             && !basis_full
-            && m > 0
-            && m >= self.sz.max_basis
+            && m >= self.sz.max_basis.max(1)
     }
 
     /// Thick restart: keep `restart` Ritz vectors plus the previous iteration's
