@@ -58,20 +58,21 @@ fn tiled_lu_is_backward_stable_on_every_allocation() {
 
 #[test]
 fn measured_rates_follow_emulated_slowdowns() {
-    // Virtual clock: thread CPU time × slowdown, so a rank slowed 3× reports a
-    // third of the rate of an equal rank (up to CPU-time jitter).
+    // Manual clock: each update's flops are charged at 10 Gflop/s times the
+    // slowdown, so a rank slowed 3× reports exactly a third of the rate.
     let p = MeasureParams {
         slowdowns: vec![1.0, 3.0],
         tile: 64,
         updates: 20,
         repeats: vec![],
-        clock: ClockMode::Virtual,
+        clock: ClockMode::Manual,
     };
     let r = measure_gemm_rates(&p).unwrap();
     assert_eq!(r.len(), 2);
+    assert!((r[0] - 10_000.0).abs() < 1e-6, "{r:?}");
+    assert!((r[0] / r[1] - 3.0).abs() < 1e-12, "{r:?}");
     let rel = relative_speeds(&r);
-    assert!(rel.iter().all(|x| *x > 0.0 && *x <= 1.0));
-    assert!(r[0] > r[1], "{r:?}");
+    assert!((rel[0] - 1.0).abs() < 1e-12 && (rel[1] - 1.0 / 3.0).abs() < 1e-12);
     // Repeating each GEMM twice halves the rate too.
     let r2 = measure_gemm_rates(&MeasureParams {
         slowdowns: vec![1.0, 1.0],
@@ -79,7 +80,14 @@ fn measured_rates_follow_emulated_slowdowns() {
         ..p.clone()
     })
     .unwrap();
-    assert!(r2[0] > r2[1], "{r2:?}");
+    assert!((r2[0] / r2[1] - 2.0).abs() < 1e-12, "{r2:?}");
+    // On the CPU-time clock the order holds too (a 3× gap beats any jitter).
+    let rv = measure_gemm_rates(&MeasureParams {
+        clock: ClockMode::Virtual,
+        ..p.clone()
+    })
+    .unwrap();
+    assert!(rv[0] > rv[1], "{rv:?}");
     assert!(measure_gemm_rates(&MeasureParams {
         slowdowns: vec![],
         ..MeasureParams::default()

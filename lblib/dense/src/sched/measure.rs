@@ -30,7 +30,9 @@ pub struct MeasureParams {
     /// Default empty.
     pub repeats: Vec<usize>,
     /// Clock: [`ClockMode::Virtual`] (thread CPU time × slowdown, robust on a
-    /// shared machine) or [`ClockMode::Real`] (wall clock, slowdown by sleeping).
+    /// shared machine), [`ClockMode::Real`] (wall clock, slowdown by sleeping)
+    /// or [`ClockMode::Manual`] (each update's flops charged at
+    /// [`crate::factor::CHARGE_PER_FLOP`], times the slowdown: deterministic).
     /// Default virtual.
     pub clock: ClockMode,
 }
@@ -84,7 +86,9 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
         let a = Mat::<f64>::from_fn(b, b, |_, _| rng.uniform() - 0.5);
         let bm = Mat::<f64>::from_fn(b, b, |_, _| rng.uniform() - 0.5);
         let mut c = Mat::<f64>::zeros(b, b);
-        // one tile update C −= A·B (the first one warms the caches)
+        // one tile update C −= A·B (the first one warms the caches), its flops
+        // charged to a manual clock
+        let flops = 2.0 * (b as f64).powi(3);
         let update = |c: &mut Mat<f64>| {
             matmul(
                 c.as_mut(),
@@ -93,7 +97,8 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
                 bm.as_ref(),
                 -1.0,
                 Par::Seq,
-            )
+            );
+            comm.charge(crate::factor::CHARGE_PER_FLOP * flops);
         };
         update(&mut c);
         let reps = p.repeats.get(comm.rank()).copied().unwrap_or(1);
@@ -103,7 +108,7 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
                 update(&mut c);
             }
             std::hint::black_box(&c);
-            lbs.section_end(p.updates as f64 * 2.0 * (b as f64).powi(3))
+            lbs.section_end(p.updates as f64 * flops)
         });
         let local = rate.unwrap_or(f64::NAN);
         let mut all = vec![0.0; comm.size()];
