@@ -251,7 +251,7 @@ pub use params::{
 };
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
-pub use solution::{InnerStops, IterationEvent, Solution, Stats};
+pub use solution::{InnerStops, IterationEvent, PhaseSeconds, Solution, Stats};
 pub use solver::Solver;
 
 /// What a user of the library needs, in one `use jdmg::prelude::*;`: the entry

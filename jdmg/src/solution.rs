@@ -49,6 +49,8 @@ pub struct Stats {
     /// the preconditioner: orthogonalization, Rayleigh-Ritz, Ritz vectors and
     /// residuals, restarts, inner-solver vector work.
     pub dense_seconds: f64,
+    /// The projection phase's seconds by step (see [`PhaseSeconds`]).
+    pub phases: PhaseSeconds,
     /// Passes over the basis: reads of the n×m arrays V or W = AV (a block
     /// product, a restart's transformation). Per outer iteration:
     /// `basis_passes / outer_iterations`.
@@ -92,6 +94,32 @@ pub struct Stats {
     /// outer iterations, and in as many as before) and the solve went on with Rayleigh-Ritz (`extraction` then says
     /// `Ritz`); None when it did not.
     pub harmonic_stalled_at: Option<usize>,
+}
+
+/// Seconds of the outer iteration's steps (Sleijpen and van der Vorst's JD loop,
+/// seed 003 §2: steps (1)-(7)), each with its own products with A. Their sum is
+/// at most `projection_seconds`, which also holds the selection, the locking
+/// bookkeeping and the method choice. For tuning the basis size: the steps that
+/// read the whole basis (orthogonalization, extension, residuals, restart) grow
+/// with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PhaseSeconds {
+    /// The new block made orthonormal against the locked vectors and the basis
+    /// (block classical Gram-Schmidt with the DGKS test, CGS2 inside the block).
+    pub orthogonalization: f64,
+    /// The block appended: W_T = A·T and the new columns of H = VᵀAV.
+    pub extension: f64,
+    /// The projected eigenproblem (Rayleigh-Ritz, or harmonic Ritz).
+    pub rayleigh_ritz: f64,
+    /// Ritz vectors, residuals and their norms of the selected pairs (one pass
+    /// over V and W; none after a restart that put them in the basis's first
+    /// columns).
+    pub residuals: f64,
+    /// Thick restarts (V·C, W·C) and the removal of locked vectors from the basis.
+    pub restart: f64,
+    /// True residuals of lock candidates (explicit products with A).
+    pub lock_checks: f64,
 }
 
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).

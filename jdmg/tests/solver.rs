@@ -309,3 +309,46 @@ fn mass_matrix_through_the_builder() {
         assert!(s.stats.mass_matvecs > 0);
     }
 }
+
+/// The projection phase's split (`Stats::phases`): every step that ran has
+/// its time, the steps fit inside `projection_seconds`, and the split of the
+/// whole solve into SpMV, preconditioner and dense work adds up.
+#[test]
+fn projection_steps_are_timed_inside_the_projection_phase() {
+    let a = lap3d(12);
+    let prm = JdParams {
+        max_basis: 12,
+        ..params()
+    };
+    let sol = Solver::new(&a, &prm).run().expect("converges");
+    let s = &sol.stats;
+    assert!(s.restarts > 0 && s.locked == 4, "{s:?}");
+    let ph = &s.phases;
+    let steps = [
+        ph.orthogonalization,
+        ph.extension,
+        ph.rayleigh_ritz,
+        ph.residuals,
+        ph.restart,
+        ph.lock_checks,
+    ];
+    for t in steps {
+        assert!(t > 0.0 && t.is_finite(), "{ph:?}");
+    }
+    let sum: f64 = steps.iter().sum();
+    assert!(
+        sum <= s.projection_seconds + 1e-9,
+        "{sum} > {}",
+        s.projection_seconds
+    );
+    let split = s.spmv_seconds + s.precond_seconds + s.dense_seconds;
+    assert!(
+        (split - (s.projection_seconds + s.correction_seconds)).abs() <= 1e-9,
+        "{split} vs {} + {}",
+        s.projection_seconds,
+        s.correction_seconds
+    );
+    // The split is in the JSON report too.
+    let json = serde_json::to_value(s).unwrap();
+    assert_eq!(json["phases"]["restart"].as_f64(), Some(ph.restart));
+}

@@ -1357,6 +1357,22 @@ fn text_report(out: &mut String, rep: &SolveReport) {
         s.setup_seconds,
         s.anorm_estimate
     );
+    let ph = &s.phases;
+    if ph != &jdmg::PhaseSeconds::default() {
+        let _ = writeln!(
+            out,
+            "projection steps: orthogonalization {:.3}  extension {:.3}  Rayleigh-Ritz {:.3}  residuals {:.3}  restart {:.3}  lock checks {:.3} s;  SpMV {:.3}  preconditioner {:.3}  dense {:.3} s",
+            ph.orthogonalization,
+            ph.extension,
+            ph.rayleigh_ritz,
+            ph.residuals,
+            ph.restart,
+            ph.lock_checks,
+            s.spmv_seconds,
+            s.precond_seconds,
+            s.dense_seconds
+        );
+    }
     if let Some(r) = &rep.resumed_from {
         let _ = writeln!(
             out,

@@ -612,12 +612,17 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let tp = Instant::now();
             let kept = self.orthogonalize_block(b);
             self.check_mass()?;
+            let te = Instant::now();
+            self.stats.phases.orthogonalization += te.duration_since(tp).as_secs_f64();
             if kept > 0 {
                 self.extend_basis(kept)?;
             }
+            let tr = Instant::now();
+            self.stats.phases.extension += tr.duration_since(te).as_secs_f64();
             // (5) Rayleigh-Ritz.
             let m = self.m;
             let (theta, y) = self.rayleigh_ritz()?;
+            self.stats.phases.rayleigh_ritz += tr.elapsed().as_secs_f64();
             self.stats.outer_iterations += 1;
             let basis_full = self.nproj() + m >= self.pb.n_global;
             // A full basis restarts first (`restart_first`): the kept Ritz
@@ -625,7 +630,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // come from those columns instead of a pass over all of V and W.
             let early = self.restart_first(m, basis_full);
             let (m, mut y, limit) = if early {
+                let t0 = Instant::now();
                 self.restart(&y, m);
+                self.stats.phases.restart += t0.elapsed().as_secs_f64();
                 // the kept Ritz vectors, fewer when the basis is tiny
                 (self.m, identity(self.m), self.sz.restart.min(m).min(self.m))
             } else {
@@ -639,6 +646,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let mut in_order = true;
             let mut pos = 0;
             let mut ritz_seen: Vec<(f64, f64)> = Vec::new();
+            let t_res = Instant::now();
             while sel.len() < k && pos < limit {
                 let cnt = (k - sel.len())
                     .min(limit - pos)
@@ -759,6 +767,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 pos += cnt;
             }
+            self.stats.phases.residuals += t_res.elapsed().as_secs_f64();
             if let Some(dy) = dynamic.as_mut() {
                 let phi = dynamic::potential(&ritz_seen, remaining, |th| self.tol_for(th));
                 let mut secs = [self.start.elapsed().as_secs_f64()];
@@ -784,6 +793,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             let mut y_cur = std::mem::take(&mut y);
             // M·x of the lock candidates (generalized problems; see `mass`).
             let mut lock_bx: Vec<f64> = Vec::new();
+            let t_lock = Instant::now();
             if !lock.is_empty() && mass {
                 let nlk = lock.len();
                 let mut lx = std::mem::take(&mut self.t);
@@ -835,6 +845,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     item.2 = nrm[j].sqrt();
                 }
             }
+            self.stats.phases.lock_checks += t_lock.elapsed().as_secs_f64();
             if !lock.is_empty() {
                 let mut accepted = Vec::new();
                 // With the whole space in the basis the Ritz pairs are exact up to
@@ -898,6 +909,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     }
                     continue;
                 }
+                let t_rm = Instant::now();
                 if !locked_pos.is_empty() && self.harm.is_some() {
                     // V <- its part orthogonal to the locked harmonic vectors.
                     (m_cur, y_cur) = self.harmonic_remove_locked(&y_cur, m, &locked_pos);
@@ -915,6 +927,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     m_cur = rest.len();
                     y_cur = identity(m_cur);
                 }
+                self.stats.phases.restart += t_rm.elapsed().as_secs_f64();
             } else if !self.prm.locking && wanted_converged >= nev {
                 let floor = f64::EPSILON.sqrt() * self.res_scale(theta[nev.saturating_sub(1)]);
                 let worst = ritz_seen.iter().take(nev).map(|r| r.1).fold(0.0, f64::max);
@@ -951,7 +964,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // Thick restart (GD+k) when the next block does not fit.
             let bnext = sel.len().max(1);
             if self.m + bnext > self.sz.max_basis && self.m > 0 {
+                let t0 = Instant::now();
                 self.restart(&y_cur, m_cur);
+                self.stats.phases.restart += t0.elapsed().as_secs_f64();
             } else {
                 // remember this iteration's Ritz coefficients for the next restart
                 let kp = k.min(m_cur);
