@@ -2,11 +2,12 @@
 //! one run: `VᵀT` (n×m by n×p, [`jdmg::tall_skinny::gemm_tn`]), `V·Y` (n×m by m×p,
 //! [`jdmg::tall_skinny::gemm_nn`]) and the fused Ritz-residual pass
 //! ([`jdmg::tall_skinny::ritz_residuals`]), each in GB/s of the tall operands read
-//! (and written), beside a STREAM-like read of the same bytes (a sum) as the
-//! bandwidth bound.
+//! (and written), beside a STREAM-like read of the same bytes (a sum with eight
+//! independent lanes, so that it is bound by memory and not by its add chain) as
+//! the bandwidth bound.
 //!
 //! Usage: `cargo run --release -p bench --bin tsbench -- [--n 262144] [--m 24]
-//! [--p 4] [--reps 30] [--threads 1]`. Prints a markdown table of medians.
+//! [--p 4] [--reps 30] [--threads 1] [--huge]`. Prints a markdown table of medians.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -32,6 +33,10 @@ struct Args {
     /// Threads of the products.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Allocate the tall operands on transparent huge pages (advised before
+    /// first touch, as the solver's basis is).
+    #[arg(long)]
+    huge: bool,
 }
 
 fn data(len: usize, seed: u64) -> Vec<f64> {
@@ -49,14 +54,23 @@ fn data(len: usize, seed: u64) -> Vec<f64> {
 fn main() {
     let a = Args::parse();
     let (n, m, p) = (a.n, a.m, a.p);
-    let v = data(n * m, 1);
-    let w = data(n * m, 2);
-    let t = data(n * p, 3);
+    let place = |d: Vec<f64>| {
+        if a.huge {
+            let mut h = precond::pages::huge_page_vec(d.len());
+            h.copy_from_slice(&d);
+            h
+        } else {
+            d
+        }
+    };
+    let v = place(data(n * m, 1));
+    let w = place(data(n * m, 2));
+    let t = place(data(n * p, 3));
     let y = data(m * p, 4);
     let theta = data(p, 5);
     let mut out = vec![0.0; m * p];
-    let mut x = vec![0.0; n * p];
-    let mut r = vec![0.0; n * p];
+    let mut x = place(vec![0.0; n * p]);
+    let mut r = place(vec![0.0; n * p]);
     let mut norms = vec![0.0; p];
     let names = [
         "read V (sum)",
@@ -82,7 +96,12 @@ fn main() {
             }
         };
         clock(0, &mut || {
-            black_box(v.iter().sum::<f64>());
+            black_box(v.chunks_exact(8).fold([0.0f64; 8], |mut s, c| {
+                for (s, c) in s.iter_mut().zip(c) {
+                    *s += c;
+                }
+                s
+            }));
         });
         clock(1, &mut || gemm_tn(&mut out, &v, n, m, &t, p, a.threads));
         clock(2, &mut || gemm_nn(&mut x, &v, n, m, &y, p, a.threads));
