@@ -37,6 +37,10 @@ struct Args {
     /// first touch, as the solver's basis is).
     #[arg(long)]
     huge: bool,
+    /// Evict the operands from the caches before each call (a write of 128 MB),
+    /// as in a solve, where other work runs between two products.
+    #[arg(long)]
+    cold: bool,
 }
 
 fn data(len: usize, seed: u64) -> Vec<f64> {
@@ -87,8 +91,17 @@ fn main() {
         f * (2 * m + 2 * p) as f64,
     ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut evict = if a.cold {
+        vec![0.0f64; 16 << 20]
+    } else {
+        Vec::new()
+    };
     for rep in 0..=a.reps {
         let mut clock = |k: usize, f: &mut dyn FnMut()| {
+            if a.cold {
+                evict.iter_mut().for_each(|e| *e += 1.0);
+                black_box(&evict);
+            }
             let t0 = Instant::now();
             f();
             if rep > 0 {
