@@ -392,7 +392,7 @@ impl Checkpoint {
     fn scalars(&self) -> Vec<f64> {
         let s = &self.stats;
         let p = &self.params;
-        vec![
+        let mut v = vec![
             s.projection_seconds,
             s.correction_seconds,
             s.setup_seconds,
@@ -411,22 +411,32 @@ impl Checkpoint {
             s.spmv_seconds,
             s.precond_seconds,
             s.dense_seconds,
-        ]
+        ];
+        v.extend(s.phases.values());
+        v
     }
 
-    /// Puts back the floats of [`Checkpoint::scalars`].
+    /// Puts back the floats of [`Checkpoint::scalars`] (15 from files written
+    /// before `Stats::phases`, whose step times then stay as the JSON had them).
     ///
     /// # Errors
     /// `Malformed` when `v` has the wrong length.
     fn set_scalars(&mut self, v: &[f64]) -> Result<(), CheckpointError> {
+        let (v, phases) = match v.len() {
+            21 => v.split_at(15),
+            _ => (v, &[][..]),
+        };
         let &[proj, corr, setup, wall, anorm_est, scale, tol, drop, shift, secs, fp0, fp1, spmv, prec, dense] =
             v
         else {
             return Err(CheckpointError::Malformed(format!(
-                "{} scalars, expected 15",
+                "{} scalars, expected 21 (or 15)",
                 v.len()
             )));
         };
+        if let Ok(ph) = <[f64; 6]>::try_from(phases) {
+            self.stats.phases = crate::solution::PhaseSeconds::from_values(ph);
+        }
         self.stats.spmv_seconds = spmv;
         self.stats.precond_seconds = prec;
         self.stats.dense_seconds = dense;

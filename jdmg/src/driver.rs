@@ -12,7 +12,8 @@ use crate::jd::{Observer, Problem, Spaces};
 use crate::multigrain::MultigrainParams;
 use crate::params::JdParams;
 pub use crate::setup::{
-    build_preconditioner, gershgorin, ilu0_is_stable, precond_kind, precond_shift, ILU_GROWTH_LIMIT,
+    build_preconditioner, fsai_fallback, gershgorin, ilu0_is_stable, precond_kind, precond_shift,
+    FSAI_SETUP_LIMIT, ILU_GROWTH_LIMIT,
 };
 use crate::solution::Solution;
 use crate::solver::Solver;

@@ -105,7 +105,9 @@ pub enum PrecondChoice {
     /// [`crate::driver::ilu0_is_stable`] (every pivot has the sign of its diagonal
     /// entry and none was perturbed, and the growth estimate ‖(LU)⁻¹·1‖∞ stays
     /// below [`crate::driver::ILU_GROWTH_LIMIT`] times ‖(A − σI)⁻¹‖'s diagonal
-    /// bound), else Jacobi. With an operator only ([`crate::Problem`]): the
+    /// bound), else FSAI of A − σI when it finds A − σI definite and its setup
+    /// is bounded ([`crate::driver::fsai_fallback`]), else Jacobi. With an
+    /// operator only ([`crate::Problem`]): the
     /// preconditioner given, else Jacobi when the diagonal is given, else none.
     /// Solve groups (`crate::solve_multigrain`) take it as none.
     #[default]
@@ -218,7 +220,7 @@ pub struct JdParams {
     /// How the correction equations are solved. Default `Auto` (GD+k and block
     /// JDQMR by measured cost; see [`InnerSolver::Auto`]).
     pub inner_solver: InnerSolver,
-    /// Preconditioner. Default `Auto` (ILU(0) when stable, else Jacobi; see
+    /// Preconditioner. Default `Auto` (ILU(0) when stable, else FSAI or Jacobi; see
     /// [`PrecondChoice::Auto`]).
     pub precond: PrecondChoice,
     /// Shift σ of the preconditioner (A − σI); default None = σ of `Closest(σ)`,

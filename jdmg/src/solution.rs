@@ -122,6 +122,43 @@ pub struct PhaseSeconds {
     pub lock_checks: f64,
 }
 
+impl PhaseSeconds {
+    /// The steps as the text report names them, in the order of [`Self::values`].
+    pub const NAMES: [&'static str; 6] = [
+        "orthogonalization",
+        "extension",
+        "Rayleigh-Ritz",
+        "residuals",
+        "restart",
+        "lock checks",
+    ];
+
+    /// The steps' seconds, in the order of the fields.
+    pub fn values(&self) -> [f64; 6] {
+        [
+            self.orthogonalization,
+            self.extension,
+            self.rayleigh_ritz,
+            self.residuals,
+            self.restart,
+            self.lock_checks,
+        ]
+    }
+
+    /// The inverse of [`Self::values`].
+    pub fn from_values(v: [f64; 6]) -> Self {
+        let [orthogonalization, extension, rayleigh_ritz, residuals, restart, lock_checks] = v;
+        Self {
+            orthogonalization,
+            extension,
+            rayleigh_ritz,
+            residuals,
+            restart,
+            lock_checks,
+        }
+    }
+}
+
 /// Counts of JDQMR inner-solve endings (`crate::params::InnerSolver::Qmrs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -387,3 +387,46 @@ fn double_eigenvalue_lost_to_an_invariant_subspace_after_a_restart() {
     }
     assert_pairs(&m, &sol, 1e-9 * 1.6e-6);
 }
+
+/// bcsstk15 at the defaults (issue 20): its ILU(0) has negative pivots, and
+/// the Jacobi fallback, exact on the six rows that have no off-diagonal entry
+/// (a_ii = 1, so e_i is an eigenvector for 1, the smallest eigenvalue), never
+/// added those directions: it returned 734.9, 823.4, 847.5, 1329.9 as the four
+/// smallest. The FSAI fallback finds the eigenvalue 1.
+#[test]
+fn bcsstk15_defaults_find_the_eigenvalue_of_its_isolated_rows() {
+    let Some(dir) = matrices::shared::test_dir() else {
+        return;
+    };
+    let a = matrices::mm::read_matrix_market(dir.join("bcsstk15.mtx"))
+        .unwrap()
+        .matrix;
+    // The premise: six rows whose only entry is a diagonal 1, and the
+    // collection's smallest eigenvalue, 0.9999995 (7 digits).
+    let isolated: Vec<f64> = (0..a.nrows())
+        .filter_map(|i| {
+            let (cols, vals) = a.row(i);
+            (cols.len() == 1 && cols[0] as usize == i).then_some(vals[0])
+        })
+        .collect();
+    assert_eq!(isolated, vec![1.0; 6]);
+    let sol = solve_matrix(
+        &a,
+        &JdParams {
+            nev: 4,
+            ..JdParams::default()
+        },
+        None,
+    )
+    .unwrap();
+    for (&lam, &r) in sol.eigenvalues.iter().zip(&sol.residual_norms) {
+        // Every eigenvalue within ‖r‖ of the cluster [0.9999995, 1].
+        assert!(
+            lam >= 0.9999995 - r - 1e-6 && lam <= 1.0 + r + 1e-6,
+            "{:?} (residuals {:?})",
+            sol.eigenvalues,
+            sol.residual_norms
+        );
+    }
+    assert_pairs(&a, &sol, 1e-8 * sol.stats.anorm_estimate * 1.0001);
+}

@@ -293,7 +293,8 @@ def eigsh(
         (PRIMME's ``lock``).
     precond : str, matrix, LinearOperator or callable, optional
         A name: 'auto' (default: ILU(0) of A - sigma I when stable, else
-        Jacobi), 'none', 'jacobi', 'ilu0', 'ilut', 'spai', 'fsai' (names need
+        FSAI when A - sigma I looks definite, else Jacobi), 'none', 'jacobi',
+        'ilu0', 'ilut', 'spai', 'fsai' (names need
         an explicit matrix, except 'none' and 'auto'). Otherwise an
         approximation P of (A - sigma I)^-1 applied to blocks of residuals,
         Z = P @ R: a matrix, a LinearOperator (``matmat``) or a callable

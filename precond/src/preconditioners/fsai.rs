@@ -108,6 +108,21 @@ impl Fsai {
         })
     }
 
+    /// Flops of [`Fsai::new`] on `a`, estimated from its pattern: Σ_i |P_i|³/3 for
+    /// the lower-triangle patterns P_i (the diagonal counted in every row). A few
+    /// dense rows make it cubic in their length; callers that pick FSAI on their
+    /// own compare this with the cost of the products it would save.
+    pub fn setup_flops(a: &CsrMatrix) -> f64 {
+        (0..a.nrows())
+            .map(|i| {
+                let cols = a.row(i).0;
+                let below = cols.partition_point(|&c| (c as usize) < i);
+                let k = (below + 1) as f64;
+                k * k * k / 3.0
+            })
+            .sum()
+    }
+
     /// The lower triangular factor `G`.
     pub fn factor(&self) -> &CsrMatrix {
         &self.g
