@@ -11,7 +11,8 @@
 //! one runs, and the other is tried again once the winner has run
 //! [`RETRY_TIME`] times the other's last window, so that a phase change (a locked pair, a harder eigenvalue next)
 //! is seen at a bounded cost. A window whose potential rose counts as no
-//! progress.
+//! progress, and after a window without progress the other method runs: the
+//! potential is not monotone, so a rate of zero is no verdict.
 
 /// The correction of one outer iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +133,10 @@ impl Dynamic {
             // Never measured: measure it.
             None => true,
             Some(ro) => {
-                (ro > MARGIN * rc && ro > 0.0)
+                // A window without progress says nothing about which method
+                // is faster (the potential is not monotone): try the other.
+                rc <= 0.0
+                    || (ro > MARGIN * rc && ro > 0.0)
                     // Measure the other again (phases change), at most a
                     // 1/(RETRY_TIME + 1) share of the time.
                     || self.since >= RETRY_TIME * self.window_secs[other.slot()]
@@ -193,6 +197,37 @@ mod tests {
             // Both were measured.
             assert!(used.contains(&Method::Gdk) && used.contains(&Method::Jdqmr));
         }
+    }
+
+    /// 494_bus: JDQMR's first window (right after GD+k) made no progress, and
+    /// so did GD+k's next one; GD+k then ran on for eight windows at a rate
+    /// of zero while JDQMR, tried again, converged in three. Zero against zero
+    /// is no evidence: the other method is tried.
+    #[test]
+    fn a_window_without_progress_tries_the_other_method() {
+        let mut d = Dynamic::new();
+        let mut t = 0.0;
+        let mut step = |d: &mut Dynamic, phi: f64| {
+            t += 1.0;
+            d.observe(phi, t);
+        };
+        step(&mut d, 76.0);
+        for _ in 0..MIN_WINDOW[0] {
+            step(&mut d, 41.0); // GD+k: progress
+        }
+        assert_eq!(d.method(), Method::Jdqmr);
+        for _ in 0..MIN_WINDOW[1] {
+            step(&mut d, 41.5); // JDQMR: none
+        }
+        assert_eq!(d.method(), Method::Gdk);
+        for _ in 0..MIN_WINDOW[0] {
+            step(&mut d, 42.0); // GD+k: none either
+        }
+        assert_eq!(d.method(), Method::Jdqmr);
+        for _ in 0..MIN_WINDOW[1] {
+            step(&mut d, 20.0); // JDQMR: progress, and it stays
+        }
+        assert_eq!(d.method(), Method::Jdqmr);
     }
 
     #[test]
