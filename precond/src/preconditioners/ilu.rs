@@ -700,25 +700,26 @@ fn is_exactly_symmetric(a: &CsrMatrix) -> bool {
     if a.ncols() != n {
         return false;
     }
-    let (mut lower, mut upper) = (0usize, 0usize);
+    let (indptr, indices, data) = (a.indptr(), a.indices(), a.data());
+    // next[r]: row r's first lower entry not yet matched. Rows are visited in
+    // order, so the mirrors (c, i) of the upper entries (i, c) come up in row
+    // c's column order: each is where next[c] points, or A is not symmetric.
+    let mut next: Vec<usize> = indptr[..n].to_vec();
     for i in 0..n {
-        let (cols, vals) = a.row(i);
-        for (&c, &v) in cols.iter().zip(vals) {
+        let lo = indptr[i];
+        let row = &indices[lo..indptr[i + 1]];
+        let first_upper = row.partition_point(|&c| c as usize <= i);
+        for (q, &c) in row.iter().enumerate().skip(first_upper) {
             let cu = c as usize;
-            if cu < i {
-                lower += 1;
-            } else if cu > i {
-                upper += 1;
-                let (tc, tv) = a.row(cu);
-                match tc.binary_search(&(i as u32)) {
-                    Ok(p) if tv[p] == v => {}
-                    _ => return false,
-                }
+            let p = next[cu];
+            if p >= indptr[cu + 1] || indices[p] as usize != i || data[p] != data[lo + q] {
+                return false;
             }
+            next[cu] = p + 1;
         }
     }
-    // Every upper entry has its mirror, so equal counts leave no lower entry without one.
-    lower == upper
+    // Every lower entry was some upper entry's mirror.
+    (0..n).all(|r| next[r] == indptr[r + 1] || indices[next[r]] as usize >= r)
 }
 
 /// ILU(0): incomplete LU of `A − σI` restricted to the pattern of `A` (plus the diagonal).
@@ -1267,6 +1268,38 @@ mod tests {
             }
         }
         CsrMatrix::from_triplets(g * g, g * g, &t).unwrap()
+    }
+
+    /// Exact symmetry by one sweep with a cursor per row: patterns and values,
+    /// an unmatched entry on either side, empty rows and missing diagonals.
+    #[test]
+    fn exact_symmetry_test_checks_patterns_and_values() {
+        let m = |t: &[(usize, usize, f64)]| CsrMatrix::from_triplets(4, 4, t).unwrap();
+        let sym = [
+            (0, 0, 2.0),
+            (0, 2, -1.0),
+            (2, 0, -1.0),
+            (1, 3, 0.5),
+            (3, 1, 0.5),
+            (2, 3, 4.0),
+            (3, 2, 4.0),
+        ];
+        assert!(is_exactly_symmetric(&m(&sym)));
+        let mut value = sym.to_vec();
+        value[6].2 = 4.0 + 1e-15;
+        assert!(!is_exactly_symmetric(&m(&value)));
+        let mut lower_only = sym.to_vec();
+        lower_only.push((3, 0, 1.0));
+        assert!(!is_exactly_symmetric(&m(&lower_only)));
+        let mut upper_only = sym.to_vec();
+        upper_only.push((0, 3, 1.0));
+        assert!(!is_exactly_symmetric(&m(&upper_only)));
+        // A lower entry before the mirror of an upper one in the same row.
+        let mut shifted = sym.to_vec();
+        shifted.retain(|&(i, j, _)| (i, j) != (2, 0));
+        shifted.push((2, 1, -1.0));
+        assert!(!is_exactly_symmetric(&m(&shifted)));
+        assert!(is_exactly_symmetric(&m(&[])));
     }
 
     #[test]
