@@ -178,7 +178,7 @@ pub struct JdParams {
     pub conv: ConvTest,
     /// ‖A‖ if known (used by `ConvTest::Norm`); default None = estimated.
     pub anorm: Option<f64>,
-    /// Maximum basis size. Default 0 = max(5·k + nev, 24) capped by n (24 for the
+    /// Maximum basis size. Default 0 = [`default_max_basis`] capped by n (24 for the
     /// default nev = 4: lap3d:64 took 0.90× the time of a 30-column basis with
     /// ILU(0) and GD+k and 0.91× with BiCGSTAB(3) and no preconditioner, side by
     /// side, and the basis of lap3d:100 holds 96 MB less). Hard problems want more:
@@ -293,10 +293,22 @@ pub const DEFAULT_MAXITS_QMRS: usize = 40;
 
 /// Default block size cap: `block = 0` means min(nev, this).
 pub const DEFAULT_BLOCK_CAP: usize = 8;
-/// Smallest default maximum basis size.
+/// Smallest default maximum basis size for blocks of 3 or more (see
+/// [`default_max_basis`]).
 pub const MIN_DEFAULT_BASIS: usize = 24;
 /// Default maximum basis size per block column: max_basis = this·k + nev.
 pub const DEFAULT_BASIS_PER_BLOCK: usize = 5;
+
+/// The default maximum basis for blocks of `k` columns and `nev` wanted pairs:
+/// max(5·k + nev, min(12 + 4·k, [`MIN_DEFAULT_BASIS`])), that is 16 for k = 1,
+/// 20 for k = 2 and 24 from k = 3 on (before `nev` raises it). A block of one
+/// or two columns pays for every basis column in each outer iteration with
+/// little to show for it: with nev = 1 a basis of 16 took 0.70–1.00× the time
+/// of 24 on lap3d:40, stencil27:48, lap2d:300, msc04515, bcsstk13/15, crystm01
+/// and 1138_bus; with nev = 2 a basis of 20 took 0.92–1.05× (medians of 3).
+pub fn default_max_basis(k: usize, nev: usize) -> usize {
+    (DEFAULT_BASIS_PER_BLOCK * k + nev).max((12 + 4 * k).min(MIN_DEFAULT_BASIS))
+}
 
 /// Parameters resolved against the problem size n.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -442,7 +454,7 @@ impl JdParams {
         }
         .min(n);
         let mut max_basis = if self.max_basis == 0 {
-            (DEFAULT_BASIS_PER_BLOCK * k + self.nev).max(MIN_DEFAULT_BASIS)
+            default_max_basis(k, self.nev)
         } else {
             self.max_basis
         };

@@ -272,7 +272,7 @@ def eigsh(
     v0, X0 : array, optional
         Start vector(s): shape (n,) or (n, p).
     ncv : int, optional
-        Maximum basis size, k < ncv <= n (default max(5 * block + k, 24));
+        Maximum basis size, k < ncv <= n (default max(5 * block + k, min(12 + 4 * block, 24)));
         values below 24 are raised to min(24, n): unlike ARPACK's Krylov
         space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
     maxiter : int, optional

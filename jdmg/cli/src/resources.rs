@@ -39,9 +39,10 @@ pub fn generated_bytes(spec: &GenSpec) -> u64 {
 }
 
 /// `(n, k, nev, max_basis)` of a solve as u64, with the defaults of
-/// `JdParams` (block min(nev, 8), basis max(6k + nev, 30)), unvalidated.
+/// `JdParams` (block min(nev, 8), basis [`jdmg::params::default_max_basis`]),
+/// unvalidated.
 fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
-    use jdmg::params::{DEFAULT_BASIS_PER_BLOCK, DEFAULT_BLOCK_CAP, MIN_DEFAULT_BASIS};
+    use jdmg::params::{default_max_basis, DEFAULT_BLOCK_CAP};
     let n64 = n as u64;
     let k = if p.block == 0 {
         p.nev.min(DEFAULT_BLOCK_CAP)
@@ -51,9 +52,7 @@ fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
     .min(n) as u64;
     let nev = p.nev as u64;
     let m = if p.max_basis == 0 {
-        k.saturating_mul(DEFAULT_BASIS_PER_BLOCK as u64)
-            .saturating_add(nev)
-            .max(MIN_DEFAULT_BASIS as u64)
+        default_max_basis(k as usize, p.nev) as u64
     } else {
         p.max_basis as u64
     }

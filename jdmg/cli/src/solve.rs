@@ -89,7 +89,7 @@ pub struct SolveArgs {
     /// Block size k.
     #[arg(long)]
     pub block: Option<usize>,
-    /// Maximum basis size.
+    /// Maximum basis size; default max(5k + nev, 16 for a block of 1, 20 for 2, 24 from 3 on), capped by n.
     #[arg(long)]
     pub max_basis: Option<usize>,
     /// Basis size after restart.
