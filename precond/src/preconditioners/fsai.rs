@@ -201,6 +201,14 @@ impl LocalSolver {
     }
 }
 
+/// `x −= f·l` (skipped for f = 0: the local systems are sparse).
+#[inline(always)]
+fn sub_scaled(x: &mut [f64], l: &[f64], f: f64) {
+    if f != 0.0 {
+        x.iter_mut().zip(l).for_each(|(x, lv)| *x -= lv * f);
+    }
+}
+
 /// Solves the dense column-major `k x k` system in place by LU with partial pivoting
 /// (right-looking, column by column, so that every update is a contiguous axpy);
 /// `false` if a pivot is exactly zero.
@@ -228,20 +236,10 @@ fn lu_solve(a: &mut [f64], k: usize, b: &mut [f64]) -> bool {
         let l = &mut head[c * k + c + 1..];
         l.iter_mut().for_each(|v| *v /= d);
         let bc = b[c];
-        if bc != 0.0 {
-            b[c + 1..]
-                .iter_mut()
-                .zip(&*l)
-                .for_each(|(x, lv)| *x -= lv * bc);
-        }
+        sub_scaled(&mut b[c + 1..], l, bc);
         for col in tail.chunks_exact_mut(k) {
             let f = col[c];
-            if f != 0.0 {
-                col[c + 1..]
-                    .iter_mut()
-                    .zip(&*l)
-                    .for_each(|(x, lv)| *x -= lv * f);
-            }
+            sub_scaled(&mut col[c + 1..], l, f);
         }
     }
     for c in (0..k).rev() {
