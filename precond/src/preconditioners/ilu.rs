@@ -696,30 +696,12 @@ fn ildl0_in_place(
 /// is what the symmetric storage of ILU(0) needs (a matrix symmetric only up to
 /// rounding is factored as a general one).
 fn is_exactly_symmetric(a: &CsrMatrix) -> bool {
-    let n = a.nrows();
-    if a.ncols() != n {
+    if a.ncols() != a.nrows() {
         return false;
     }
-    let (indptr, indices, data) = (a.indptr(), a.indices(), a.data());
-    // next[r]: row r's first lower entry not yet matched. Rows are visited in
-    // order, so the mirrors (c, i) of the upper entries (i, c) come up in row
-    // c's column order: each is where next[c] points, or A is not symmetric.
-    let mut next: Vec<usize> = indptr[..n].to_vec();
-    for i in 0..n {
-        let lo = indptr[i];
-        let row = &indices[lo..indptr[i + 1]];
-        let first_upper = row.partition_point(|&c| c as usize <= i);
-        for (q, &c) in row.iter().enumerate().skip(first_upper) {
-            let cu = c as usize;
-            let p = next[cu];
-            if p >= indptr[cu + 1] || indices[p] as usize != i || data[p] != data[lo + q] {
-                return false;
-            }
-            next[cu] = p + 1;
-        }
-    }
-    // Every lower entry was some upper entry's mirror.
-    (0..n).all(|r| next[r] == indptr[r + 1] || indices[next[r]] as usize >= r)
+    let mut same = true;
+    matrices::info::for_each_mirror_pair(a, |v, m| same &= m == Some(v));
+    same
 }
 
 /// ILU(0): incomplete LU of `A − σI` restricted to the pattern of `A` (plus the diagonal).
