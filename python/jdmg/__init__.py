@@ -58,7 +58,9 @@ _METHODS = {"auto": "auto", "bicgstab": "bicgstab", "qmrs": "qmrs", "jdqmr": "qm
 # sigma = 1, a 4-fold eigenvalue: true residuals stall at 3e-12 ||B||, and the solve
 # runs to maxiter); 1e-10 converges there in 84 products.
 _TOL_ZERO = 1e-10
-# The smallest basis taken from ncv (the library's own default minimum).
+# The smallest basis taken from ncv: the library's default for blocks of three or
+# more (it defaults to 16 and 20 for blocks of one and two; ncv, an ARPACK-style
+# Krylov dimension, is raised to at least this).
 _MIN_BASIS = 24
 
 
