@@ -99,6 +99,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    resources::return_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         // usage errors go to stderr with exit 2
