@@ -293,21 +293,43 @@ pub const DEFAULT_MAXITS_QMRS: usize = 40;
 
 /// Default block size cap: `block = 0` means min(nev, this).
 pub const DEFAULT_BLOCK_CAP: usize = 8;
-/// Smallest default maximum basis size for blocks of 3 or more (see
-/// [`default_max_basis`]).
+/// Smallest default maximum basis size for blocks of 3 or more below
+/// [`LARGE_PROBLEM_ROWS`] rows (see [`default_max_basis`]).
 pub const MIN_DEFAULT_BASIS: usize = 24;
 /// Default maximum basis size per block column: max_basis = this·k + nev.
 pub const DEFAULT_BASIS_PER_BLOCK: usize = 5;
 
-/// The default maximum basis for blocks of `k` columns and `nev` wanted pairs:
-/// max(5·k + nev, min(12 + 4·k, [`MIN_DEFAULT_BASIS`])), that is 16 for k = 1,
-/// 20 for k = 2 and 24 from k = 3 on (before `nev` raises it). A block of one
-/// or two columns pays for every basis column in each outer iteration with
-/// little to show for it: with nev = 1 a basis of 16 took 0.70–1.00× the time
-/// of 24 on lap3d:40, stencil27:48, lap2d:300, msc04515, bcsstk13/15, crystm01
-/// and 1138_bus; with nev = 2 a basis of 20 took 0.92–1.05× (medians of 3).
-pub fn default_max_basis(k: usize, nev: usize) -> usize {
-    (DEFAULT_BASIS_PER_BLOCK * k + nev).max((12 + 4 * k).min(MIN_DEFAULT_BASIS))
+/// Rows from which [`default_max_basis`] drops its floor for small blocks to
+/// [`MIN_LARGE_BASIS`].
+pub const LARGE_PROBLEM_ROWS: usize = 20_000;
+/// The floor of [`default_max_basis`] from [`LARGE_PROBLEM_ROWS`] rows on.
+pub const MIN_LARGE_BASIS: usize = 8;
+
+/// The default maximum basis for blocks of `k` columns and `nev` wanted pairs
+/// of a problem of `n` rows: max(5·k + nev, floor), the floor being
+/// min(12 + 4·k, [`MIN_DEFAULT_BASIS`]) below [`LARGE_PROBLEM_ROWS`] rows
+/// (16 for k = 1, 20 for k = 2, 24 from k = 3 on) and [`MIN_LARGE_BASIS`] from
+/// there on (8 for k = 1, 12 for k = 2, 18 for k = 3; 24 for the default nev = 4
+/// either way).
+///
+/// Each basis column costs about four passes over n doubles per outer
+/// iteration, for the k new vectors. On small matrices those passes run in
+/// cache and the larger basis saves matvecs on hard problems: with nev = 1 a
+/// basis of 16 took 0.70–1.00× the time of 24 on lap3d:40, stencil27:48,
+/// lap2d:300, msc04515, bcsstk13/15, crystm01 and 1138_bus, and msc04515 needs
+/// 729 matvecs at 16 against 898 at 8. From about 20,000 rows on they stream
+/// from memory and the same matvecs cost more: nev = 1 at 8 against 16 took
+/// 0.75–0.96× the time on lap3d:28/32/64, stencil27:32/48 and lap2d:150, the
+/// same on lap2d:200/300 (medians of 3); nev = 2 at 12 against 20, 0.87–0.93×
+/// on lap3d:64, stencil27:48 and lap2d:300; nev = 3 at 18 against 24, 0.97–1.03×
+/// (lap3d:40 0.85×).
+pub fn default_max_basis(k: usize, nev: usize, n: usize) -> usize {
+    let floor = if n >= LARGE_PROBLEM_ROWS {
+        MIN_LARGE_BASIS
+    } else {
+        (12 + 4 * k).min(MIN_DEFAULT_BASIS)
+    };
+    (DEFAULT_BASIS_PER_BLOCK * k + nev).max(floor)
 }
 
 /// Parameters resolved against the problem size n.
@@ -319,6 +341,16 @@ pub(crate) struct Sizes {
 }
 
 impl JdParams {
+    /// The block size k before the problem caps it at n: `block`, or min(nev,
+    /// [`DEFAULT_BLOCK_CAP`]) when 0.
+    pub fn block_size(&self) -> usize {
+        if self.block == 0 {
+            self.nev.min(DEFAULT_BLOCK_CAP)
+        } else {
+            self.block
+        }
+    }
+
     /// A copy with the defaults that depend on other fields filled in: `Auto`
     /// becomes BiCGSTAB (solve groups), and the inner step cap of the solver.
     pub fn resolved(&self) -> JdParams {
@@ -447,14 +479,9 @@ impl JdParams {
             );
         }
         self.check()?;
-        let k = if self.block == 0 {
-            self.nev.min(DEFAULT_BLOCK_CAP)
-        } else {
-            self.block
-        }
-        .min(n);
+        let k = self.block_size().min(n);
         let mut max_basis = if self.max_basis == 0 {
-            default_max_basis(k, self.nev)
+            default_max_basis(k, self.nev, n)
         } else {
             self.max_basis
         };
@@ -479,5 +506,36 @@ impl JdParams {
             max_basis,
             restart,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_basis_shrinks_for_small_blocks_of_large_problems() {
+        let small = LARGE_PROBLEM_ROWS - 1;
+        let large = LARGE_PROBLEM_ROWS;
+        // (k, nev, below the threshold, from it on)
+        for (k, nev, below, above) in [
+            (1, 1, 16, 8),
+            (2, 2, 20, 12),
+            (3, 3, 24, 18),
+            (4, 4, 24, 24),
+            (8, 10, 50, 50),
+        ] {
+            assert_eq!(default_max_basis(k, nev, small), below, "k = {k}");
+            assert_eq!(default_max_basis(k, nev, large), above, "k = {k}");
+        }
+        let p = JdParams {
+            nev: 1,
+            ..JdParams::default()
+        };
+        assert_eq!(p.resolve(large).unwrap().max_basis, 8);
+        assert_eq!(p.resolve(large).unwrap().restart, 4);
+        assert_eq!(p.resolve(small).unwrap().max_basis, 16);
+        // Capped by n.
+        assert_eq!(p.resolve(10).unwrap().max_basis, 10);
     }
 }

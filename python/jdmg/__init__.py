@@ -59,8 +59,9 @@ _METHODS = {"auto": "auto", "bicgstab": "bicgstab", "qmrs": "qmrs", "jdqmr": "qm
 # runs to maxiter); 1e-10 converges there in 84 products.
 _TOL_ZERO = 1e-10
 # The smallest basis taken from ncv: the library's default for blocks of three or
-# more (it defaults to 16 and 20 for blocks of one and two; ncv, an ARPACK-style
-# Krylov dimension, is raised to at least this).
+# more on small matrices (it defaults to 16 and 20 for blocks of one and two, and
+# from 20,000 rows on to max(5 * block + k, 8); ncv, an ARPACK-style Krylov
+# dimension, is raised to at least this).
 _MIN_BASIS = 24
 
 
@@ -274,7 +275,8 @@ def eigsh(
     v0, X0 : array, optional
         Start vector(s): shape (n,) or (n, p).
     ncv : int, optional
-        Maximum basis size, k < ncv <= n (default max(5 * block + k, min(12 + 4 * block, 24)));
+        Maximum basis size, k < ncv <= n (default max(5 * block + k, min(12 + 4 * block, 24))
+        below 20,000 rows, max(5 * block + k, 8) from there on);
         values below 24 are raised to min(24, n): unlike ARPACK's Krylov
         space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
     maxiter : int, optional

@@ -42,17 +42,12 @@ pub fn generated_bytes(spec: &GenSpec) -> u64 {
 /// `JdParams` (block min(nev, 8), basis [`jdmg::params::default_max_basis`]),
 /// unvalidated.
 fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
-    use jdmg::params::{default_max_basis, DEFAULT_BLOCK_CAP};
+    use jdmg::params::default_max_basis;
     let n64 = n as u64;
-    let k = if p.block == 0 {
-        p.nev.min(DEFAULT_BLOCK_CAP)
-    } else {
-        p.block
-    }
-    .min(n) as u64;
+    let k = p.block_size().min(n) as u64;
     let nev = p.nev as u64;
     let m = if p.max_basis == 0 {
-        default_max_basis(k as usize, p.nev) as u64
+        default_max_basis(k as usize, p.nev, n) as u64
     } else {
         p.max_basis as u64
     }
