@@ -8,10 +8,15 @@ use matrices::CsrMatrix;
 #[cfg(target_os = "linux")]
 mod madv {
     pub const HUGEPAGE: i32 = 14;
-    pub const COLLAPSE: i32 = 25;
     extern "C" {
         pub fn madvise(addr: *mut core::ffi::c_void, len: usize, advice: i32) -> i32;
     }
+}
+
+/// Elsewhere the advice is ignored ([`advise_range`] returns 0).
+#[cfg(not(target_os = "linux"))]
+mod madv {
+    pub const HUGEPAGE: i32 = 0;
 }
 
 const HUGE_PAGE: usize = 1 << 21;
@@ -50,34 +55,22 @@ fn span<T>(v: &[T]) -> (usize, usize) {
     (v.as_ptr() as usize, std::mem::size_of_val(v))
 }
 
-/// Asks Linux to back the arrays of `a` with transparent huge pages, now
-/// (`MADV_COLLAPSE`, Linux ≥ 6.1; falls back to `MADV_HUGEPAGE`, which lets
-/// `khugepaged` do it later). Returns the bytes advised; 0 on other systems, for small
+/// Asks Linux to back the arrays of `a` with transparent huge pages
+/// (`MADV_HUGEPAGE`: `khugepaged` collapses them in the background, the caller
+/// does not wait). Returns the bytes advised; 0 on other systems, for small
 /// matrices, or when the kernel refuses (never an error: it is only a hint).
 ///
-/// SpMV streams the matrix once per product; with 4 KiB pages the hardware
-/// prefetchers restart at every page boundary and TLB misses add up. On the 64³
-/// 27-point stencil this took a serial SpMV from about 11.8 to 10.6 ms (best of 21) on
-/// a loaded machine; numpy allocates its large arrays with huge-page advice, so
-/// `scipy.sparse` gets the same benefit. Costs about 50 ms per 80 MB, once.
+/// SpMV streams the matrix once per product, and with 4 KiB pages TLB misses
+/// add up. The synchronous `MADV_COLLAPSE` was used before: it copies the arrays
+/// into huge pages at once, which cost system time (a whole `jdmg solve` of
+/// stencil27:48 with nev = 1: 0.058 against 0.048 s, medians of 7) and gave no
+/// measurable SpMV gain (ms per product on lap3d:64 and stencil27:48 equal within
+/// the noise, 5 runs each).
 pub fn advise_huge_pages(a: &CsrMatrix) -> usize {
-    let mut done = 0;
-    for (start, len) in [span(a.data()), span(a.indices()), span(a.indptr())] {
-        #[cfg(target_os = "linux")]
-        {
-            let d = advise_range(start, len, madv::COLLAPSE);
-            done += if d > 0 {
-                d
-            } else {
-                advise_range(start, len, madv::HUGEPAGE)
-            };
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            done += advise_range(start, len, 0);
-        }
-    }
-    done
+    [span(a.data()), span(a.indices()), span(a.indptr())]
+        .into_iter()
+        .map(|(start, len)| advise_range(start, len, madv::HUGEPAGE))
+        .sum()
 }
 
 /// A zeroed `Vec<f64>` of length `len` whose pages are advised as transparent huge

@@ -671,7 +671,7 @@ pub struct CsrOperator<'a> {
 impl<'a> CsrOperator<'a> {
     /// Wraps `a` for products on `threads` threads. Also asks the OS to back the
     /// arrays of `a` with huge pages ([`advise_huge_pages`]: a hint, contents
-    /// unchanged, about 50 ms per 80 MB once; no-op below 2 MiB or off Linux).
+    /// unchanged, taken in the background; no-op below 2 MiB or off Linux).
     ///
     /// # Errors
     /// [`SpmvError::ZeroThreads`], [`SpmvError::NotSquare`], [`SpmvError::InvalidMatrix`]
