@@ -9,8 +9,9 @@ inserts its own block of rows of a PETSc MPIAIJ matrix (PETSc's default row spli
 EPS then runs as eig_compare.py runs it on one process: HEP, SMALLEST_REAL, NORM
 convergence test, nev = --nev, everything else SLEPc's default (for LOBPCG: STPRECOND
 with PCBJACOBI, ILU(0) on each rank's diagonal block). Rank 0 prints one JSON line:
-solver, nprocs, eigenvalues, converged count, matvecs (MatMult calls), and
-wall_seconds (the solve only, MPI-synchronized before and after).
+solver, nprocs, eigenvalues, converged count, matvecs (MatMult calls plus the columns
+of the MatMatMult block products, from their logged flops: 2 nnz per column, summed
+over the ranks), and wall_seconds (the solve only, MPI-synchronized before and after).
 """
 import argparse
 import json
@@ -75,6 +76,10 @@ def main():
     nconv = eps.getConverged()
     vals = sorted(eps.getEigenvalue(i).real for i in range(min(nconv, args.nev)))
     mults = PETSc.Log.Event("MatMult").getPerfInfo()["count"]
+    # Each rank's sparse-times-dense flops, summed through a PETSc vector.
+    flops = PETSc.Vec().createMPI((1, PETSc.DECIDE), comm=comm)
+    flops.getArray()[0] = PETSc.Log.Event("MatMatMultNum").getPerfInfo()["flops"]
+    mults += round(flops.sum() / (2.0 * max(a.nnz, 1)))
     if comm.getRank() == 0:
         print(json.dumps({"solver": "slepc-" + args.solver, "nprocs": comm.getSize(),
                           "n": n, "eigenvalues": vals, "converged": nconv,
