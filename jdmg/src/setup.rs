@@ -80,8 +80,9 @@ pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
 /// Builds the preconditioner of `a_local` (a square diagonal block) for `params`.
 /// With [`PrecondChoice::Auto`], ILU(0) when [`ilu0_is_stable`] accepts it, else
 /// FSAI when [`fsai_fallback`] builds one, else `None` (the solver then applies
-/// Jacobi); a failed factorization also falls through. ILU(0) is stored as
-/// [`ilu0_factors`] says.
+/// Jacobi); a failed factorization also falls through. ILU(0) keeps the general
+/// storage for blocks of one column, the symmetric one (when exactly symmetric)
+/// otherwise (see `ilu0_factors`).
 ///
 /// # Errors
 /// [`JdError::Preconditioner`] with the factorization's message (not for `Auto`).
