@@ -77,15 +77,7 @@ pub fn advise_huge_pages(a: &CsrMatrix) -> usize {
 /// pages *before* first touch (Linux; a plain zeroed vector elsewhere). Use it for
 /// large block vectors that SpMV reads and writes.
 pub fn huge_page_vec(len: usize) -> Vec<f64> {
-    let mut v: Vec<f64> = Vec::with_capacity(len);
-    // The capacity is allocated (not yet initialized) memory; advising it neither
-    // reads nor writes it.
-    #[cfg(target_os = "linux")]
-    advise_range(
-        v.as_ptr() as usize,
-        len * std::mem::size_of::<f64>(),
-        madv::HUGEPAGE,
-    );
+    let mut v = huge_page_capacity(len);
     v.resize(len, 0.0);
     v
 }

@@ -12,7 +12,7 @@ use super::{
     PrecondError,
 };
 use crate::operator::Preconditioner;
-use crate::pages::huge_page_capacity;
+use crate::pages::{huge_page_capacity, huge_page_vec};
 use crate::spmv::prefetch_stream;
 
 /// Incomplete factors `L U ≈ A − σI`, stored once, in the layout of the substitutions.
@@ -86,15 +86,13 @@ impl TriSolve {
         // 41.2 -> 34.7 ms, lap3d:100 0.135 -> 0.115 s; peak RSS unchanged).
         let mut u_idx = huge_page_capacity(nu);
         u_idx.resize(nu, 0);
-        let mut u_val = huge_page_capacity(nu);
-        u_val.resize(nu, 0.0);
         let mut t = TriSolve {
             l_ptr: huge_page_capacity(n + 1),
             l_idx: huge_page_capacity(nl),
             l_val: huge_page_capacity(nl),
             u_ptr: huge_page_capacity(n + 1),
             u_idx,
-            u_val,
+            u_val: huge_page_vec(nu),
             dinv: huge_page_capacity(n),
             sym,
         };
