@@ -301,6 +301,12 @@ impl BlockJdQmr {
         }
     }
 
+    /// The search directions d (n × kmax), whose values live only within a
+    /// solve: scratch that the solver loop borrows between solves.
+    pub fn idle_directions(&mut self) -> &mut [f64] {
+        &mut self.d
+    }
+
     /// Whether the preconditioner's projection is oblique for x_j (with K⁻¹x_j,
     /// or K⁻¹Mx_j): with a preconditioner, and with a mass matrix even for
     /// K = I, which keeps the projected preconditioner symmetric (see

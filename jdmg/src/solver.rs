@@ -449,7 +449,7 @@ fn fine<C: Comm>(
         comm,
         n_global: n,
         row_offset: r.range.start,
-        diagonal: Some(&r.diag),
+        diagonal: r.diag.as_deref(),
         precond: r.pc.as_deref().map(|p| p as _),
         spaces: Spaces::default(),
         mass: None,
@@ -457,7 +457,9 @@ fn fine<C: Comm>(
     .with_initial(&initial)?
     .with_deflation(&deflation)?;
     let pb = match &mr {
-        Some(mr) => pb.with_mass(&mr.op)?.with_mass_diagonal(&mr.diag)?,
+        Some(mr) => pb
+            .with_mass(&mr.op)?
+            .with_mass_diagonal(mr.diag.as_deref().unwrap_or_default())?,
         None => pb,
     };
     let hooks = Hooks {

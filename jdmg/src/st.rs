@@ -720,7 +720,9 @@ pub fn solve_shift_invert_on<C: Comm>(
         .with_initial(&initial)?
         .with_deflation(&deflation)?;
     let pb = match &mr {
-        Some(r) => pb.with_mass(&r.op)?.with_mass_diagonal(&r.diag)?,
+        Some(r) => pb
+            .with_mass(&r.op)?
+            .with_mass_diagonal(r.diag.as_deref().unwrap_or_default())?,
         None => pb,
     };
     let back = |t: f64| sigma + 1.0 / t;

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use lblib::lbs::GroupLbs;
 use lblib::{Comm, Method};
-use precond::preconditioners::BoxedPreconditioner;
 
 use super::mover::Mover;
 use super::params::Balance;
@@ -16,7 +15,7 @@ use crate::jd::{CorrectionBackend, CorrectionCtx};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to};
 use crate::params::{InnerStop, PrecondChoice};
 use crate::repartition::{RateClock, WaitTimer};
-use crate::setup::{inner_for, RowOperator};
+use crate::setup::{inner_for, RowOperator, RowsPreconditioner};
 use crate::solution::Stats;
 
 pub(super) struct Backend<'g, W, G: Comm> {
@@ -39,8 +38,8 @@ pub(super) struct Backend<'g, W, G: Comm> {
     pub(super) my_group: usize,
     pub(super) mover: Mover,
     pub(super) op: RowOperator<'g, 'g, WaitTimer<G>>,
-    pub(super) pc: Option<BoxedPreconditioner>,
-    pub(super) diag: Vec<f64>,
+    pub(super) pc: Option<RowsPreconditioner<'g>>,
+    pub(super) diag: Option<Vec<f64>>,
     pub(super) nf: usize,
     pub(super) ng: usize,
     pub(super) xl: Vec<f64>,
@@ -288,7 +287,7 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         let mdiag = self.mass.as_ref().map(|(_, d)| &d[..]);
         let inner = inner_for(
             self.precond,
-            Some(&self.diag),
+            self.diag.as_deref(),
             mdiag,
             pc,
             shift * ms / ctx.scale,

@@ -289,7 +289,8 @@ pub(crate) fn run<W: Comm, B: Comm>(
                 precond_of: None,
             };
             let r = rows(m, &group, params, spec)?;
-            Some((r.op, r.diag))
+            // No preconditioner: the diagonal is kept.
+            Some((r.op, r.diag.unwrap_or_default()))
         }
         None => None,
     };
@@ -322,7 +323,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
     } else {
         None
     };
-    let ng = grows.diag.len();
+    let ng = grows.range.len();
     let mut backend = Backend {
         world,
         rates: &clock,
@@ -395,13 +396,15 @@ pub(crate) fn run<W: Comm, B: Comm>(
             comm: world,
             n_global: n,
             row_offset: frows.range.start,
-            diagonal: Some(&frows.diag),
+            diagonal: frows.diag.as_deref(),
             precond: None,
             spaces: Default::default(),
             mass: None,
         };
         let pb = match &mfrows {
-            Some(mr) => pb.with_mass(&mr.op)?.with_mass_diagonal(&mr.diag)?,
+            Some(mr) => pb
+                .with_mass(&mr.op)?
+                .with_mass_diagonal(mr.diag.as_deref().unwrap_or_default())?,
             None => pb,
         };
         let hooks = Hooks {

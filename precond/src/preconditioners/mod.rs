@@ -35,7 +35,7 @@ mod spai;
 
 pub use block_jacobi::{diagonal_block, BlockJacobi};
 pub use fsai::Fsai;
-pub use ilu::{Ilu0, Ilut, LuFactors};
+pub use ilu::{DiagonalIlu0, Ilu0, Ilut, LuFactors};
 pub use jacobi::Jacobi;
 pub use spai::Spai;
 
