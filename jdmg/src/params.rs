@@ -182,7 +182,9 @@ pub struct JdParams {
     /// default nev = 4: lap3d:64 took 0.90× the time of a 30-column basis with
     /// ILU(0) and GD+k and 0.91× with BiCGSTAB(3) and no preconditioner, side by
     /// side, and the basis of lap3d:100 holds 96 MB less). Hard problems want more:
-    /// msc04515 took 41,632 matvecs at 24 and 9,356 at 40.
+    /// msc04515 took 41,632 matvecs at 24 and 9,356 at 40. With the default, each
+    /// locked pair gives its column back (the default for the pairs still wanted,
+    /// not below restart + 2k; see the solver's `basis_cap`); a given size stays.
     pub max_basis: usize,
     /// Basis size after a thick restart (Ritz vectors kept, plus k previous
     /// directions). Default 0 = max_basis / 2.

@@ -4,13 +4,10 @@
 
 use matrices::CsrMatrix;
 
-/// Linux `madvise` advice values (stable kernel ABI).
+/// Linux `madvise` advice values.
 #[cfg(target_os = "linux")]
 mod madv {
-    pub const HUGEPAGE: i32 = 14;
-    extern "C" {
-        pub fn madvise(addr: *mut core::ffi::c_void, len: usize, advice: i32) -> i32;
-    }
+    pub const HUGEPAGE: i32 = libc::MADV_HUGEPAGE;
 }
 
 /// Elsewhere the advice is ignored ([`advise_range`] returns 0).
@@ -36,7 +33,7 @@ fn advise_range(start: usize, len: usize, advice: i32) -> usize {
         // SAFETY: [lo, hi) lies inside the live allocation given by the caller. Both advice
         // values only change how the kernel backs the pages (transparent huge pages);
         // contents are preserved and no Rust-visible memory is written or freed.
-        let rc = unsafe { madv::madvise(lo as *mut core::ffi::c_void, hi - lo, advice) };
+        let rc = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, advice) };
         if rc == 0 {
             hi - lo
         } else {
@@ -46,6 +43,41 @@ fn advise_range(start: usize, len: usize, advice: i32) -> usize {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = advice;
+        0
+    }
+}
+
+/// Returns the whole pages inside `v` to the system (`MADV_DONTNEED`; Linux,
+/// nothing elsewhere) and the bytes released: those entries read as `0.0`
+/// afterwards and take memory again only when written. For the free tail of an
+/// array held for a whole solve.
+pub fn release(v: &mut [f64]) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0);
+        let (start, len) = span(v);
+        if page == 0 || len == 0 {
+            return 0;
+        }
+        let lo = start.div_ceil(page) * page;
+        let hi = (start + len) / page * page;
+        if hi <= lo {
+            return 0;
+        }
+        // SAFETY: [lo, hi) lies inside `v`, which the caller lends mutably: no
+        // other reference sees it. Vec memory is private and anonymous, so the
+        // pages read as zeros afterwards, a valid `f64` (0.0) for every entry.
+        let rc = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED) };
+        if rc == 0 {
+            hi - lo
+        } else {
+            0
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = v;
         0
     }
 }
@@ -101,6 +133,23 @@ pub(crate) fn huge_page_capacity<T>(len: usize) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn released_pages_read_as_zeros_and_the_rest_is_kept() {
+        let mut v: Vec<f64> = (0..1 << 18).map(|i| i as f64 + 1.0).collect();
+        let (a, b) = (1000, 200_000);
+        let bytes = release(&mut v[a..b]);
+        let zeros = v.iter().filter(|x| **x == 0.0).count();
+        // Whole pages only, inside the range; everything else untouched.
+        assert_eq!(zeros * 8, bytes);
+        assert!(v[..a].iter().chain(&v[b..]).all(|x| *x != 0.0));
+        if cfg!(target_os = "linux") {
+            assert!(bytes >= (b - a) * 8 - 2 * 65536);
+        }
+        // Written again, the entries hold their values.
+        v[a..b].fill(2.0);
+        assert!(v[a..b].iter().all(|x| *x == 2.0));
+    }
 
     #[test]
     fn huge_page_capacity_is_an_empty_vector_with_room() {

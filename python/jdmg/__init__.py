@@ -276,7 +276,8 @@ def eigsh(
         Start vector(s): shape (n,) or (n, p).
     ncv : int, optional
         Maximum basis size, k < ncv <= n (default max(5 * block + k, min(12 + 4 * block, 24))
-        below 20,000 rows, max(5 * block + k, 8) from there on);
+        below 20,000 rows, max(5 * block + k, 8) from there on; the default
+        gives back one column per locked pair, down to restart + 2 * block);
         values below 24 are raised to min(24, n): unlike ARPACK's Krylov
         space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
     maxiter : int, optional

@@ -90,7 +90,8 @@ pub struct SolveArgs {
     #[arg(long)]
     pub block: Option<usize>,
     /// Maximum basis size; default max(5k + nev, 16 for a block of 1, 20 for 2, 24 from 3 on)
-    /// below 20,000 rows, max(5k + nev, 8) from there on; capped by n.
+    /// below 20,000 rows, max(5k + nev, 8) from there on; capped by n. The default
+    /// gives back one column per locked pair (down to restart + 2k); a given size stays.
     #[arg(long)]
     pub max_basis: Option<usize>,
     /// Basis size after restart.

@@ -807,7 +807,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             if !lock.is_empty() && !mass {
                 let nlk = lock.len();
                 let lock_x = &self.t[..n * nlk];
-                let tail = self.m + nlk <= self.sz.max_basis;
+                let tail = self.m + nlk <= self.basis_cap();
                 let mut wv = std::mem::take(&mut self.w);
                 let mut own = Vec::new();
                 let idle = block_qmr
@@ -884,6 +884,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     self.refresh_w();
                 }
                 let mut locked_pos = Vec::new();
+                self.release_basis_tail(self.nl() + accepted.len());
                 for &j in &accepted {
                     let (p, th, rn) = lock[j];
                     if let Some(be) = self.backend.as_mut() {
@@ -971,7 +972,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             }
             // Thick restart (GD+k) when the next block does not fit.
             let bnext = sel.len().max(1);
-            if self.m + bnext > self.sz.max_basis && self.m > 0 {
+            if self.m + bnext > self.basis_cap() && self.m > 0 {
                 let t0 = Instant::now();
                 self.restart(&y_cur, m_cur);
                 self.stats.phases.restart += t0.elapsed().as_secs_f64();
@@ -1091,6 +1092,55 @@ mod tests {
             }
         }
         worst
+    }
+
+    /// The default basis gives back a locked pair's room (24, 23, ... columns for
+    /// nev = 4 and blocks of 4, not below restart + 2k), returning the columns
+    /// beyond it to the system; an explicit `max_basis` keeps its size.
+    #[test]
+    fn default_basis_gives_back_the_room_of_locked_pairs() {
+        let n = 30_000;
+        let t: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, 1.0 + i as f64)).collect();
+        let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+        let op = CsrOperator::new(&a, 1).unwrap();
+        let comm = SelfComm::new();
+        let pb = Problem::new(&op, &comm).unwrap();
+        for explicit in [false, true] {
+            let prm = JdParams {
+                nev: 4,
+                block: 4,
+                max_basis: if explicit { 24 } else { 0 },
+                ..JdParams::default()
+            };
+            let sz = prm.resolve(n).unwrap();
+            assert_eq!((sz.max_basis, sz.restart), (24, 12));
+            let mut st = State::new(&pb, &prm, sz, n);
+            st.v.fill(1.0);
+            st.w.fill(1.0);
+            let caps: Vec<usize> = (0..=4)
+                .map(|nl| {
+                    st.lam = vec![0.0; nl];
+                    st.basis_cap()
+                })
+                .collect();
+            let want = if explicit {
+                vec![24; 5]
+            } else {
+                vec![24, 23, 22, 21, 20]
+            };
+            assert_eq!(caps, want);
+            st.lam.clear();
+            st.m = 10;
+            st.release_basis_tail(2);
+            let kept = if explicit { 24 } else { 22 };
+            for arr in [&st.v, &st.w] {
+                assert!(arr[..kept * n].iter().all(|x| *x == 1.0));
+                // Whole pages of column `kept` on are returned (zeros).
+                if !explicit && cfg!(target_os = "linux") {
+                    assert_eq!(arr[kept * n + n / 2], 0.0);
+                }
+            }
+        }
     }
 
     /// A block whose columns lie almost in span(V) and almost on each other (the
