@@ -84,8 +84,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let dst = &mut c[(keep + j) * m..(keep + j + 1) * m];
             dst[..self.prev_m].copy_from_slice(&self.prev[j * self.prev_m..(j + 1) * self.prev_m]);
         }
-        let p = orthonormalize_columns(&mut c, m, p)
-            .min(self.basis_cap() - self.sz.k.min(self.basis_cap() - 1));
+        let cap = self.basis_cap();
+        let p = orthonormalize_columns(&mut c, m, p).min(cap - self.sz.k.min(cap - 1));
         self.transform_basis(&c[..m * p], p);
         self.stats.restarts += 1;
         // In the new basis the current Ritz vectors are the first unit vectors.

@@ -975,6 +975,8 @@ impl<'a> DiagonalIlu0<'a> {
         if !t.sym || n != f.lu.n || a.ncols() != n {
             return None;
         }
+        let same_bits =
+            |x: &[f64], y: &[f64]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
         let mut diag_at = Vec::with_capacity(n);
         for i in 0..n {
             let (cols, vals) = a.row(i);
@@ -983,8 +985,6 @@ impl<'a> DiagonalIlu0<'a> {
                 return None;
             }
             let u = t.u_row(i);
-            let same_bits =
-                |x: &[f64], y: &[f64]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
             if t.u_idx[u.clone()] != cols[at + 1..] || !same_bits(&t.u_val[u], &vals[at + 1..]) {
                 return None;
             }
@@ -1475,20 +1475,34 @@ mod tests {
             }
             // M⁻¹ r: the same to rounding; the blocked sweeps bitwise the single one.
             let k = 5;
-            let r: Vec<f64> = (0..n * k).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
-            let (mut zs, mut zg) = (vec![0.0; n * k], vec![0.0; n * k]);
-            s.apply_block(&r, &mut zs, k);
-            g.apply_block(&r, &mut zg, k);
-            let scale = zg.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for (x, y) in zs.iter().zip(&zg) {
-                assert!((x - y).abs() <= 1e-11 * scale, "{x} vs {y}");
-            }
+            let (r, zs) = same_applications(&s, &g, n, k, 1e-11);
             for j in 0..k {
                 let mut z1 = vec![0.0; n];
                 s.apply(&r[j * n..(j + 1) * n], &mut z1);
                 assert_eq!(z1, zs[j * n..(j + 1) * n]);
             }
         }
+    }
+
+    /// Applies `p` and `q` to `k` patterned vectors of `n` rows and checks that they
+    /// agree within `tol` times the largest entry of q's; returns the vectors and
+    /// p's results.
+    fn same_applications(
+        p: &dyn Preconditioner,
+        q: &dyn Preconditioner,
+        n: usize,
+        k: usize,
+        tol: f64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let r: Vec<f64> = (0..n * k).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
+        let (mut zp, mut zq) = (vec![0.0; n * k], vec![0.0; n * k]);
+        p.apply_block(&r, &mut zp, k);
+        q.apply_block(&r, &mut zq, k);
+        let scale = zq.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (x, y) in zp.iter().zip(&zq) {
+            assert!((x - y).abs() <= tol * scale, "k = {k}: {x} vs {y}");
+        }
+        (r, zp)
     }
 
     #[test]
@@ -1500,14 +1514,7 @@ mod tests {
             let f = Ilu0::new(&a, shift, &PivotParams::default()).unwrap();
             let d = DiagonalIlu0::from_ilu0(&f, &a).expect("no fill in a 5-point stencil");
             for k in [1, 3, 4, 9] {
-                let r: Vec<f64> = (0..n * k).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
-                let (mut zd, mut zf) = (vec![0.0; n * k], vec![0.0; n * k]);
-                d.apply_block(&r, &mut zd, k);
-                f.apply_block(&r, &mut zf, k);
-                let scale = zf.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                for (x, y) in zd.iter().zip(&zf) {
-                    assert!((x - y).abs() <= 1e-12 * scale, "k = {k}: {x} vs {y}");
-                }
+                same_applications(&d, &f, n, k, 1e-12);
             }
         }
         // The general storage, and a band of width 2 (row i+1 fills (i, i+2)), keep
