@@ -5,12 +5,23 @@
 //! one per equation), and reduces the scalars of all equations together (four
 //! global sums per step for the block).
 //!
-//! Equation j is (I − Q_jQ_jᵀ)(A − σ_j I)(I − Q_jQ_jᵀ) s_j = r_j with
-//! Q_j = [X_locked, x_j], exactly as in [`crate::correction`]; the
-//! preconditioner keeps the oblique projection of Sleijpen and van der Vorst for
-//! x_j, z = K⁻¹g − K⁻¹x_j (x_jᵀK⁻¹g)/(x_jᵀK⁻¹x_j), and is orthogonal for the
-//! locked vectors. Projections, recurrences and inner products of a step are
-//! fused into few passes over each equation's vectors.
+//! Equation j is (I − Q_jQ_jᵀ)(A − σ_j I) s_j = r_j with Q_j = [X_locked, x_j]
+//! and the preconditioner K unprojected: PRIMME's projectors for JDQMR (left
+//! ones only; `correction.c`, `setup_JD_projectors`, the choice of its
+//! `JDQMR_ETol` preset). Without a preconditioner the directions stay
+//! orthogonal to Q_j, which makes this the two-sided equation of
+//! [`crate::correction`]. With one, the right projection of
+//! [`crate::correction`] (oblique for x_j, orthogonal for X_locked) would cost
+//! K⁻¹x_j, two passes over x_j and K⁻¹x_j and two over X_locked per step; the
+//! left-only form needs none of them, and the components of s_j along Q_j leave
+//! in the outer orthogonalization (lap3d:64: the same 455 matvecs and outer
+//! iterations; lap3d:40, stencil27:48: the same matvecs). The step's
+//! σ = dᵀ(I − QQᵀ)(A − σI)d then takes Q_jᵀd, as d is not orthogonal to Q_j.
+//! Interior targets (σ inside the spectrum) keep the two-sided form of
+//! [`crate::correction`] with its oblique projection for x_j: K ≈ A − σI
+//! amplifies x_j in K⁻¹g there (see [`BlockJdQmr::left_only`]).
+//! Projections, recurrences and inner products of a step are fused into few
+//! passes over each equation's vectors.
 //!
 //! With a mass matrix M (K x = λ M x, Q M-orthonormal) equation j is
 //! (I − MQ_jQ_jᵀ)(K − σ_j M)(I − Q_jQ_jᵀM) s_j = r_j, as in
@@ -18,7 +29,8 @@
 //! Q_jᵀw and the vectors MQ_j subtracted, the preconditioner's with coefficients
 //! (MQ_j)ᵀz and Q_j subtracted, and K⁻¹Mx_j replaces K⁻¹x_j in the oblique
 //! part (K = I included: the Krylov vectors must stay M-orthogonal to Q_j).
-//! Each step applies M to the block's directions once.
+//! Each step applies M to the block's directions once. This is the two-sided
+//! form of [`crate::correction`], with its oblique projection for x_j.
 //!
 //! An equation that stops leaves the active set (its vectors move behind the
 //! active ones), so that the blocked products always see contiguous columns. The
@@ -238,9 +250,10 @@ pub(crate) struct Lent<'b> {
 }
 
 /// Work space of [`BlockJdQmr::solve`], sized once per outer solve: a solve
-/// allocates only vectors of the block's size (scalars). Two n×kmax arrays
-/// are its own (d and K⁻¹X); the residual g, the solution, the scratch w and
-/// the updates δ are the caller's buffers, lent for the solve.
+/// allocates only vectors of the block's size (scalars). One n×kmax array is
+/// its own (d; with the oblique projection also K⁻¹MX, sized on first use); the
+/// residual g, the solution, the scratch w and the updates δ are the caller's
+/// buffers, lent for the solve.
 pub(crate) struct BlockJdQmr {
     n: usize,
     kmax: usize,
@@ -255,8 +268,15 @@ pub(crate) struct BlockJdQmr {
     wo: usize,
     /// The solutions s_j, in the caller's `t` (lent).
     sol: Vec<f64>,
-    /// K_j⁻¹ x_j, by equation (input order).
+    /// K_j⁻¹ M x_j, by equation (input order; with the oblique projection
+    /// only: generalized or interior problems; sized on first use).
     kx: Vec<f64>,
+    /// Whether the current solve projects on the left only: see
+    /// [`Self::left_only`].
+    left: bool,
+    /// Whether the preconditioner's projection is oblique for x_j in the
+    /// current solve (with K⁻¹Mx_j in `kx`).
+    oblique: bool,
     /// X_lockedᵀ K_j⁻¹ x_j (nl per equation) and μ_j = x_jᵀ K_j⁻¹ x_j.
     pl: Vec<f64>,
     mu: Vec<f64>,
@@ -277,9 +297,9 @@ fn col_mut(v: &mut [f64], n: usize, c: usize) -> &mut [f64] {
 }
 
 impl BlockJdQmr {
-    /// Work space for up to `kmax` equations of `n` local rows (three n×kmax
-    /// arrays: d, δ and K⁻¹X; g, the solution and the scratch for A·d and K⁻¹g
-    /// are lent to each solve).
+    /// Work space for up to `kmax` equations of `n` local rows (the n×kmax
+    /// directions d; g, δ, the solution and the scratch for A·d and K⁻¹g are
+    /// lent to each solve).
     pub fn new(n: usize, kmax: usize) -> Self {
         let v = || vec![0.0; n * kmax];
         Self {
@@ -292,7 +312,9 @@ impl BlockJdQmr {
             delta: Vec::new(),
             so: 0,
             sol: Vec::new(),
-            kx: v(),
+            kx: Vec::new(),
+            left: false,
+            oblique: false,
             pl: Vec::new(),
             mu: vec![0.0; kmax],
             buf: Vec::new(),
@@ -307,12 +329,18 @@ impl BlockJdQmr {
         &mut self.d
     }
 
-    /// Whether the preconditioner's projection is oblique for x_j (with K⁻¹x_j,
-    /// or K⁻¹Mx_j): with a preconditioner, and with a mass matrix even for
-    /// K = I, which keeps the projected preconditioner symmetric (see
-    /// [`crate::correction`]). Else orthogonal.
-    fn oblique(inner: &BlockInner<'_>, eq: &BlockEquations<'_>) -> bool {
-        !inner.is_identity() || eq.mass.is_some()
+    /// Whether the equations of a solve are projected on the left only: no
+    /// mass matrix, a preconditioner, and an end of the spectrum wanted (see
+    /// the module's text). Interior targets keep the two-sided form: there
+    /// K ≈ A − σI amplifies x_j in K⁻¹g, and a 6-fold multiplet of lap3d:10
+    /// next to σ lost a copy without the oblique projection.
+    fn left_only(inner: &BlockInner<'_>, eq: &BlockEquations<'_>) -> bool {
+        eq.mass.is_none()
+            && !inner.is_identity()
+            && eq
+                .setups
+                .iter()
+                .all(|s| matches!(s.target, Target::Smallest | Target::Largest))
     }
 
     /// Sums `self.buf` over the processes.
@@ -420,10 +448,19 @@ impl BlockJdQmr {
         let rnorm: Vec<f64> = self.buf.iter().map(|v| v.max(0.0).sqrt()).collect();
         self.sol[..n * b].fill(0.0);
         self.delta[self.so..self.so + n * b].fill(0.0);
-        // K_j⁻¹ x_j, X_lockedᵀ K_j⁻¹ x_j and μ_j (one global sum); with M,
-        // K_j⁻¹Mx_j (Mx_j itself for K = I).
+        // With M: K_j⁻¹Mx_j (Mx_j itself for K = I), X_lockedᵀ K_j⁻¹Mx_j and
+        // μ_j (one global sum).
         self.mu[..b].fill(0.0);
-        if Self::oblique(inner, eq) {
+        self.left = Self::left_only(inner, eq);
+        // The preconditioner's projection is oblique for x_j (with K⁻¹Mx_j)
+        // with a preconditioner, and with a mass matrix even for K = I, which
+        // keeps the projected preconditioner symmetric (see
+        // [`crate::correction`]); else orthogonal.
+        self.oblique = !self.left && (!inner.is_identity() || eq.mass.is_some());
+        if self.oblique {
+            if self.kx.len() < n * self.kmax {
+                self.kx.resize(n * self.kmax, 0.0);
+            }
             let t0 = std::time::Instant::now();
             inner.apply(eq.m_x(), &mut self.kx, n, &all, eq.threads);
             if !inner.is_identity() {
@@ -485,7 +522,7 @@ impl BlockJdQmr {
                 c += 1;
             }
         }
-        // d = P K⁻¹ g, ρ = gᵀd.
+        // d = K⁻¹ g (P K⁻¹ g unless projected on the left only), ρ = gᵀd.
         if na > 0 {
             na = self.next_direction(inner, eq, &mut rec, na, true, comm, &mut out);
         }
@@ -573,7 +610,19 @@ impl BlockJdQmr {
             out.precond_seconds += t0.elapsed().as_secs_f64();
             out.precond_applies += idx.len() as u64;
         }
-        let (_, _, coefs) = self.oblique_coefs(inner, eq, &idx, comm, out);
+        if self.left {
+            // The unprojected preconditioner: t_j = −K⁻¹g (the outer
+            // orthogonalization takes out its part along Q_j).
+            for (c, &e) in idx.iter().enumerate() {
+                let (w, sol) = (&self.w[self.wo..], &mut self.sol);
+                col_mut(sol, n, e)
+                    .iter_mut()
+                    .zip(col(w, n, c))
+                    .for_each(|(t, z)| *t = -z);
+            }
+            return;
+        }
+        let (_, _, coefs) = self.oblique_coefs(eq, &idx, comm, out);
         for (c, &e) in idx.iter().enumerate() {
             let (alpha, own) = coefs[c];
             self.subtract_projection(eq, &idx, c, alpha, own);
@@ -628,7 +677,6 @@ impl BlockJdQmr {
     #[allow(clippy::type_complexity)]
     fn oblique_coefs<C: Comm + ?Sized>(
         &mut self,
-        inner: &BlockInner<'_>,
         eq: &BlockEquations<'_>,
         idx: &[usize],
         comm: &C,
@@ -638,7 +686,7 @@ impl BlockJdQmr {
         Self::m_locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
         self.buf.clear();
         self.buf.extend_from_slice(&self.cl);
-        let identity = !Self::oblique(inner, eq);
+        let identity = !self.oblique;
         let mxs = eq.m_x();
         let kx = &self.kx;
         let (w, g) = (&self.w[self.wo..], &self.g);
@@ -707,12 +755,10 @@ impl BlockJdQmr {
                 1,
             );
         }
-        let (w, x, k) = (
-            col_mut(&mut self.w[self.wo..], n, c),
-            col(eq.x, n, e),
-            col(&self.kx, n, e),
-        );
+        let (w, x) = (col_mut(&mut self.w[self.wo..], n, c), col(eq.x, n, e));
         if alpha != 0.0 {
+            // α ≠ 0 only with the oblique projection, which computed K⁻¹Mx.
+            let k = col(&self.kx, n, e);
             w.iter_mut()
                 .zip(k)
                 .zip(x)
@@ -722,9 +768,10 @@ impl BlockJdQmr {
         }
     }
 
-    /// z = P_j K⁻¹ g for the active equations, ρ = gᵀz, and the new direction
-    /// d = z + β d (d = z when `first`). Equations with a vanishing ρ stop
-    /// (breakdown). Returns the number still active.
+    /// z = K⁻¹ g (P_j K⁻¹ g unless projected on the left only) for the active equations,
+    /// ρ = gᵀz, and the new direction d = z + β d (d = z when `first`).
+    /// Equations with a vanishing ρ stop (breakdown). Returns the number still
+    /// active.
     #[allow(clippy::too_many_arguments)]
     fn next_direction<C: Comm + ?Sized>(
         &mut self,
@@ -760,7 +807,10 @@ impl BlockJdQmr {
             out.precond_seconds += t0.elapsed().as_secs_f64();
             out.precond_applies += na as u64;
         }
-        let (gz, gk, mut coefs) = self.oblique_coefs(inner, eq, &idx, comm, out);
+        if self.left {
+            return self.left_direction(eq, rec, na, first, comm, out);
+        }
+        let (gz, gk, mut coefs) = self.oblique_coefs(eq, &idx, comm, out);
         // Locked part of the projection, for the whole block at once.
         if eq.nl > 0 {
             let cl = std::mem::take(&mut self.cl);
@@ -797,12 +847,13 @@ impl BlockJdQmr {
             // SAFETY: each call writes only column c of d.
             let (d, w) = (unsafe { dd.col(c) }, col(ww, n, c));
             let (e, (alpha, own), beta) = (ids[c], coefs[c], betas[c]);
-            let (x, k) = (col(eq.x, n, e), col(kx, n, e));
+            let x = col(eq.x, n, e);
             if first {
                 // d may hold anything (a previous solve's last direction).
                 d.fill(0.0);
             }
             if alpha != 0.0 {
+                let k = col(kx, n, e);
                 for (((d, w), k), x) in d.iter_mut().zip(w).zip(k).zip(x) {
                     *d = (w - alpha * k - own * x) + beta * *d;
                 }
@@ -810,6 +861,53 @@ impl BlockJdQmr {
                 for ((d, w), x) in d.iter_mut().zip(w).zip(x) {
                     *d = (w - own * x) + beta * *d;
                 }
+            }
+        });
+        for (r, rh) in rec[..na].iter_mut().zip(&rho) {
+            r.rho_prev = *rh;
+        }
+        na
+    }
+
+    /// [`Self::next_direction`] with the unprojected preconditioner (left-only
+    /// projection): z = K⁻¹g is in `w`; ρ = gᵀz (one global sum), d = z + βd.
+    fn left_direction<C: Comm + ?Sized>(
+        &mut self,
+        eq: &BlockEquations<'_>,
+        rec: &mut [Recur],
+        mut na: usize,
+        first: bool,
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) -> usize {
+        let n = self.n;
+        let (w, g) = (&self.w[self.wo..], &self.g);
+        let rho = run_cols(na, eq.threads, |c| dot(col(g, n, c), col(w, n, c)));
+        self.buf.clear();
+        self.buf.extend_from_slice(&rho);
+        self.reduce(comm, out);
+        let mut rho = self.buf.clone();
+        for c in (0..na).rev() {
+            if !rho[c].is_finite() || rho[c] == 0.0 {
+                rec[c].out.stop = QmrStop::Breakdown;
+                swap_cols(&mut self.w[self.wo..], n, c, na - 1);
+                rho.swap(c, na - 1);
+                self.retire(rec, c, na);
+                na -= 1;
+            }
+        }
+        let betas: Vec<f64> = (0..na)
+            .map(|c| if first { 0.0 } else { rho[c] / rec[c].rho_prev })
+            .collect();
+        let (dd, ww) = (ColsMut::new(&mut self.d, n), &self.w[self.wo..]);
+        run_cols(na, eq.threads, |c| {
+            // SAFETY: each call writes only column c of d.
+            let (d, z) = (unsafe { dd.col(c) }, col(ww, n, c));
+            if first {
+                d.copy_from_slice(z);
+            } else {
+                let beta = betas[c];
+                d.iter_mut().zip(z).for_each(|(d, z)| *d = z + beta * *d);
             }
         });
         for (r, rh) in rec[..na].iter_mut().zip(&rho) {
@@ -845,24 +943,43 @@ impl BlockJdQmr {
             m.op.apply_block(&self.d[..n * na], &mut self.md[..n * na], na);
             out.mass_matvecs += na as u64;
         }
-        // w −= σ d (σ Md); dᵀw, x_jᵀw and X_lockedᵀw (one global sum).
-        Self::locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
-        self.buf.clear();
-        self.buf.extend_from_slice(&self.cl);
+        // w −= σ d (σ Md); dᵀw, x_jᵀw and X_lockedᵀw (one global sum). With
+        // the left projection only, also x_jᵀd and X_lockedᵀd (d is not
+        // orthogonal to Q_j) for σ_j = dᵀ(I − Q_jQ_jᵀ)w.
+        let left = self.left;
         let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
         let (w, d) = (ColsMut::new(&mut self.w[self.wo..], n), &self.d);
         let shifted = if eq.mass.is_some() { &self.md } else { d };
-        let tail: Vec<(f64, f64)> = run_cols(na, eq.threads, |c| {
+        let tail: Vec<[f64; 3]> = run_cols(na, eq.threads, |c| {
             // SAFETY: each call writes only column c of w.
             let w = unsafe { w.col(c) };
             let (e, dc) = (ids[c], col(d, n, c));
-            shift_dot2(w, col(shifted, n, c), eq.shifts[e], dc, col(eq.x, n, e))
+            shift_dot3(w, col(shifted, n, c), eq.shifts[e], dc, col(eq.x, n, e))
         });
-        let tail: Vec<f64> = tail.into_iter().flat_map(|(a, b)| [a, b]).collect();
-        // X_lockedᵀ(w − σd) = X_lockedᵀw, as d ⟂ X_locked (X_lockedᵀMd = 0 with
-        // M, d being M-orthogonal to X_locked).
-        self.buf.extend_from_slice(&tail);
+        // X_lockedᵀ(w − σd) = X_lockedᵀw when d ⟂ X_locked (X_lockedᵀMd = 0
+        // with M, d being M-orthogonal to X_locked).
+        Self::locked_coefs(&mut self.cl, eq, &self.w[self.wo..], n, na);
+        self.buf.clear();
+        self.buf.extend_from_slice(&self.cl);
+        self.buf.extend(tail.iter().flat_map(|t| [t[0], t[1]]));
+        if left {
+            self.buf.extend(tail.iter().map(|t| t[2]));
+            Self::locked_coefs(&mut self.cl, eq, &self.d, n, na);
+            self.buf.extend_from_slice(&self.cl);
+        }
         self.reduce(comm, out);
+        if left {
+            // σ_j = dᵀw − (X_lockedᵀd)·(X_lockedᵀw) − (x_jᵀd)(x_jᵀw); then the
+            // sum's [X_lockedᵀw, (σ_j, x_jᵀw)] as without the left projection.
+            let (tl, ql) = (nl * na, nl * na + 3 * na);
+            for c in 0..na {
+                let b = &self.buf;
+                let locked: f64 = (0..nl).map(|i| b[ql + c * nl + i] * b[c * nl + i]).sum();
+                let sigma = b[tl + 2 * c] - locked - b[tl + 2 * na + c] * b[tl + 2 * c + 1];
+                self.buf[tl + 2 * c] = sigma;
+            }
+            self.buf.truncate(tl + 2 * na);
+        }
         if nl > 0 {
             let cl = self.buf[..nl * na].to_vec();
             gemm_sub(
@@ -1129,11 +1246,11 @@ fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
     (sum(s, s0), sum(t, t0), sum(u, u0))
 }
 
-/// w ← w − σ·sv (sv = d, or M·d with a mass matrix), returning (dᵀw, xᵀw) of
-/// the new w, in one pass.
-fn shift_dot2(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> (f64, f64) {
+/// w ← w − σ·sv (sv = d, or M·d with a mass matrix), returning dᵀw and xᵀw
+/// of the new w, and xᵀd, in one pass.
+fn shift_dot3(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> [f64; 3] {
     let len = w.len() - w.len() % LANES;
-    let (mut s, mut t) = ([0.0f64; LANES], [0.0f64; LANES]);
+    let (mut s, mut t, mut u) = ([0.0f64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
     {
         let (wc, sc, dc, xc) = (&mut w[..len], &sv[..len], &d[..len], &x[..len]);
         for (((wv, sv), dv), xv) in wc
@@ -1146,19 +1263,19 @@ fn shift_dot2(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> (f
                 wv[l] -= sigma * sv[l];
                 s[l] += dv[l] * wv[l];
                 t[l] += xv[l] * wv[l];
+                u[l] += xv[l] * dv[l];
             }
         }
     }
-    let (mut s0, mut t0) = (0.0, 0.0);
+    let (mut s0, mut t0, mut u0) = (0.0, 0.0, 0.0);
     for i in len..w.len() {
         w[i] -= sigma * sv[i];
         s0 += d[i] * w[i];
         t0 += x[i] * w[i];
+        u0 += x[i] * d[i];
     }
-    (
-        (s[0] + s[1]) + (s[2] + s[3]) + s0,
-        (t[0] + t[1]) + (t[2] + t[3]) + t0,
-    )
+    let sum = |a: [f64; LANES], r: f64| (a[0] + a[1]) + (a[2] + a[3]) + r;
+    [sum(s, s0), sum(t, t0), sum(u, u0)]
 }
 
 /// w ← w − c·x (the projection of x out of w) and g ← g − α w, returning ‖g‖²,
@@ -1288,9 +1405,11 @@ mod tests {
     }
 
     /// The lockstep block gives each equation the steps and the correction of
-    /// the one-equation JDQMR of `crate::correction` (same projectors, same
-    /// recurrences), with and without a (Jacobi) preconditioner and locked vectors,
-    /// on 1 and 2 threads.
+    /// the one-equation JDQMR of `crate::correction` (same recurrences), with
+    /// and without a (Jacobi) preconditioner and locked vectors, on 1 and 2
+    /// threads. Here x_j and Q are unit vectors and K diagonal, so that K⁻¹g
+    /// stays orthogonal to Q_j and the block's left-only projection equals the
+    /// two-sided one of `crate::correction`.
     #[test]
     fn block_equals_one_equation_at_a_time() {
         block_against_one_equation_at_a_time(false);
@@ -1419,6 +1538,119 @@ mod tests {
                 for q in mq {
                     assert!(dot(q, tcol).abs() <= 1e-12 * scale.max(1.0), "{case}");
                 }
+            }
+        }
+    }
+
+    /// K = tridiag(−1, 3, −1), solved exactly: not diagonal, so K⁻¹g has parts
+    /// along x_j = e_j that the left-only projection keeps.
+    struct TriK {
+        n: usize,
+    }
+    impl Preconditioner for TriK {
+        fn nrows(&self) -> usize {
+            self.n
+        }
+        fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+            let n = self.n;
+            for c in 0..k {
+                let (r, z) = (&r[c * n..(c + 1) * n], &mut z[c * n..(c + 1) * n]);
+                // Thomas: sub- and superdiagonal −1, diagonal 3.
+                let mut cp = vec![0.0; n];
+                let mut piv = 3.0;
+                z[0] = r[0] / piv;
+                for i in 1..n {
+                    cp[i - 1] = -1.0 / piv;
+                    piv = 3.0 + cp[i - 1];
+                    z[i] = (r[i] + z[i - 1]) / piv;
+                }
+                for i in (0..n - 1).rev() {
+                    z[i] -= cp[i] * z[i + 1];
+                }
+            }
+        }
+    }
+
+    /// With a preconditioner and no mass matrix the equations are PRIMME's
+    /// left-projected ones, (I − Q_jQ_jᵀ)(A − σ_j) s_j = r_j with K unprojected:
+    /// run to convergence, each correction t_j = −s_j solves that system, on 1 and
+    /// 2 threads, with locked vectors, and K⁻¹ being no diagonal (the corrections
+    /// then have parts along Q_j, which the two-sided form would not).
+    #[test]
+    fn preconditioned_equations_are_projected_on_the_left() {
+        let (n, b, nl) = (80, 3, 2);
+        let op = Tri { n };
+        let unit = |j: usize| {
+            let mut v = vec![0.0; n];
+            v[j] = 1.0;
+            v
+        };
+        let x: Vec<f64> = (0..b).flat_map(unit).collect();
+        let locked: Vec<f64> = (b..b + nl).flat_map(unit).collect();
+        let mut r = vec![0.0; n * b];
+        for j in 0..b {
+            for i in b + nl..n {
+                r[j * n + i] = ((i * (j + 3)) % 7) as f64 - 3.0 + 0.01 * i as f64;
+            }
+        }
+        // Shifts below A's spectrum (its diagonal is 2 + 0.1 i, so A ≥ 0.1·I
+        // roughly): A − σ_j is definite and QMRs converges in a few dozen steps.
+        let shifts = [-0.5, -0.3, -0.1];
+        let setups = fixed_setups(&shifts, 200);
+        let pc = TriK { n };
+        let comm = SelfComm::new();
+        for threads in [1, 2] {
+            let eq = BlockEquations {
+                locked: &locked,
+                nl,
+                x: &x,
+                shifts: &shifts,
+                setups: &setups,
+                threads,
+                mass: None,
+            };
+            let inner = BlockInner::Shifted {
+                pc: &pc,
+                shifts: shifts.to_vec(),
+            };
+            let mut t = vec![0.0; n * b];
+            let mut scratch = vec![0.0; n * b];
+            let out = BlockJdQmr::new(n, b).solve(
+                &op,
+                &comm,
+                &inner,
+                &eq,
+                Lent {
+                    r: &mut r.clone(),
+                    t: &mut t,
+                    scratch: &mut scratch,
+                    at: 0,
+                    spare: &mut vec![0.0; n * b],
+                    spare_at: 0,
+                },
+            );
+            assert!(out.precond_applies > 0);
+            for j in 0..b {
+                let (tj, rj) = (&t[j * n..(j + 1) * n], &r[j * n..(j + 1) * n]);
+                // P_j (A − σ_j) t_j + r_j, P_j = I − e_je_jᵀ − Σ e_le_lᵀ.
+                let mut res = vec![0.0; n];
+                op.apply_block(tj, &mut res, 1);
+                for i in 0..n {
+                    res[i] += rj[i] - shifts[j] * tj[i];
+                }
+                for q in [j].into_iter().chain(b..b + nl) {
+                    res[q] = 0.0;
+                }
+                let (err, rn) = (dot(&res, &res).sqrt(), dot(rj, rj).sqrt());
+                assert!(
+                    err <= 1e-9 * rn,
+                    "threads {threads}, equation {j}: residual {err:e} of ‖r‖ {rn:e} after {} \
+                     steps",
+                    out.per_eq[j].steps
+                );
+                assert!(out.per_eq[j].steps < 200, "equation {j}: no convergence");
+                // K⁻¹ is no diagonal: the correction has a part along x_j.
+                assert!(tj[j].abs() > 1e-6 * dot(tj, tj).sqrt(), "equation {j}");
             }
         }
     }
