@@ -114,7 +114,11 @@ const BLOCKS_PER_THREAD: usize = 8;
 /// Prefetches the values and column indices of entries `p..p + 32` with the
 /// non-temporal hint: the matrix is streamed once, and keeping it out of the outer
 /// caches leaves them to the reused `x` entries (measured: block SpMV with k = 4 on the
-/// 64³ 27-point stencil from 10.5 to 8.0 ms; neutral for k = 1).
+/// 64³ 27-point stencil from 10.5 to 8.0 ms). Single vectors do without it: neutral on
+/// the Zen 4 where it was tuned, but on an Intel Xeon (KVM) the six prefetches a row
+/// (for 7 entries on lap3d) stalled the loop, a quarter of its samples on the first
+/// one: lap3d:64 one product 4.4–4.7 → 2.7–4.3 ms, whole solves with nev = 1
+/// 0.90–0.97× (issue 20, session 19).
 #[inline(always)]
 fn prefetch_matrix(a: Csr<'_>, p: usize) {
     prefetch_stream(a.indices, a.data, p);
@@ -182,7 +186,7 @@ fn rows_kernel<const K: usize, const CHECKED: bool>(
         let y0: &mut [f64] = y[0];
         for (r, yi) in y0.iter_mut().enumerate() {
             let (lo, hi) = (ip[r], ip[r + 1]);
-            prefetch_matrix(a, lo + PREFETCH_AHEAD);
+            // No software prefetch for one vector (see `prefetch_matrix`).
             let cols = &a.indices[lo..hi];
             let vals = &a.data[lo..hi];
             let mut s = [0.0f64; 4];
