@@ -448,8 +448,9 @@ impl BlockJdQmr {
         let rnorm: Vec<f64> = self.buf.iter().map(|v| v.max(0.0).sqrt()).collect();
         self.sol[..n * b].fill(0.0);
         self.delta[self.so..self.so + n * b].fill(0.0);
-        // With M: K_j⁻¹Mx_j (Mx_j itself for K = I), X_lockedᵀ K_j⁻¹Mx_j and
-        // μ_j (one global sum).
+        // With the oblique projection: K_j⁻¹Mx_j (M = I without a mass
+        // matrix; Mx_j itself for K = I), X_lockedᵀ K_j⁻¹Mx_j and μ_j (one
+        // global sum).
         self.mu[..b].fill(0.0);
         self.left = Self::left_only(inner, eq);
         // The preconditioner's projection is oblique for x_j (with K⁻¹Mx_j)
