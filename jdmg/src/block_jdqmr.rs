@@ -828,16 +828,7 @@ impl BlockJdQmr {
         }
         // ρ = gᵀ(z − αK⁻¹x − own·x − X c) = gᵀz − α gᵀK⁻¹x (g ⟂ Q_j).
         let mut rho: Vec<f64> = (0..na).map(|c| gz[c] - coefs[c].0 * gk[c]).collect();
-        for c in (0..na).rev() {
-            if !rho[c].is_finite() || rho[c] == 0.0 {
-                rec[c].out.stop = QmrStop::Breakdown;
-                swap_cols(&mut self.w[self.wo..], n, c, na - 1);
-                rho.swap(c, na - 1);
-                coefs.swap(c, na - 1);
-                self.retire(rec, c, na);
-                na -= 1;
-            }
-        }
+        na = self.retire_breakdowns(rec, &mut rho, Some(&mut coefs), na);
         let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
         let betas: Vec<f64> = (0..na)
             .map(|c| if first { 0.0 } else { rho[c] / rec[c].rho_prev })
@@ -870,6 +861,32 @@ impl BlockJdQmr {
         na
     }
 
+    /// Retires the active equations whose ρ vanished or is not finite
+    /// (breakdown): their columns of w, ρ and the projection coefficients move
+    /// behind the active ones. Returns the number still active.
+    fn retire_breakdowns(
+        &mut self,
+        rec: &mut [Recur],
+        rho: &mut [f64],
+        mut coefs: Option<&mut [(f64, f64)]>,
+        mut na: usize,
+    ) -> usize {
+        let n = self.n;
+        for c in (0..na).rev() {
+            if !rho[c].is_finite() || rho[c] == 0.0 {
+                rec[c].out.stop = QmrStop::Breakdown;
+                swap_cols(&mut self.w[self.wo..], n, c, na - 1);
+                rho.swap(c, na - 1);
+                if let Some(coefs) = coefs.as_deref_mut() {
+                    coefs.swap(c, na - 1);
+                }
+                self.retire(rec, c, na);
+                na -= 1;
+            }
+        }
+        na
+    }
+
     /// [`Self::next_direction`] with the unprojected preconditioner (left-only
     /// projection): z = K⁻¹g is in `w`; ρ = gᵀz (one global sum), d = z + βd.
     fn left_direction<C: Comm + ?Sized>(
@@ -888,15 +905,7 @@ impl BlockJdQmr {
         self.buf.extend_from_slice(&rho);
         self.reduce(comm, out);
         let mut rho = self.buf.clone();
-        for c in (0..na).rev() {
-            if !rho[c].is_finite() || rho[c] == 0.0 {
-                rec[c].out.stop = QmrStop::Breakdown;
-                swap_cols(&mut self.w[self.wo..], n, c, na - 1);
-                rho.swap(c, na - 1);
-                self.retire(rec, c, na);
-                na -= 1;
-            }
-        }
+        na = self.retire_breakdowns(rec, &mut rho, None, na);
         let betas: Vec<f64> = (0..na)
             .map(|c| if first { 0.0 } else { rho[c] / rec[c].rho_prev })
             .collect();
