@@ -86,8 +86,10 @@ pub enum InnerSolver {
 #[serde(rename_all = "lowercase")]
 pub enum Verify {
     /// Verify when some eigenvalue before the last wanted one was locked at least
-    /// `block` times (equal within the residual bounds): the only case in which
-    /// missed copies change the wanted set. Default.
+    /// `block` times (equal within the residual bounds), with harmonic
+    /// extraction at least twice: the cases in which missed copies were seen to
+    /// change the wanted set (harmonic solves lost a copy of a 6-fold
+    /// eigenvalue with a block of 7). Default.
     #[default]
     Auto,
     /// Always verify.
