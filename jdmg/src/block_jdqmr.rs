@@ -332,8 +332,10 @@ impl BlockJdQmr {
     /// Whether the equations of a solve are projected on the left only: no
     /// mass matrix, a preconditioner, and an end of the spectrum wanted (see
     /// the module's text). Interior targets keep the two-sided form: there
-    /// K ≈ A − σI amplifies x_j in K⁻¹g, and a 6-fold multiplet of lap3d:10
-    /// next to σ lost a copy without the oblique projection.
+    /// K ≈ A − σI amplifies x_j in K⁻¹g. (A 6-fold multiplet of lap3d:10 next
+    /// to σ that lost a copy with the left-only form loses it with the
+    /// two-sided form too, in 4 of 6 seeds: harmonic extraction's doing, see
+    /// `State::min_missing_cluster` in `jd/convergence.rs`.)
     fn left_only(inner: &BlockInner<'_>, eq: &BlockEquations<'_>) -> bool {
         eq.mass.is_none()
             && !inner.is_identity()
