@@ -109,10 +109,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     ///
     /// A block Krylov method finds at most k copies of a multiple eigenvalue, so
     /// with Rayleigh-Ritz copies can be missed only when some locked eigenvalue
-    /// appears at least k times (`Verify::Auto`; with harmonic extraction twice,
-    /// see [`State::min_missing_cluster`]). A pass iterates a fresh random block orthogonal to
-    /// the locked vectors; the pair it locks is a missed copy when it lies inside
-    /// the wanted set beyond its residual bounds, and then another pass follows.
+    /// appears at least k times (`Verify::Auto`; with harmonic extraction
+    /// twice, see [`State::min_missing_cluster`]). A pass iterates a fresh
+    /// random block orthogonal to the locked vectors; the pair it locks is a
+    /// missed copy when it lies inside the wanted set beyond its residual
+    /// bounds, and then another pass follows.
     pub(super) fn next_verification(&mut self) -> bool {
         if self.verifying.is_some() {
             let j = self.nl() - 1;
@@ -135,13 +136,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         } else {
             // Auto: a block finds at most k copies, so a cluster of k locked
-            // values (2 with harmonic extraction) calls for a pass; otherwise, on small problems, the Krylov
-            // probe looks for a copy lost otherwise (a restart can leave an
-            // invariant subspace holding one copy of a double eigenvalue and a
-            // value beyond it when the basis spans much of the space: n = 4,
-            // block 3 locked {0, λ, μ} of {0, λ, λ, μ}). On larger problems the
-            // probe is not run: it cost 10 % of the matvecs and 15 % of the time
-            // of lap3d:40.
+            // values (2 with harmonic extraction) calls for a pass; otherwise,
+            // on small problems, the Krylov probe looks for a copy lost
+            // otherwise (a restart can leave an invariant subspace holding one
+            // copy of a double eigenvalue and a value beyond it when the basis
+            // spans much of the space: n = 4, block 3 locked {0, λ, μ} of
+            // {0, λ, λ, μ}). On larger problems the probe is not run: it cost
+            // 10 % of the matvecs and 15 % of the time of lap3d:40.
             let start = match self.prm.verify {
                 Verify::Never => false,
                 Verify::Always => true,
