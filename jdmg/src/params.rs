@@ -15,7 +15,10 @@ pub enum Target {
     Closest(f64),
     /// The largest in absolute value (ARPACK's `LM`): the target of the
     /// shift-and-invert transformation ([`crate::st`]), whose wanted
-    /// eigenvalues 1/(λ − σ) lie at both ends. `"largest_magnitude"` in config files.
+    /// eigenvalues 1/(λ − σ) lie at both ends. The wanted set takes values from
+    /// both ends, so once it is locked one verification pass at each end looks
+    /// for a larger magnitude still missing (unless `Verify::Never` or soft
+    /// locking). `"largest_magnitude"` in config files.
     #[serde(rename = "largest_magnitude")]
     LargestMagnitude,
 }
@@ -89,7 +92,8 @@ pub enum Verify {
     /// `block` times (equal within the residual bounds), with harmonic
     /// extraction at least twice: the cases in which missed copies were seen to
     /// change the wanted set (harmonic solves lost a copy of a 6-fold
-    /// eigenvalue with a block of 7). Default.
+    /// eigenvalue with a block of 7); with `Target::LargestMagnitude` always,
+    /// one pass at each end of the spectrum. Default.
     #[default]
     Auto,
     /// Always verify.

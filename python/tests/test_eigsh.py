@@ -101,6 +101,21 @@ def test_default_which_is_lm_and_k_is_6():
     np.testing.assert_allclose(w, expected(a, 6, "LM"), atol=1e-9)
 
 
+def test_default_lm_set_is_right_in_every_repeated_call():
+    # The drop-in report's matrix: scipy.sparse.random of order 2,000 and density
+    # 0.001, symmetrized; its largest magnitudes lie at both ends, with nearly
+    # equal values at the two (7 of 20 identical calls once returned a value of
+    # the wrong end). Every call, and every seed, gives LAPACK's set.
+    rng = np.random.default_rng(0)
+    r = sp.random(2000, 2000, density=0.001, random_state=rng, format="csr")
+    a = ((r + r.T) / 2).tocsr()
+    want = expected(a, 6, "LM")
+    assert want[0] < 0 < want[-1]
+    for call in range(20):
+        w = jdmg.eigsh(a, k=6, rng=call % 4, return_eigenvectors=False)
+        np.testing.assert_allclose(w, want, rtol=1e-8, atol=1e-9, err_msg=f"call {call}")
+
+
 def test_laplacian_1d_analytic():
     n = 300
     w, v = jdmg.eigsh(lap1d(n), k=6, which="SA", tol=1e-10)

@@ -37,9 +37,20 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
     }
 
-    /// Sort key of an eigenvalue: smaller is wanted first.
+    /// The target of the wanted set: `self.target`, but during the end passes of
+    /// a `LargestMagnitude` solve (which select Ritz pairs at one end) still
+    /// `LargestMagnitude`.
+    fn wanted_target(&self) -> Target {
+        if self.prm.target == Target::LargestMagnitude {
+            Target::LargestMagnitude
+        } else {
+            self.target
+        }
+    }
+
+    /// Sort key of an eigenvalue in the wanted set: smaller is wanted first.
     pub(super) fn key(&self, l: f64) -> f64 {
-        match self.target {
+        match self.wanted_target() {
             Target::Smallest => l,
             Target::Largest => -l,
             Target::Closest(s) => (l - s).abs(),
@@ -50,8 +61,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Key and residual norm of the `nev`-th best locked pair (the boundary of the
     /// wanted set).
     pub(super) fn wanted_boundary(&self) -> (f64, f64) {
-        let mut items: Vec<(f64, f64)> = self
-            .lam
+        self.boundary_among(self.lam.len())
+    }
+
+    /// [`State::wanted_boundary`] among the first `count` locked pairs.
+    fn boundary_among(&self, count: usize) -> (f64, f64) {
+        let mut items: Vec<(f64, f64)> = self.lam[..count]
             .iter()
             .zip(&self.res)
             .map(|(&l, &r)| (self.key(l), r))
@@ -115,14 +130,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// missed copy when it lies inside the wanted set beyond its residual
     /// bounds, and then another pass follows.
     pub(super) fn next_verification(&mut self) -> bool {
+        if self.prm.target == Target::LargestMagnitude
+            && self.prm.locking
+            && self.prm.verify != Verify::Never
+        {
+            return self.next_end_pass();
+        }
         if self.verifying.is_some() {
             let j = self.nl() - 1;
             let (kn, rn) = (self.key(self.lam[j]), self.res[j]);
             // The boundary of the wanted set among the pairs locked before this one.
-            let (lam_new, res_new) = (self.lam.pop(), self.res.pop());
-            let (wk, wr) = self.wanted_boundary();
-            self.lam.extend(lam_new);
-            self.res.extend(res_new);
+            let (wk, wr) = self.boundary_among(j);
             if kn >= wk - (wr + rn) {
                 // A pass can converge to a pair beyond the wanted set while a copy
                 // is still missing (the correction equations steer towards the
@@ -164,6 +182,60 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.stats.verified = Some(true);
             return true;
         }
+        self.stats.verification_passes += 1;
+        self.stats.verified = Some(false);
+        self.verifying = Some(self.stats.outer_iterations);
+        self.goal = self.nl() + 1;
+        false
+    }
+
+    /// Whether the pair locked last (by a verification pass) lies inside the
+    /// wanted set beyond the residual bounds, with the boundary taken among the
+    /// pairs locked before it.
+    fn last_lock_is_wanted(&self) -> bool {
+        let j = self.nl() - 1;
+        let (kn, rn) = (self.key(self.lam[j]), self.res[j]);
+        let (wk, wr) = self.boundary_among(j);
+        kn < wk - (wr + rn)
+    }
+
+    /// The end passes of a `LargestMagnitude` solve, called when `goal` pairs are
+    /// locked: decides whether the solve is done (true) or a pass starts (false).
+    ///
+    /// The wanted set takes its members from both ends of the spectrum, and a
+    /// Ritz value underestimates the magnitude of the eigenvalue at its end
+    /// (Cauchy interlacing), so a pair at one end can converge and lock while a
+    /// larger magnitude at the other end is still an unconverged Ritz value
+    /// behind it in the target order: the solve would end with a wrong set
+    /// marked converged. After the `nev` pairs are locked, a pass at the top
+    /// (`Largest`), then one at the bottom (`Smallest`), each from a fresh random
+    /// block orthogonal to the locked vectors, finds the extreme eigenvalue left
+    /// at that end. While it lies inside the wanted set it was missed: it stays
+    /// locked and another pass at the same end follows; otherwise that end is
+    /// done. A value found outside stays outside, since the boundary only grows
+    /// as missed values are added, so the two ends need one check each. Pairs
+    /// locked beyond the wanted set are dropped by [`State::finish`].
+    fn next_end_pass(&mut self) -> bool {
+        let end = match self.target {
+            Target::Largest if self.last_lock_is_wanted() => Target::Largest,
+            Target::Smallest if self.last_lock_is_wanted() => Target::Smallest,
+            Target::Largest => Target::Smallest,
+            Target::Smallest => {
+                self.target = Target::LargestMagnitude;
+                self.stats.verified = Some(true);
+                return true;
+            }
+            _ => Target::Largest,
+        };
+        if self.target == end {
+            self.stats.missed_copies += 1;
+        }
+        if self.nproj() >= self.pb.n_global {
+            self.target = Target::LargestMagnitude;
+            self.stats.verified = Some(true);
+            return true;
+        }
+        self.target = end;
         self.stats.verification_passes += 1;
         self.stats.verified = Some(false);
         self.verifying = Some(self.stats.outer_iterations);

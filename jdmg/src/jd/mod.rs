@@ -224,7 +224,9 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     /// `pb.a` times the internal scale (see [`crate::scaling`]).
     op: ScaledOperator<'a, A>,
     scale_decided: bool,
-    /// `prm.target` in scaled units.
+    /// The target of the Ritz pairs this pass selects, in scaled units:
+    /// `prm.target`, or one end (`Largest`, `Smallest`) during an end pass of a
+    /// `LargestMagnitude` solve (see [`State::next_end_pass`]).
     target: Target,
     /// Pairs to lock before the next check: `nev`, then one more per verification.
     goal: usize,
