@@ -123,6 +123,10 @@ pub struct Checkpoint {
     /// without M, with M for a standard problem's checkpoint, or with another
     /// M, is refused.
     pub mass_fingerprint: Option<[f64; 2]>,
+    /// σ of a shift-and-invert solve ([`crate::Solver::shift_invert`]: the
+    /// state is that of B = (A − σI)⁻¹), None for a solve on A itself. A resume
+    /// with another σ or another transformation is refused.
+    pub shift_invert: Option<f64>,
 }
 
 /// The metadata part of the file; exact scalars are kept as bit patterns
@@ -157,6 +161,9 @@ struct Meta {
     /// Bit patterns of `Checkpoint::mass_fingerprint` (absent: no M).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mass_fingerprint_bits: Option<[u64; 2]>,
+    /// Bit pattern of `Checkpoint::shift_invert` (absent: no transformation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shift_invert_bits: Option<u64>,
 }
 
 /// CRC-32 (IEEE) of `bytes`.
@@ -252,6 +259,7 @@ impl Checkpoint {
             prev_cols: self.prev_cols,
             new_block: self.new_block,
             mass_fingerprint_bits: self.mass_fingerprint.map(|f| f.map(f64::to_bits)),
+            shift_invert_bits: self.shift_invert.map(f64::to_bits),
         };
         // Serializing plain structs of numbers, strings and enums cannot fail;
         // a non-finite float (refused by JSON) would only come from a Stats
@@ -381,6 +389,7 @@ impl Checkpoint {
             block_vectors,
             operator_fingerprint: [f64::NAN; 2],
             mass_fingerprint: meta.mass_fingerprint_bits.map(|b| b.map(f64::from_bits)),
+            shift_invert: meta.shift_invert_bits.map(f64::from_bits),
         };
         ck.set_scalars(&scalars)?;
         ck.check_shapes()?;
@@ -741,6 +750,7 @@ mod tests {
             block_vectors: (0..n).map(|i| -(i as f64).sqrt()).collect(),
             operator_fingerprint: [3.5, 1.0 / 7.0],
             mass_fingerprint: None,
+            shift_invert: Some(0.5),
         }
     }
 

@@ -89,11 +89,12 @@ pub enum InnerSolver {
 #[serde(rename_all = "lowercase")]
 pub enum Verify {
     /// Verify when some eigenvalue before the last wanted one was locked at least
-    /// `block` times (equal within the residual bounds), with harmonic
-    /// extraction at least twice: the cases in which missed copies were seen to
-    /// change the wanted set (harmonic solves lost a copy of a 6-fold
-    /// eigenvalue with a block of 7); with `Target::LargestMagnitude` always,
-    /// one pass at each end of the spectrum. Default.
+    /// twice (equal within the residual bounds), with harmonic extraction also
+    /// when the last wanted one was: the cases in which missed copies were seen
+    /// to change the wanted set (a copy of a triple lost behind the value
+    /// beyond it; harmonic solves lost a copy of a 6-fold eigenvalue with a
+    /// block of 7); with `Target::LargestMagnitude` always, one pass at each
+    /// end of the spectrum. Default.
     #[default]
     Auto,
     /// Always verify.
@@ -253,7 +254,7 @@ pub struct JdParams {
     /// Refuse an explicit matrix that is not symmetric ([`crate::JdError::NotSymmetric`]:
     /// some |a_ij − a_ji| above [`crate::symmetry::SYMMETRY_TOL`] times max |a_ij|)
     /// before solving, in the drivers that take a matrix (`solve_matrix`,
-    /// `solve_distributed`, `solve_multigrain`, `st::solve_shift_invert`). One pass
+    /// `solve_distributed`, `solve_multigrain`, `Solver::shift_invert`). One pass
     /// over the nonzeros. Default true; false skips it (the solver then assumes
     /// symmetry; operators given as a [`crate::Problem`] are never checked).
     pub check_symmetry: bool,

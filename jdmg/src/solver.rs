@@ -39,7 +39,7 @@ use precond::Operator;
 use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
 use crate::error::JdError;
 use crate::input::AsCsr;
-use crate::jd::{local_rows, run_loop, Exit, Hooks, Observer, Problem, Spaces};
+use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::multigrain::groups::fine_world;
 use crate::multigrain::solve::{run as multigrain_run, Caller};
 use crate::multigrain::MultigrainParams;
@@ -57,6 +57,8 @@ pub struct OnMatrix<'h, M: ?Sized, C = SelfComm, B = SelfComm> {
     groups: Option<(&'h B, &'h MultigrainParams)>,
     spaces: Spaces<'h>,
     mass: Option<&'h matrices::CsrMatrix>,
+    /// σ of shift-and-invert ([`Solver::shift_invert`]).
+    shift: Option<f64>,
 }
 
 /// A solve on a [`Problem`] of one's own (matrix-free). See
@@ -91,6 +93,7 @@ impl<'h, M: AsCsr + ?Sized> Solver<'h, OnMatrix<'h, M>> {
                 groups: None,
                 spaces: Spaces::default(),
                 mass: None,
+                shift: None,
             },
             params,
             observers: Vec::new(),
@@ -208,7 +211,8 @@ impl<'h, I> Solver<'h, I> {
 impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> {
     /// Start vectors and deflation vectors (n × p column-major blocks of the
     /// global rows, see [`Spaces`]; with several processes every process
-    /// passes the same blocks and keeps its rows). Not with solve groups.
+    /// passes the same blocks and keeps its rows). With solve groups the groups'
+    /// correction equations are projected against the deflation vectors too.
     pub fn spaces(mut self, spaces: Spaces<'h>) -> Self {
         self.input.spaces = spaces;
         self
@@ -225,6 +229,32 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         self
     }
 
+    /// Shift-and-invert (SLEPc's `STSINVERT`, ARPACK's mode 3; see
+    /// [`crate::st`]): the `params.nev` eigenpairs closest to `sigma`, of A or
+    /// with [`mass`](Solver::mass) of the pencil (K, M). A − σI (K − σM) is
+    /// factored once by a sparse direct method (on rank 0 with
+    /// [`comm`](Solver::comm)), and the solver runs on B = (A − σI)⁻¹
+    /// (M(K − σM)⁻¹M with mass M) for its eigenvalues of largest magnitude,
+    /// θ = 1/(λ − σ), mapped back to λ = σ + 1/θ with the true residuals
+    /// ‖Ax − λx‖ (‖Kx − λMx‖/‖x‖₂) recomputed from the vectors.
+    ///
+    /// `params.target`, `precond`, `precond_shift`, `anorm` and `extraction`
+    /// are not used (B's wanted eigenvalues are its extreme ones: Rayleigh-Ritz,
+    /// no preconditioner); `tol` and `conv` apply to B's residuals
+    /// ‖Bx − θx‖; `maxits` defaults to 0 (GD+k steps t = −r); every other
+    /// parameter is used. The eigenvalues come ordered by distance to σ;
+    /// `stats.matvecs` counts products with B (each one forward and one
+    /// backward substitution), `stats.setup_seconds` the factorization and
+    /// `stats.eigenvalues_below_shift` the inertia (from LDLᵀ). Observers see
+    /// the Ritz values mapped back; checkpoints hold the state on B and resume
+    /// only with the same σ, matrices and parameters (the operator's
+    /// fingerprint includes the factors). Start and deflation vectors are
+    /// used as given. Not with solve groups.
+    pub fn shift_invert(mut self, sigma: f64) -> Self {
+        self.input.shift = Some(sigma);
+        self
+    }
+
     /// Fine grain (McCombs et al. §3) over the processes of `comm`: the rows
     /// of A and of every block vector are split over them (balanced by
     /// nonzeros); every process passes the same global matrix and keeps its
@@ -238,6 +268,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             groups,
             spaces,
             mass,
+            shift,
             ..
         } = self.input;
         Solver {
@@ -247,6 +278,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 groups,
                 spaces,
                 mass,
+                shift,
             },
             params: self.params,
             observers: self.observers,
@@ -275,6 +307,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             comm,
             spaces,
             mass,
+            shift,
             ..
         } = self.input;
         Solver {
@@ -284,6 +317,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 groups: Some((base, mg)),
                 spaces,
                 mass,
+                shift,
             },
             params: self.params,
             observers: self.observers,
@@ -312,6 +346,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             groups,
             spaces,
             mass,
+            shift,
         } = self.input;
         let mut hooks = HookSet {
             observers: self.observers,
@@ -322,20 +357,37 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         let sink = sink.as_mut().map(|s| s as &mut dyn CheckpointSink);
         let params = self.params;
         let csr = a.as_csr()?;
-        match (groups, comm) {
-            (Some((base, mg)), world) => {
-                if !spaces.initial.is_empty() || !spaces.deflation.is_empty() {
-                    return Err(JdError::invalid(
-                        "deflation",
-                        "start and deflation vectors are for serial and fine-grain solves, not \
-                         solve groups",
-                    ));
-                }
+        let hooks = Hooks {
+            observer,
+            sink,
+            resume: self.resume,
+            ..Hooks::default()
+        };
+        match (groups, comm, shift) {
+            (Some(_), _, Some(_)) => Err(JdError::invalid(
+                "shift",
+                "shift-and-invert runs serial or fine grain (rank 0 factors), not with solve \
+                 groups",
+            )),
+            (None, Some(c), Some(sigma)) => {
+                crate::st::run(&csr, mass, sigma, c, params, spaces, hooks)
+            }
+            (None, None, Some(sigma)) => {
+                crate::st::run(&csr, mass, sigma, &SelfComm::new(), params, spaces, hooks)
+            }
+            (Some((base, mg)), world, None) => {
+                let Hooks {
+                    observer,
+                    sink,
+                    resume,
+                    ..
+                } = hooks;
                 let caller = Caller {
                     observer,
                     sink,
-                    resume: self.resume,
+                    resume,
                     on_repartition: self.repartitions,
+                    spaces,
                 };
                 match world {
                     Some(w) => multigrain_run(&csr, mass, w, base, params, mg, caller),
@@ -345,21 +397,9 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                     }
                 }
             }
-            (None, Some(c)) => {
-                let on = Fine { spaces, mass };
-                fine(&csr, c, params, on, observer, sink, self.resume)
-            }
-            (None, None) => {
-                let on = Fine { spaces, mass };
-                fine(
-                    &csr,
-                    &SelfComm::new(),
-                    params,
-                    on,
-                    observer,
-                    sink,
-                    self.resume,
-                )
+            (None, Some(c), None) => fine(&csr, c, params, Fine { spaces, mass }, hooks),
+            (None, None, None) => {
+                fine(&csr, &SelfComm::new(), params, Fine { spaces, mass }, hooks)
             }
         }
     }
@@ -379,19 +419,17 @@ fn fine<C: Comm>(
     comm: &C,
     params: &JdParams,
     on: Fine<'_>,
-    observer: Option<Observer<'_>>,
-    sink: Option<&mut dyn CheckpointSink>,
-    resume: Option<&Checkpoint>,
+    hooks: Hooks<'_>,
 ) -> Result<Solution, JdError> {
     let Fine { spaces, mass } = on;
     check_matrix(a, params)?;
     if let Some(m) = mass {
-        crate::generalized::check_pair(a, m, params)?;
+        crate::setup::check_pair(a, m, params)?;
     }
     // K − σ₀M for the preconditioner of a generalized problem.
     let shifted = match mass {
-        Some(m) if crate::driver::precond_kind(params).is_some() => Some(
-            crate::generalized::shifted_pair(a, m, crate::generalized::mass_precond_shift(params))?,
+        Some(m) if crate::setup::precond_kind(params).is_some() => Some(
+            crate::setup::shifted_pair(a, m, crate::setup::mass_precond_shift(params))?,
         ),
         _ => None,
     };
@@ -462,24 +500,10 @@ fn fine<C: Comm>(
             .with_mass_diagonal(mr.diag.as_deref().unwrap_or_default())?,
         None => pb,
     };
-    let hooks = Hooks {
-        observer: observer.map(|o| -> Observer<'_> { o }),
-        sink: sink.map(|s| -> &mut dyn CheckpointSink { s }),
-        resume,
-        ..Hooks::default()
-    };
     with_setup(
         solved(run_loop::<_, _, ()>(&pb, params, hooks)),
         r.setup_seconds,
     )
-}
-
-/// The solution of a loop that cannot end in a re-partition (no monitor).
-fn solved(r: Result<Exit<()>, JdError>) -> Result<Solution, JdError> {
-    match r? {
-        Exit::Solved(s) => Ok(s),
-        Exit::Repartition { .. } => unreachable!("a re-partition without a monitor"),
-    }
 }
 
 /// The observers and sinks of a [`Solver`], combined into one of each.

@@ -5,7 +5,7 @@
 //! magnitude of B = (A − σI)⁻¹, whose eigenvalues θ = 1/(λ − σ) share A's
 //! eigenvectors and are well separated where A's are clustered around σ.
 //! [`ShiftInvert`] factors A − σI once with a sparse direct method of faer and
-//! applies B by two triangular solves; [`solve_shift_invert`] runs the block
+//! applies B by two triangular solves; [`crate::Solver::shift_invert`] runs the block
 //! Jacobi-Davidson solver on B ([`Target::LargestMagnitude`]) and maps the
 //! pairs back: λ = σ + 1/θ, with the true residuals ‖Ax − λx‖ recomputed
 //! with A.
@@ -29,7 +29,7 @@
 //! pencil (K, M), M positive definite) below σ
 //! ([`ShiftInvert::eigenvalues_below`], [`Stats::eigenvalues_below_shift`]).
 //!
-//! **Several processes** ([`solve_shift_invert_on`] over the ranks of a
+//! **Several processes** ([`crate::Solver::shift_invert`] with [`crate::Solver::comm`] over the ranks of a
 //! [`Comm`]). The eigensolver runs fine grain (vectors split by rows, as
 //! [`crate::Solver::comm`]); the factorization is **not distributed**: rank 0
 //! factors the whole K − σM (every process passes the same global matrices,
@@ -53,19 +53,19 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::linalg::solvers::Lu;
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, MatMut, Par, Side};
-use lblib::{Comm, ReduceOp, SelfComm};
+use lblib::{Comm, ReduceOp};
 use matrices::partition::RowPartition;
 use matrices::CsrMatrix;
 use precond::dist::DistOptions;
 use precond::Operator;
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::CheckpointSink;
 use crate::error::JdError;
-use crate::jd::{local_rows, Observer, Problem, Spaces};
+use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::params::{Extraction, JdParams, PrecondChoice, Target};
 use crate::setup::{rows, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
-use crate::solver::Solver;
 
 /// Largest backward error ‖Cz − b‖∞ / (‖C‖∞‖z‖∞ + ‖b‖∞) of a test solve with
 /// the LDLᵀ factors of C (A − σI or K − σM); above it (an unstable pivot:
@@ -291,7 +291,7 @@ impl ShiftInvert {
         let (c, shift, what) = match m {
             None => (k, sigma, "A − σI"),
             Some(m) => {
-                shifted = crate::generalized::shifted_pair(k, m, sigma)?;
+                shifted = crate::setup::shifted_pair(k, m, sigma)?;
                 (&shifted, 0.0, "K − σM")
             }
         };
@@ -551,78 +551,15 @@ impl Operator for Sandwich<'_> {
     }
 }
 
-/// The `nev` eigenpairs of the symmetric matrix `a` closest to `sigma` by
-/// shift-and-invert on one process (see the module documentation), with the
-/// start and deflation vectors of `spaces` (n × p blocks, as in
-/// [`crate::solve_matrix_with`]). [`solve_shift_invert_on`] with no mass
-/// matrix and [`SelfComm`].
-///
-/// `params.target`, `precond`, `precond_shift`, `anorm` and `extraction` are
-/// not used (the solver runs on B with [`Target::LargestMagnitude`], standard
-/// Rayleigh-Ritz extraction, no preconditioner; `tol`
-/// and `conv` apply to B's residuals ‖Bx − θx‖); `maxits` defaults to 0 (GD+k
-/// steps t = −r); every other parameter is used. The
-/// eigenvalues come ordered by distance to σ, with true residuals ‖Ax − λx‖;
-/// `stats.matvecs` counts products with B (each one forward and one backward
-/// substitution), `stats.setup_seconds` the factorization and
-/// `stats.eigenvalues_below_shift` the inertia. The observer sees the Ritz
-/// values mapped back, σ + 1/θ.
-///
-/// # Errors
-/// As [`crate::solve_matrix`] and [`ShiftInvert::new`]; with
-/// `NotConverged`/`Stopped` the partial solution is mapped back the same way.
-pub fn solve_shift_invert(
-    a: &CsrMatrix,
-    sigma: f64,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    spaces: Spaces<'_>,
-) -> Result<Solution, JdError> {
-    solve_shift_invert_on(a, None, sigma, &SelfComm::new(), params, observer, spaces)
-}
-
-/// [`solve_shift_invert`] for K x = λ M x (M symmetric positive definite) on
-/// one process: the eigenpairs of the pencil closest to σ, M-orthonormal
-/// vectors, true residuals ‖Kx − λMx‖ (of x scaled to unit 2-norm).
-/// [`solve_shift_invert_on`] with [`SelfComm`].
-///
-/// # Errors
-/// As [`solve_shift_invert_on`].
-pub fn solve_shift_invert_generalized(
-    k: &CsrMatrix,
-    m: &CsrMatrix,
-    sigma: f64,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    spaces: Spaces<'_>,
-) -> Result<Solution, JdError> {
-    solve_shift_invert_on(
-        k,
-        Some(m),
-        sigma,
-        &SelfComm::new(),
-        params,
-        observer,
-        spaces,
-    )
-}
-
 /// Shift-and-invert for A x = λ x (`mass` None) or K x = λ M x over the
-/// processes of `comm` (one process with [`SelfComm`]): every process passes
-/// the same global matrices (as with [`crate::Solver::comm`]) and the same
-/// `spaces`, and keeps its rows (rows balanced by K's nonzeros; the
-/// eigenvectors of the result hold this process's rows, see
-/// [`crate::gather_eigenvectors`]). Rank 0 factors K − σM with
-/// `params.threads` threads and solves for every process (module
-/// documentation: the factorization is not distributed). Collective.
-///
-/// The parameters are used as by [`solve_shift_invert`]. With M the solver
-/// runs on M(K − σM)⁻¹M with mass M: `stats.matvecs` counts its products
-/// (one solve each), `stats.mass_matvecs` every product with M (the solver's
-/// and the two inside each product). The eigenvalues come ordered by
-/// distance to σ with the true residuals ‖Kx − λMx‖/‖x‖₂, the vectors
-/// M-orthonormal; `stats.eigenvalues_below_shift` is the inertia of K − σM
-/// (LDLᵀ), `stats.setup_seconds` rank 0's factorization, on every process.
+/// processes of `comm` (one process with `SelfComm`): the solve behind
+/// [`crate::Solver::shift_invert`], whose documentation says what it takes and
+/// returns. Every process passes the same global matrices and the same
+/// `spaces`, and keeps its rows (balanced by K's nonzeros). Rank 0 factors
+/// K − σM with `params.threads` threads and solves for every process (module
+/// documentation). The solver loop runs on B with `hooks` (the observer sees
+/// the Ritz values mapped back, σ + 1/θ; checkpoints hold the state on B).
+/// Collective.
 ///
 /// # Errors
 /// `InvalidParams` (a non-square matrix, M of another size, a non-finite σ,
@@ -631,18 +568,18 @@ pub fn solve_shift_invert_generalized(
 /// `Factorization` when rank 0 cannot factor (on every process, with rank
 /// 0's message); as [`crate::Solver::run`] for the solve, the partial
 /// solutions of `NotConverged`/`Stopped` mapped back.
-pub fn solve_shift_invert_on<C: Comm>(
+pub(crate) fn run<C: Comm>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     sigma: f64,
     comm: &C,
     params: &JdParams,
-    observer: Option<Observer<'_>>,
     spaces: Spaces<'_>,
+    hooks: Hooks<'_>,
 ) -> Result<Solution, JdError> {
     crate::setup::check_matrix(k, params)?;
     if let Some(m) = mass {
-        crate::generalized::check_pair(k, m, params)?;
+        crate::setup::check_pair(k, m, params)?;
     }
     check_input(k, mass, sigma)?;
     let n = k.nrows();
@@ -725,18 +662,28 @@ pub fn solve_shift_invert_on<C: Comm>(
             .with_mass_diagonal(r.diag.as_deref().unwrap_or_default())?,
         None => pb,
     };
-    let back = |t: f64| sigma + 1.0 / t;
-    let res = match observer {
-        Some(obs) => {
-            let mut mapped = |ev: &IterationEvent| {
-                let mut ev = ev.clone();
-                ev.ritz_values.iter_mut().for_each(|t| *t = back(*t));
-                obs(&ev)
-            };
-            Solver::problem(&pb, &p).observer(&mut mapped).run()
+    let back = move |t: f64| sigma + 1.0 / t;
+    let Hooks {
+        observer,
+        sink,
+        resume,
+        ..
+    } = hooks;
+    let mut mapped = observer.map(|obs| {
+        move |ev: &IterationEvent| {
+            let mut ev = ev.clone();
+            ev.ritz_values.iter_mut().for_each(|t| *t = back(*t));
+            obs(&ev)
         }
-        None => Solver::problem(&pb, &p).run(),
+    });
+    let hooks = Hooks {
+        observer: mapped.as_mut().map(|o| o as Observer<'_>),
+        sink: sink.map(|s| -> &mut dyn CheckpointSink { s }),
+        resume,
+        shift: Some(sigma),
+        ..Hooks::default()
     };
+    let res = solved(run_loop::<_, _, ()>(&pb, &p, hooks));
     let pencil = Pencil {
         sigma,
         k: &kr.op,

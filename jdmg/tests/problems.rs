@@ -10,7 +10,7 @@ mod common;
 use std::sync::Mutex;
 
 use jdmg::prelude::*;
-use jdmg::st::{solve_shift_invert, FactorKind, ShiftInvert};
+use jdmg::st::{FactorKind, ShiftInvert};
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 use precond::preconditioners::{Jacobi, PivotParams};
 use precond::CsrOperator;
@@ -455,7 +455,7 @@ fn non_symmetric_matrices_are_refused_by_the_library() {
         assert!(matches!(r, Err(JdError::NotSymmetric { .. })));
     }
     assert!(matches!(
-        solve_shift_invert(&a, 3.0, &params, None, Spaces::default()),
+        Solver::new(&a, &params).shift_invert(3.0).run(),
         Err(JdError::NotSymmetric { .. })
     ));
     let off = JdParams {
@@ -604,7 +604,7 @@ fn shift_invert_diagonal_1_to_1000() {
         tol: 1e-10,
         ..JdParams::default()
     };
-    let sol = solve_shift_invert(&a, 500.3, &params, None, Spaces::default()).unwrap();
+    let sol = Solver::new(&a, &params).shift_invert(500.3).run().unwrap();
     println!(
         "diag(1..1000), σ = 500.3, shift-and-invert: {:?} in {} matvecs (solves)",
         sol.eigenvalues, sol.stats.matvecs
@@ -635,7 +635,7 @@ fn shift_invert_interior_of_1d_laplacian() {
         tol: 1e-10,
         ..JdParams::default()
     };
-    let sol = solve_shift_invert(&a, sigma, &params, None, Spaces::default()).unwrap();
+    let sol = Solver::new(&a, &params).shift_invert(sigma).run().unwrap();
     println!(
         "lap1d:2000, σ = {sigma}: 6 closest in {} matvecs (solves)",
         sol.stats.matvecs
@@ -677,17 +677,16 @@ fn shift_invert_inertia_on_a_3d_laplacian() {
         .zip(&y2)
         .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     assert!(diff < 1e-9 * scale, "LDLᵀ and LU solves differ by {diff:e}");
-    let sol = solve_shift_invert(
+    let sol = Solver::new(
         &a,
-        sigma,
         &JdParams {
             nev: 4,
             tol: 1e-10,
             ..JdParams::default()
         },
-        None,
-        Spaces::default(),
     )
+    .shift_invert(sigma)
+    .run()
     .unwrap();
     let mut want = exact.clone();
     want.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));

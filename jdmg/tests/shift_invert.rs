@@ -12,10 +12,7 @@ mod common;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Mat, Par, Side};
 use jdmg::prelude::*;
-use jdmg::st::{
-    solve_shift_invert, solve_shift_invert_generalized, solve_shift_invert_on, FactorKind,
-    ShiftInvert,
-};
+use jdmg::st::{FactorKind, ShiftInvert};
 use lblib::ThreadComm;
 use matrices::generate::generate;
 use precond::Operator;
@@ -137,7 +134,10 @@ fn fem2d_interior_shift_with_a_double_eigenvalue() {
     let (k, m, ex, sigma, _) = fem2d_interior();
     let nev = whole_multiplets(&ex, sigma, 4);
     let want = closest(&ex, sigma, nev);
-    let sol = solve_shift_invert_generalized(&k, &m, sigma, &params(nev), None, Spaces::default())
+    let sol = Solver::new(&k, &params(nev))
+        .mass(&m)
+        .shift_invert(sigma)
+        .run()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_pairs(&k, &m, &sol, &want, 1e-10, "fem2d:30");
     assert!((sol.eigenvalues[0] - sol.eigenvalues[1]).abs() < 1e-8 * sigma);
@@ -155,9 +155,11 @@ fn fem1d_and_fem3d_interior_shifts() {
         let sigma = ex[idx] + 0.3 * (ex[idx + 1] - ex[idx]);
         let nev = whole_multiplets(&ex, sigma, nev);
         let want = closest(&ex, sigma, nev);
-        let sol =
-            solve_shift_invert_generalized(&k, &m, sigma, &params(nev), None, Spaces::default())
-                .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let sol = Solver::new(&k, &params(nev))
+            .mass(&m)
+            .shift_invert(sigma)
+            .run()
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
         assert_pairs(&k, &m, &sol, &want, 1e-10, spec);
         let below = ex.iter().filter(|&&l| l < sigma).count();
         assert_eq!(sol.stats.eigenvalues_below_shift, Some(below), "{spec}");
@@ -200,9 +202,11 @@ fn lund_interior_against_dense_reference() {
         let sigma = ex[idx] + 0.4 * (ex[idx + 1] - ex[idx]);
         let nev = whole_multiplets(&ex, sigma, 4);
         let want = closest(&ex, sigma, nev);
-        let sol =
-            solve_shift_invert_generalized(&k, &m, sigma, &params(nev), None, Spaces::default())
-                .unwrap_or_else(|e| panic!("σ = {sigma}: {e}"));
+        let sol = Solver::new(&k, &params(nev))
+            .mass(&m)
+            .shift_invert(sigma)
+            .run()
+            .unwrap_or_else(|e| panic!("σ = {sigma}: {e}"));
         assert_pairs(&k, &m, &sol, &want, 1e-9, &format!("lund σ = {sigma}"));
         assert_eq!(sol.stats.eigenvalues_below_shift, Some(idx + 1));
     }
@@ -217,20 +221,28 @@ fn thread_ranks_equal_the_serial_solve() {
     let (k, m, ex, sigma, _) = fem2d_interior();
     let nev = whole_multiplets(&ex, sigma, 4);
     let prm = params(nev);
-    let serial = solve_shift_invert_generalized(&k, &m, sigma, &prm, None, Spaces::default())
+    let serial = Solver::new(&k, &prm)
+        .mass(&m)
+        .shift_invert(sigma)
+        .run()
         .unwrap_or_else(|e| panic!("{e}"));
     let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
     let sig_a = 1.05;
-    let serial_a = solve_shift_invert(&a, sig_a, &prm, None, Spaces::default())
+    let serial_a = Solver::new(&a, &prm)
+        .shift_invert(sig_a)
+        .run()
         .unwrap_or_else(|e| panic!("{e}"));
     let ident = CsrMatrix::identity(a.nrows());
     for ranks in [2, 3] {
         let out = ThreadComm::run(ranks, |comm| {
-            let g =
-                solve_shift_invert_on(&k, Some(&m), sigma, &comm, &prm, None, Spaces::default());
+            let g = Solver::new(&k, &prm)
+                .comm(&comm)
+                .mass(&m)
+                .shift_invert(sigma)
+                .run();
             let g =
                 jdmg::gather_eigenvectors(&comm, k.nrows(), g).unwrap_or_else(|e| panic!("{e}"));
-            let s = solve_shift_invert_on(&a, None, sig_a, &comm, &prm, None, Spaces::default());
+            let s = Solver::new(&a, &prm).comm(&comm).shift_invert(sig_a).run();
             let s =
                 jdmg::gather_eigenvectors(&comm, a.nrows(), s).unwrap_or_else(|e| panic!("{e}"));
             (g, s)
@@ -283,16 +295,12 @@ fn a_singular_shift_fails_on_every_rank() {
         .unwrap();
     let m = CsrMatrix::identity(4);
     let out = ThreadComm::run(2, |comm| {
-        solve_shift_invert_on(
-            &d,
-            Some(&m),
-            2.0,
-            &comm,
-            &params(1),
-            None,
-            Spaces::default(),
-        )
-        .map(|_| ())
+        Solver::new(&d, &params(1))
+            .comm(&comm)
+            .mass(&m)
+            .shift_invert(2.0)
+            .run()
+            .map(|_| ())
     });
     for (r, e) in out.iter().enumerate() {
         match e {
@@ -302,7 +310,10 @@ fn a_singular_shift_fails_on_every_rank() {
     }
     let m3 = CsrMatrix::identity(3);
     assert!(matches!(
-        solve_shift_invert_generalized(&d, &m3, 2.5, &params(1), None, Spaces::default()),
+        Solver::new(&d, &params(1))
+            .mass(&m3)
+            .shift_invert(2.5)
+            .run(),
         Err(JdError::InvalidParams { field: "mass", .. })
     ));
 }

@@ -8,7 +8,7 @@
 //! preconditioner. This layer only calls the library's public API:
 //! [`jdmg::solve_matrix_with`] (named preconditioners), [`jdmg::solve`] on a
 //! [`jdmg::Problem`] (user preconditioners, operators) and
-//! [`jdmg::st::solve_shift_invert`] (σ with an explicit matrix).
+//! [`jdmg::Solver::shift_invert`] (σ with an explicit matrix).
 //!
 //! The GIL is released while Rust computes ([`Python::detach`]) and taken back
 //! for each Python callback. An exception raised by a callback is stored, every
@@ -266,14 +266,12 @@ fn solve_py<'py>(
                      sigma (which='LM')",
                 ));
             }
-            return jdmg::st::solve_shift_invert_generalized(
-                a,
-                m,
-                s,
-                &params,
-                Some(&mut observer),
-                spaces,
-            );
+            return jdmg::Solver::new(a, &params)
+                .mass(m)
+                .shift_invert(s)
+                .observer(&mut observer)
+                .spaces(spaces)
+                .run();
         }
         if let Some(m) = &mass {
             // K x = λ M x: the library's driver for two matrices and a named
@@ -340,11 +338,15 @@ fn solve_py<'py>(
         }
         match (&matrix, sigma) {
             (Matrix::Csr(a), Some(s)) if params.target == Target::LargestMagnitude => {
-                jdmg::st::solve_shift_invert(a, s, &params, Some(&mut observer), spaces)
+                jdmg::Solver::new(a, &params)
+                    .shift_invert(s)
+                    .observer(&mut observer)
+                    .spaces(spaces)
+                    .run()
             }
             (Matrix::Csr(a), Some(s)) => {
                 // Another target of B = (A − σI)⁻¹ (SciPy's `which` with sigma):
-                // the solver on B as `solve_shift_invert` runs it, the eigenvalues
+                // the solver on B as `Solver::shift_invert` runs it, the eigenvalues
                 // θ returned as they are (the Python side maps them back).
                 jdmg::symmetry::check_symmetric(a, &params)?;
                 let b = jdmg::st::ShiftInvert::new(a, s, params.threads)?;

@@ -890,13 +890,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
         return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
     }
     let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
-    crate::vectors::check_options(
-        a.st,
-        a.initial.is_some() || a.deflate.is_some(),
-        a.groups.is_some(),
-        checkpoints,
-        &params,
-    )?;
+    crate::vectors::check_options(a.st, a.groups.is_some(), &params)?;
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
@@ -936,35 +930,40 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
             resume: resume.first(),
             sink: sink.as_mut().map(|s| s as &mut dyn CheckpointSink),
         };
-        let res = match (a.st, params.target) {
-            (crate::vectors::St::Sinvert, Target::Closest(sigma)) => {
-                jdmg::st::solve_shift_invert_on(
-                    &m,
-                    mass.as_ref(),
-                    sigma,
-                    &lblib::SelfComm::new(),
-                    &lib,
-                    Some(&mut obs),
-                    vecs.spaces(),
-                )
-            }
-            _ => match &mass {
-                Some(mm) => {
-                    jdmg::solve_matrix_generalized(&m, mm, &lib, Some(&mut obs), ck, vecs.spaces())
-                }
-                None => jdmg::Solver::new(&m, &lib)
-                    .observer(&mut obs)
-                    .checkpointing(ck)
-                    .spaces(vecs.spaces())
-                    .run(),
-            },
-        };
+        let solver = jdmg::Solver::new(&m, &lib)
+            .observer(&mut obs)
+            .checkpointing(ck)
+            .spaces(vecs.spaces());
+        let res = shift_invert_if_asked(mass_if_given(solver, mass.as_ref()), a, &params).run();
         (res, 1, Extra::default())
     };
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
     let extra = extra.resumed_from(resume.first());
     report(a, &params, &source, &m, res, nprocs, extra, watch.history)
+}
+
+/// `solver` on the pencil (K, M) when `mass` is given.
+fn mass_if_given<'h, C: Comm>(
+    solver: jdmg::Solver<'h, jdmg::solver::OnMatrix<'h, CsrMatrix, C>>,
+    mass: Option<&'h CsrMatrix>,
+) -> jdmg::Solver<'h, jdmg::solver::OnMatrix<'h, CsrMatrix, C>> {
+    match mass {
+        Some(mm) => solver.mass(mm),
+        None => solver,
+    }
+}
+
+/// `solver` with shift-and-invert at σ for `--st sinvert --target σ`.
+fn shift_invert_if_asked<'h, C: Comm>(
+    solver: jdmg::Solver<'h, jdmg::solver::OnMatrix<'h, CsrMatrix, C>>,
+    a: &SolveArgs,
+    params: &JdParams,
+) -> jdmg::Solver<'h, jdmg::solver::OnMatrix<'h, CsrMatrix, C>> {
+    match (a.st, params.target) {
+        (crate::vectors::St::Sinvert, Target::Closest(sigma)) => solver.shift_invert(sigma),
+        _ => solver,
+    }
 }
 
 /// What a run adds to the report beside the solution: the fields of
@@ -1096,13 +1095,9 @@ fn run_distributed<B: Comm>(
             let solver = jdmg::Solver::new(m, params)
                 .comm(&world)
                 .observer(&mut obs)
-                .checkpointing(ck);
-            let solver = match mass {
-                Some(mm) => solver.mass(mm),
-                None => solver,
-            };
-            let solver = solver.groups(base, &mg);
-            match solver.run() {
+                .checkpointing(ck)
+                .spaces(vecs.spaces());
+            match mass_if_given(solver, mass).groups(base, &mg).run() {
                 Ok(mut s) => {
                     extra.multigrain = s.multigrain.take();
                     Ok(s)
@@ -1112,36 +1107,12 @@ fn run_distributed<B: Comm>(
         }
         None => {
             extra.mode = Some(RunMode::Fine);
-            let sinvert = match (a.st, params.target) {
-                (crate::vectors::St::Sinvert, Target::Closest(sigma)) => Some(sigma),
-                _ => None,
-            };
-            match (sinvert, mass) {
-                (Some(sigma), mass) => jdmg::st::solve_shift_invert_on(
-                    m,
-                    mass,
-                    sigma,
-                    &world,
-                    params,
-                    Some(&mut obs),
-                    vecs.spaces(),
-                ),
-                (None, Some(mm)) => jdmg::solve_distributed_generalized(
-                    m,
-                    mm,
-                    &world,
-                    params,
-                    Some(&mut obs),
-                    ck,
-                    vecs.spaces(),
-                ),
-                (None, None) => jdmg::Solver::new(m, params)
-                    .comm(&world)
-                    .observer(&mut obs)
-                    .checkpointing(ck)
-                    .spaces(vecs.spaces())
-                    .run(),
-            }
+            let solver = jdmg::Solver::new(m, params)
+                .comm(&world)
+                .observer(&mut obs)
+                .checkpointing(ck)
+                .spaces(vecs.spaces());
+            shift_invert_if_asked(mass_if_given(solver, mass), a, params).run()
         }
     };
     drop(watch);
@@ -1454,13 +1425,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             None => Vec::new(),
         };
         let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
-        crate::vectors::check_options(
-            a.st,
-            a.initial.is_some() || a.deflate.is_some(),
-            a.groups.is_some(),
-            checkpoints,
-            params,
-        )?;
+        crate::vectors::check_options(a.st, a.groups.is_some(), params)?;
         let (m, mass, source) = load_pencil(a)?;
         check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;

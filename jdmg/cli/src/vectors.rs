@@ -75,21 +75,9 @@ pub fn load(initial: Option<&Path>, deflate: Option<&Path>, n: usize) -> Result<
     })
 }
 
-/// Exit 2 for a combination the options cannot honour: vectors with solve
-/// groups; `--st sinvert` without an interior target, with solve groups or
-/// with checkpoints.
-pub fn check_options(
-    st: St,
-    vectors_given: bool,
-    groups: bool,
-    checkpoints: bool,
-    params: &JdParams,
-) -> Result<(), Fail> {
-    if vectors_given && groups {
-        return Err(Fail::bad(
-            "--initial and --deflate are for serial and fine-grain solves, not --groups",
-        ));
-    }
+/// Exit 2 for a combination the options cannot honour: `--st sinvert` without
+/// an interior target or with solve groups.
+pub fn check_options(st: St, groups: bool, params: &JdParams) -> Result<(), Fail> {
     if st == St::Sinvert {
         if !matches!(params.target, Target::Closest(_)) {
             return Err(Fail::bad(
@@ -99,11 +87,6 @@ pub fn check_options(
         if groups {
             return Err(Fail::bad(
                 "--st sinvert runs fine grain (--ranks N or MPI; rank 0 factors), not with --groups",
-            ));
-        }
-        if checkpoints {
-            return Err(Fail::bad(
-                "--st sinvert does not write or resume checkpoints",
             ));
         }
     }

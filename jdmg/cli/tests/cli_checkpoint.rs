@@ -488,3 +488,73 @@ fn solve_groups_checkpoint_and_resume() {
     assert_eq!(resumed["mode"], "multigrain");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Shift-and-invert writes checkpoints (of the state on B = (A − σI)⁻¹) and
+/// resumes from them to the uninterrupted answer, serial and on two thread
+/// ranks; a resume with another σ or without the transformation is exit 2
+/// naming it. The first run stops on its matvec budget (exit 3) after
+/// checkpointing every outer iteration: nothing depends on time.
+#[test]
+fn shift_invert_checkpoints_resume_with_the_same_shift_only() {
+    let d = dir("sinvert");
+    let problem = |sigma: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        c.args([
+            "solve",
+            "--generate",
+            "lap3d:16",
+            "--nev",
+            "6",
+            "--tol",
+            "1e-12",
+        ])
+        .args(["--target", sigma, "--st", "sinvert", "--quiet", "--json"]);
+        c
+    };
+    for ranks in ["1", "2"] {
+        let f = d.join(format!("st-{ranks}.ckpt"));
+        let fs = f.to_str().unwrap();
+        let (code, full, err) = run(problem("1.0").args(["--ranks", ranks]));
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = run(problem("1.0").args(["--ranks", ranks]).args([
+            "--checkpoint",
+            fs,
+            "--checkpoint-every",
+            "0",
+            "--max-matvecs",
+            "30",
+        ]));
+        assert_eq!(code, 3, "{err}");
+        let nprocs = ranks.parse().unwrap();
+        let ck = Checkpoint::read(&jdmg::checkpoint::rank_path(&f, 0, nprocs))
+            .expect("a whole checkpoint");
+        assert_eq!(ck.shift_invert, Some(1.0));
+        assert!(ck.stats.matvecs > 0 && ck.stats.matvecs <= 30);
+
+        let (code, resumed, err) = run(problem("1.0").args(["--ranks", ranks, "--resume", fs]));
+        assert_eq!(code, 0, "{err}");
+        assert_close(&eigenvalues(&resumed), &eigenvalues(&full));
+        assert_eq!(resumed["matvecs"], full["matvecs"]);
+
+        let (code, _, err) = run(problem("1.01").args(["--ranks", ranks, "--resume", fs]));
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("spectral transformation"), "{err}");
+        let mut plain = Command::new(env!("CARGO_BIN_EXE_jdmg"));
+        plain
+            .args([
+                "solve",
+                "--generate",
+                "lap3d:16",
+                "--nev",
+                "6",
+                "--tol",
+                "1e-12",
+            ])
+            .args([
+                "--target", "1.0", "--quiet", "--ranks", ranks, "--resume", fs,
+            ]);
+        let (code, _, err) = run(&mut plain);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("none (a solve on A itself)"), "{err}");
+    }
+}

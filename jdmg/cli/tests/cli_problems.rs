@@ -185,27 +185,12 @@ fn bad_vector_files_and_options_exit_2() {
     }
     std::fs::write(&many, text).unwrap();
     bad(&run(&["--deflate", &many]), "deflation vectors exceed");
-    bad(
-        &run(&["--deflate", &short, "--ranks", "2", "--groups", "2"]),
-        "not --groups",
-    );
     bad(&run(&["--st", "sinvert"]), "--target");
     bad(
         &run(&[
             "--st", "sinvert", "--target", "1", "--ranks", "2", "--groups", "2",
         ]),
         "not with --groups",
-    );
-    bad(
-        &run(&[
-            "--st",
-            "sinvert",
-            "--target",
-            "1",
-            "--checkpoint",
-            &path("c.ckpt"),
-        ]),
-        "checkpoints",
     );
 }
 

@@ -77,17 +77,20 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// Largest number of locked eigenvalues equal within their residual bounds,
-    /// among those before the boundary of the wanted set.
-    pub(super) fn largest_locked_cluster(&self) -> usize {
-        // Only eigenvalues strictly inside the wanted set count: a missed copy of the
-        // last wanted value (a tie at the boundary) leaves the set right.
+    /// among those before the boundary of the wanted set (`boundary`: or at it).
+    pub(super) fn largest_locked_cluster(&self, boundary: bool) -> usize {
+        // A missed copy of the last wanted value (a tie at the boundary) leaves
+        // the set right; a cluster there is evidence of multiplets all the same.
         let (wk, wr) = self.wanted_boundary();
         let mut items: Vec<(f64, f64)> = self
             .lam
             .iter()
             .copied()
             .zip(self.res.iter().copied())
-            .filter(|&(l, r)| self.key(l) < wk - (wr + r))
+            .filter(|&(l, r)| {
+                let k = self.key(l);
+                k < wk - (wr + r) || (boundary && k <= wk + (wr + r))
+            })
             .collect();
         items.sort_by(|a, b| a.0.total_cmp(&b.0));
         let (mut best, mut run) = (0, 0);
@@ -103,39 +106,51 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         best
     }
 
-    /// The size of a cluster of locked values inside the wanted set from which
-    /// `Verify::Auto` runs a verification pass: the block size k with
-    /// Rayleigh-Ritz (a block finds at most k copies), 2 with harmonic
-    /// extraction. Harmonic solves miss copies of smaller clusters: on lap3d:10
-    /// with σ 10⁻³ above its 6-fold eigenvalue, nev = block = 7, block JDQMR
-    /// locked five copies, then the values at distance 0.14 and 0.24, in 5 of 6
-    /// seeds (the two values beyond the multiplet converged while the sixth copy
-    /// was still absent from the basis); Rayleigh-Ritz found all six in 6 of 6.
-    fn min_missing_cluster(&self) -> usize {
-        if self.harm.is_some() {
-            2
-        } else {
-            self.sz.k
-        }
+    /// Whether the clusters of locked values call for a verification pass
+    /// under `Verify::Auto`: two copies of a value strictly inside the wanted
+    /// set, and with harmonic extraction two copies at its boundary too.
+    ///
+    /// A block method sees at most k copies of a multiple eigenvalue, but it
+    /// misses copies of smaller multiplets as well when the values beyond
+    /// converge first: lap3d:8 on 4 solve groups, nev = block = 3, locked
+    /// 0.362, two of the three copies of 0.709, then 1.056; harmonic solves on
+    /// two thread ranks locked one copy of the triple 3.426 nearest σ, then
+    /// two of the triple 3.283 beyond it (the evidence of multiplets there
+    /// lies at the boundary); on lap3d:10 with σ 10⁻³ above its 6-fold
+    /// eigenvalue, nev = block = 7, block JDQMR with harmonic extraction locked
+    /// five copies, then the values at distance 0.14 and 0.24. A multiplet
+    /// completed at the boundary alone (lap3d, nev 4: one value and a triple)
+    /// runs no pass with Rayleigh-Ritz.
+    fn clusters_call_for_a_pass(&self) -> bool {
+        self.largest_locked_cluster(self.harm.is_some()) >= 2
     }
 
     /// Called when `goal` pairs are locked: decides whether the solve is done
     /// (true) or a (further) verification pass starts (false).
     ///
-    /// A block Krylov method finds at most k copies of a multiple eigenvalue, so
-    /// with Rayleigh-Ritz copies can be missed only when some locked eigenvalue
-    /// appears at least k times (`Verify::Auto`; with harmonic extraction
-    /// twice, see [`State::min_missing_cluster`]). A pass iterates a fresh
+    /// Under `Verify::Auto` a pass follows when the locked values hold a
+    /// multiplet ([`State::clusters_call_for_a_pass`]). A pass iterates a fresh
     /// random block orthogonal to the locked vectors; the pair it locks is a
     /// missed copy when it lies inside the wanted set beyond its residual
     /// bounds, and then another pass follows.
     pub(super) fn next_verification(&mut self) -> bool {
-        if self.prm.target == Target::LargestMagnitude
-            && self.prm.locking
-            && self.prm.verify != Verify::Never
-        {
-            return self.next_end_pass();
+        if self.end_passes() {
+            if self.in_end_pass() {
+                // the pass locked the extreme value left at its end
+                if self.end_concluded(self.last_lock_is_wanted()) {
+                    return false;
+                }
+            } else if self.verifying.is_none() && self.nproj() < self.pb.n_global {
+                self.start_pass(Target::Largest);
+                return false;
+            }
         }
+        self.check_missed_copies()
+    }
+
+    /// The verification for missed copies of [`State::next_verification`]
+    /// (after the end passes of a `LargestMagnitude` solve).
+    pub(super) fn check_missed_copies(&mut self) -> bool {
         if self.verifying.is_some() {
             let j = self.nl() - 1;
             let (kn, rn) = (self.key(self.lam[j]), self.res[j]);
@@ -165,7 +180,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 Verify::Never => false,
                 Verify::Always => true,
                 Verify::Auto => {
-                    self.largest_locked_cluster() >= self.min_missing_cluster() || {
+                    self.clusters_call_for_a_pass() || {
                         let (wk, wr) = self.wanted_boundary();
                         self.prm.locking
                             && self.pb.n_global <= PROBE_AUTO_BASES * self.sz.max_basis
@@ -182,11 +197,83 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.stats.verified = Some(true);
             return true;
         }
+        self.start_pass(self.target);
+        false
+    }
+
+    /// Whether this solve runs end passes (see [`State::end_concluded`]):
+    /// `LargestMagnitude` with locking and `Verify` other than `Never`.
+    pub(super) fn end_passes(&self) -> bool {
+        self.prm.target == Target::LargestMagnitude
+            && self.prm.locking
+            && self.prm.verify != Verify::Never
+    }
+
+    /// Inside an end pass of a `LargestMagnitude` solve: the Ritz pairs are
+    /// selected at one end (`Largest`, `Smallest`).
+    pub(super) fn in_end_pass(&self) -> bool {
+        self.prm.target == Target::LargestMagnitude
+            && matches!(self.target, Target::Largest | Target::Smallest)
+    }
+
+    /// Starts a verification pass whose Ritz pairs are selected by `target`.
+    fn start_pass(&mut self, target: Target) {
+        self.target = target;
         self.stats.verification_passes += 1;
         self.stats.verified = Some(false);
         self.verifying = Some(self.stats.outer_iterations);
         self.goal = self.nl() + 1;
-        false
+    }
+
+    /// An end pass of a `LargestMagnitude` solve has found the extreme value
+    /// left at its end, inside the wanted set (`missed`) or outside it; true
+    /// when another end pass starts, false when both ends are done.
+    ///
+    /// The wanted set takes its members from both ends of the spectrum, and a
+    /// Ritz value underestimates the magnitude of the eigenvalue at its end
+    /// (Cauchy interlacing), so a pair at one end can converge and lock while a
+    /// larger magnitude at the other end is still an unconverged Ritz value
+    /// behind it in the target order: the solve would end with a wrong set
+    /// marked converged. After the `nev` pairs are locked, a pass at the top
+    /// (`Largest`), then one at the bottom (`Smallest`), each going on with the
+    /// basis at hand, finds the extreme eigenvalue left at that end. While it
+    /// lies inside the wanted set it was missed: it stays locked and another
+    /// pass at the same end follows; otherwise that end is done (see
+    /// [`State::end_value_outside`]). A value found outside stays outside, since
+    /// the boundary only grows as missed values are added, so the two ends need
+    /// one check each. Pairs locked beyond the wanted set are dropped by
+    /// [`State::finish`].
+    pub(super) fn end_concluded(&mut self, missed: bool) -> bool {
+        let next = match self.target {
+            _ if missed => Some(self.target),
+            Target::Largest => Some(Target::Smallest),
+            _ => None,
+        };
+        match next {
+            Some(end) if self.nproj() < self.pb.n_global => {
+                if missed {
+                    self.stats.missed_copies += 1;
+                }
+                self.start_pass(end);
+                true
+            }
+            _ => {
+                self.target = Target::LargestMagnitude;
+                self.verifying = None;
+                false
+            }
+        }
+    }
+
+    /// Whether the extreme Ritz value of an end pass, `theta` with residual
+    /// norm `rn`, settles that end without converging further: it lies outside
+    /// the wanted set by more than both residual bounds, and its residual is
+    /// below a tenth of its distance d to the boundary, so that the Ritz vector
+    /// has a component of at most rn/d < 0.1 on any eigenvector inside the set.
+    pub(super) fn end_value_outside(&self, theta: f64, rn: f64) -> bool {
+        let (wk, wr) = self.wanted_boundary();
+        let d = self.key(theta) - wk;
+        rn <= 0.1 * d && rn + wr < d
     }
 
     /// Whether the pair locked last (by a verification pass) lies inside the
@@ -199,48 +286,29 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         kn < wk - (wr + rn)
     }
 
-    /// The end passes of a `LargestMagnitude` solve, called when `goal` pairs are
-    /// locked: decides whether the solve is done (true) or a pass starts (false).
+    /// The end of a pass (the wanted pairs locked, or both end passes
+    /// settled): emits the iteration's event (`ritz`), then decides with
+    /// `verdict`, else [`State::next_verification`], whether the solve is done.
+    /// Returns the solution when it is, and whether the observer asked to stop
+    /// (a stop with a checkpoint sink waits for the loop top's last checkpoint;
+    /// the partial result is the same, all wanted pairs being locked).
     ///
-    /// The wanted set takes its members from both ends of the spectrum, and a
-    /// Ritz value underestimates the magnitude of the eigenvalue at its end
-    /// (Cauchy interlacing), so a pair at one end can converge and lock while a
-    /// larger magnitude at the other end is still an unconverged Ritz value
-    /// behind it in the target order: the solve would end with a wrong set
-    /// marked converged. After the `nev` pairs are locked, a pass at the top
-    /// (`Largest`), then one at the bottom (`Smallest`), each from a fresh random
-    /// block orthogonal to the locked vectors, finds the extreme eigenvalue left
-    /// at that end. While it lies inside the wanted set it was missed: it stays
-    /// locked and another pass at the same end follows; otherwise that end is
-    /// done. A value found outside stays outside, since the boundary only grows
-    /// as missed values are added, so the two ends need one check each. Pairs
-    /// locked beyond the wanted set are dropped by [`State::finish`].
-    fn next_end_pass(&mut self) -> bool {
-        let end = match self.target {
-            Target::Largest if self.last_lock_is_wanted() => Target::Largest,
-            Target::Smallest if self.last_lock_is_wanted() => Target::Smallest,
-            Target::Largest => Target::Smallest,
-            Target::Smallest => {
-                self.target = Target::LargestMagnitude;
-                self.stats.verified = Some(true);
-                return true;
-            }
-            _ => Target::Largest,
-        };
-        if self.target == end {
-            self.stats.missed_copies += 1;
+    /// # Errors
+    /// `Stopped` when the observer asked to stop and there is no sink.
+    pub(super) fn pass_over(
+        &mut self,
+        observer: &mut Option<Observer<'_>>,
+        ritz: &[(f64, f64)],
+        verdict: Option<bool>,
+    ) -> Result<(Option<Solution>, bool), JdError> {
+        let stop = self.emit(observer, ritz, &[]);
+        if verdict.unwrap_or_else(|| self.next_verification()) {
+            return Ok((Some(self.finish(&[])), stop));
         }
-        if self.nproj() >= self.pb.n_global {
-            self.target = Target::LargestMagnitude;
-            self.stats.verified = Some(true);
-            return true;
+        if stop && self.sink.is_none() {
+            return Err(self.stopped());
         }
-        self.target = end;
-        self.stats.verification_passes += 1;
-        self.stats.verified = Some(false);
-        self.verifying = Some(self.stats.outer_iterations);
-        self.goal = self.nl() + 1;
-        false
+        Ok((None, stop))
     }
 
     /// Discards the basis and fills the new block with random vectors (the start of

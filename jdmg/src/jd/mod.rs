@@ -214,6 +214,9 @@ pub(crate) trait CorrectionBackend {
     ) -> Vec<usize>;
     /// A vector (fine layout) was locked: keep a copy in the backend's layout.
     fn on_lock(&mut self, x: &[f64], stats: &mut Stats);
+    /// The `q` orthonormalized deflation vectors `y` (fine layout), told at
+    /// every entry of the loop: a backend keeps them, once, like locked vectors.
+    fn on_deflation(&mut self, y: &[f64], q: usize, stats: &mut Stats);
 }
 
 struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
@@ -226,12 +229,14 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     scale_decided: bool,
     /// The target of the Ritz pairs this pass selects, in scaled units:
     /// `prm.target`, or one end (`Largest`, `Smallest`) during an end pass of a
-    /// `LargestMagnitude` solve (see [`State::next_end_pass`]).
+    /// `LargestMagnitude` solve (see [`State::next_end`]).
     target: Target,
     /// Pairs to lock before the next check: `nev`, then one more per verification.
     goal: usize,
     /// Inside a verification pass (`Verify`), started at this outer iteration.
     verifying: Option<usize>,
+    /// σ of shift-and-invert when the operator is B = (A − σI)⁻¹.
+    shift: Option<f64>,
     prm: &'p JdParams,
     sz: Sizes,
     n: usize,
@@ -339,6 +344,9 @@ pub(crate) struct Hooks<'h, P = ()> {
     pub backend: Option<&'h mut dyn CorrectionBackend>,
     /// Ends the loop when the rows should move.
     pub monitor: Option<&'h mut dyn LoopMonitor<Plan = P>>,
+    /// σ when the operator is the shift-and-invert B = (A − σI)⁻¹ (recorded
+    /// in checkpoints).
+    pub shift: Option<f64>,
 }
 
 impl<P> Default for Hooks<'_, P> {
@@ -349,6 +357,7 @@ impl<P> Default for Hooks<'_, P> {
             resume: None,
             backend: None,
             monitor: None,
+            shift: None,
         }
     }
 }
@@ -367,6 +376,14 @@ pub(crate) enum Exit<P = ()> {
         /// This process's state, on the current rows.
         snapshot: Box<Checkpoint>,
     },
+}
+
+/// The solution of a loop that cannot end in a re-partition (no monitor).
+pub(crate) fn solved(r: Result<Exit<()>, JdError>) -> Result<Solution, JdError> {
+    match r? {
+        Exit::Solved(s) => Ok(s),
+        Exit::Repartition { .. } => unreachable!("a re-partition without a monitor"),
+    }
 }
 
 /// The solver loop on `pb` with `hooks` (the one implementation behind
@@ -396,6 +413,7 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
         resume,
         backend,
         mut monitor,
+        shift,
     } = hooks;
     let sz = params.resolve(pb.n_global)?;
     checks::check_agreement(pb, params, &sz)?;
@@ -411,19 +429,17 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
     let n = pb.a.nrows();
     let [ninit, ndefl] = spaces::agreed_columns(pb)?;
     let mut st = State::new(pb, params, sz, n);
-    if backend.is_some() && ndefl > 0 {
-        return Err(JdError::invalid(
-            "deflation",
-            "deflation vectors are for serial and fine-grain solves, not solve groups",
-        ));
-    }
     st.ninit = ninit;
     if pb.mass.is_some() {
         st.init_mass()?;
     }
     st.install_deflation(ndefl)?;
     st.backend = backend;
+    if let Some(be) = st.backend.as_mut() {
+        be.on_deflation(&st.xl[..st.ndefl * n], st.ndefl, &mut st.stats);
+    }
     st.sink = sink;
+    st.shift = shift;
     let resumed = match resume {
         Some(c) => Some(st.restore(c)?),
         None => None,
@@ -482,6 +498,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             target: prm.target,
             goal: prm.nev,
             verifying: None,
+            shift: None,
             prm,
             sz,
             n,
@@ -790,6 +807,27 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             // unconverged pair beyond the wanted set proves nothing (lap3d:16, nev 4,
             // block 2 lost a copy of its triple eigenvalue that way).
             // Harmonic vectors locked together are made orthonormal first.
+            // An end pass settled without a lock (`end_value_outside`).
+            if lock.is_empty()
+                && self.in_end_pass()
+                && ritz_seen
+                    .first()
+                    .is_some_and(|&(th, rn)| self.end_value_outside(th, rn))
+                && !self.end_concluded(false)
+            {
+                let verdict = Some(self.check_missed_copies());
+                self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                let (done, stop) = self.pass_over(observer, &ritz_seen, verdict)?;
+                if let Some(sol) = done {
+                    return Ok(Exit::Solved(sol));
+                }
+                stop_pending = stop;
+                b = self.fresh_block();
+                if let Some(dy) = dynamic.as_mut() {
+                    dy.reset_window();
+                }
+                continue;
+            }
             self.harmonic_lock_candidates(&mut y, m, &mut lock);
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
@@ -902,23 +940,23 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 }
                 self.stats.locked = self.nl();
                 if self.nl() >= self.goal {
-                    self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                    let stop = self.emit(observer, &ritz_seen, &[]);
-                    if self.next_verification() {
-                        return Ok(Exit::Solved(self.finish(&[])));
+                    // LargestMagnitude: an end pass goes on with this basis (see
+                    // `end_concluded`): this iteration's locked directions leave
+                    // it below and its unconverged pairs are corrected.
+                    let verdict = self.end_passes().then(|| self.next_verification());
+                    if verdict != Some(false) || !self.in_end_pass() {
+                        self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                        let (done, stop) = self.pass_over(observer, &ritz_seen, verdict)?;
+                        if let Some(sol) = done {
+                            return Ok(Exit::Solved(sol));
+                        }
+                        stop_pending = stop;
+                        b = self.fresh_block();
+                        if let Some(dy) = dynamic.as_mut() {
+                            dy.reset_window();
+                        }
+                        continue;
                     }
-                    if stop && self.sink.is_none() {
-                        return Err(self.stopped());
-                    }
-                    // With a sink the stop waits for the loop top (the last
-                    // checkpoint); the partial result is the same, all wanted
-                    // pairs being locked.
-                    stop_pending = stop;
-                    b = self.fresh_block();
-                    if let Some(dy) = dynamic.as_mut() {
-                        dy.reset_window();
-                    }
-                    continue;
                 }
                 let t_rm = Instant::now();
                 if !locked_pos.is_empty() && self.harm.is_some() {

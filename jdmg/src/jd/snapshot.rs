@@ -59,6 +59,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             block_vectors: self.t[..n * b].to_vec(),
             operator_fingerprint: self.operator_fingerprint(),
             mass_fingerprint: self.mass_fingerprint(),
+            shift_invert: self.shift,
         }
     }
 
@@ -113,6 +114,23 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 "{:.6e}, {:.6e} (a checkpoint of another matrix)",
                 now[0], now[1]
             ),
+        })
+    }
+
+    /// Whether the checkpoint's spectral transformation (`ck`, the σ of
+    /// shift-and-invert or none) is this solve's.
+    fn same_shift(&self, ck: Option<f64>) -> Result<(), CheckpointError> {
+        let say = |s: Option<f64>| match s {
+            Some(s) => format!("shift-and-invert at σ = {s:e}"),
+            None => "none (a solve on A itself)".to_string(),
+        };
+        if ck.map(f64::to_bits) == self.shift.map(f64::to_bits) {
+            return Ok(());
+        }
+        Err(CheckpointError::Mismatch {
+            what: "the spectral transformation".into(),
+            checkpoint: say(ck),
+            current: say(self.shift),
         })
     }
 
@@ -189,7 +207,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         // Collective like `now`: taken on every process before any check.
         let now_mass = self.mass_fingerprint();
         let local = self
-            .check_fits(ck)
+            .same_shift(ck.shift_invert)
+            .and_then(|()| self.check_fits(ck))
             .and_then(|()| self.same_operator(ck.operator_fingerprint, now))
             .and_then(|()| self.same_mass(ck.mass_fingerprint, now_mass));
         let mut buf = [

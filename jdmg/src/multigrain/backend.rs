@@ -53,6 +53,9 @@ pub(super) struct Backend<'g, W, G: Comm> {
     pub(super) bxl_raw: Vec<f64>,
     pub(super) bxl: Vec<f64>,
     pub(super) decided: bool,
+    /// Whether the deflation vectors are among `xl` (told once per solve,
+    /// kept across re-partitions: the group layout does not move).
+    pub(super) deflated: bool,
     pub(super) stats: MultigrainStats,
     pub(super) precond: PrecondChoice,
 }
@@ -84,6 +87,16 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         }
         self.xl.extend_from_slice(&y);
         self.nl += 1;
+    }
+
+    fn on_deflation(&mut self, y: &[f64], q: usize, stats: &mut Stats) {
+        if std::mem::replace(&mut self.deflated, true) {
+            return;
+        }
+        let nf = self.nf;
+        for j in 0..q {
+            self.on_lock(&y[j * nf..(j + 1) * nf], stats);
+        }
     }
 
     fn correct_block(

@@ -19,7 +19,9 @@ use super::stats::{AlltoallScope, MultigrainStats};
 use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointSink};
 use crate::correction::CorrectionSolver;
 use crate::error::JdError;
-use crate::jd::{run_loop, CorrectionBackend, Exit, Hooks, LoopMonitor, Observer, Problem};
+use crate::jd::{
+    local_rows, run_loop, CorrectionBackend, Exit, Hooks, LoopMonitor, Observer, Problem, Spaces,
+};
 use crate::optimal_m::DEFAULT_MAXITS_GROUPS;
 use crate::params::{JdParams, PrecondChoice};
 use crate::repartition::{move_rows, Monitor, Plan, RateClock, RepartitionEvent, WaitTimer};
@@ -110,6 +112,8 @@ pub(crate) struct Caller<'h, 'r> {
     pub resume: Option<&'h Checkpoint>,
     /// Told of every re-partition, once its rows have moved.
     pub on_repartition: Vec<&'r mut dyn FnMut(&RepartitionEvent)>,
+    /// Start and deflation vectors (global rows, as [`crate::Solver::spaces`]).
+    pub spaces: Spaces<'h>,
 }
 
 /// Multigrain (or coarse-grain, one process per group) block JD: fine-grain
@@ -141,6 +145,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
         mut sink,
         resume,
         mut on_repartition,
+        spaces,
     } = caller;
     let invalid = |e: &dyn std::fmt::Display| JdError::invalid("groups", e);
     // §4: solve groups iterate up to the paper's m = 150 unless told otherwise
@@ -156,7 +161,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
     let me = world.rank();
     check_matrix(a, params)?;
     if let Some(m) = mass {
-        crate::generalized::check_pair(a, m, params)?;
+        crate::setup::check_pair(a, m, params)?;
     }
     let topo = Topology::new(world, base, &mg.groups, mg.hierarchical)?;
     let (ngroups, my_group, key, shape) = (topo.groups.len(), topo.my_group, topo.key, topo.shape);
@@ -257,8 +262,8 @@ pub(crate) fn run<W: Comm, B: Comm>(
     let leaders = base.split(if is_leader { 0 } else { 1 }, my_group);
     // with M, a built preconditioner approximates K − σ₀M (as on the fine path)
     let shifted = match mass {
-        Some(m) if crate::driver::precond_kind(params).is_some() => Some(
-            crate::generalized::shifted_pair(a, m, crate::generalized::mass_precond_shift(params))?,
+        Some(m) if crate::setup::precond_kind(params).is_some() => Some(
+            crate::setup::shifted_pair(a, m, crate::setup::mass_precond_shift(params))?,
         ),
         _ => None,
     };
@@ -353,11 +358,16 @@ pub(crate) fn run<W: Comm, B: Comm>(
         ng,
         xl: Vec::new(),
         nl: 0,
-        corr: CorrectionSolver::new(ng, resolved.inner_solver, params.nev + params.block.max(8)),
+        corr: CorrectionSolver::new(
+            ng,
+            resolved.inner_solver,
+            params.nev + spaces.deflation.len() / n.max(1) + params.block.max(8),
+        ),
         mass: gmass,
         bxl_raw: Vec::new(),
         bxl: Vec::new(),
         decided: false,
+        deflated: false,
         stats: MultigrainStats {
             groups: ngroups,
             my_group,
@@ -407,6 +417,11 @@ pub(crate) fn run<W: Comm, B: Comm>(
                 .with_mass_diagonal(mr.diag.as_deref().unwrap_or_default())?,
             None => pb,
         };
+        // this process's rows of the start and deflation vectors, in the
+        // current fine layout (the start vectors serve the first entry only)
+        let initial = local_rows("initial", spaces.initial, n, frows.range.clone())?;
+        let deflation = local_rows("deflation", spaces.deflation, n, frows.range.clone())?;
+        let pb = pb.with_initial(&initial)?.with_deflation(&deflation)?;
         let hooks = Hooks {
             observer: observer.as_mut().map(|o| &mut **o as Observer<'_>),
             sink: sink.as_mut().map(|s| &mut **s as &mut dyn CheckpointSink),
@@ -415,6 +430,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
             monitor: monitor
                 .as_mut()
                 .map(|m| m as &mut dyn LoopMonitor<Plan = Plan<Layout>>),
+            shift: None,
         };
         let (plan, snapshot) = match run_loop(&pb, params, hooks) {
             Ok(Exit::Solved(s)) => break Ok(s),

@@ -49,6 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use super::alloc::{reallocate_remaining, Reallocation};
 use super::layout::{ColumnLayout, LayoutKind};
+pub use super::rates::CHARGE_PER_FLOP;
 use super::rates::{RateMeter, RateSample};
 use super::{DenseError, Source};
 use lbcomm::Comm;
@@ -864,14 +865,6 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         stats,
     })
 }
-
-/// Nominal seconds per flop that the distributed factorizations charge to their
-/// communicator's clock after each panel factorization and each update
-/// ([`lbcomm::Comm::charge`]): a no-op on measuring clocks; on manual clocks
-/// (`lbcomm::ClockMode::Manual`) the flops alone set the time, times the rank's
-/// slowdown, so that tests of layouts and re-planning do not depend on the
-/// machine's load. 0.1 ns: 10 Gflop/s.
-pub const CHARGE_PER_FLOP: f64 = 1e-10;
 
 impl Factorization {
     /// Flops of factoring a panel of `rows` rows and `w` columns (leading term:

@@ -11,6 +11,14 @@ use super::DenseError;
 use lbcomm::Comm;
 use lblib::{Lbs, LbsConfig, Method};
 
+/// Nominal seconds per flop that the distributed factorizations charge to their
+/// communicator's clock after each panel factorization and each update
+/// ([`lbcomm::Comm::charge`], see [`crate::factor`]): a no-op on measuring clocks; on manual clocks
+/// (`lbcomm::ClockMode::Manual`) the flops alone set the time, times the rank's
+/// slowdown, so that tests of layouts and re-planning do not depend on the
+/// machine's load. 0.1 ns: 10 Gflop/s.
+pub const CHARGE_PER_FLOP: f64 = 1e-10;
+
 /// Parameters of the rate measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -140,9 +148,7 @@ impl<'c, C: Comm + ?Sized> RateMeter<'c, C> {
         let rhs = MatRef::from_column_major_slice(&self.u, b, b);
         matmul(dst, Accum::Add, lhs, rhs, -1.0, self.par);
         let flops = 2.0 * m as f64 * (b * b) as f64;
-        self.lbs
-            .comm()
-            .charge(crate::factor::CHARGE_PER_FLOP * flops);
+        self.lbs.comm().charge(CHARGE_PER_FLOP * flops);
     }
 
     /// Runs one flexible section of updates on every rank and gathers the rates

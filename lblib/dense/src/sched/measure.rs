@@ -32,7 +32,7 @@ pub struct MeasureParams {
     /// Clock: [`ClockMode::Virtual`] (thread CPU time × slowdown, robust on a
     /// shared machine), [`ClockMode::Real`] (wall clock, slowdown by sleeping)
     /// or [`ClockMode::Manual`] (each update's flops charged at
-    /// [`crate::factor::CHARGE_PER_FLOP`], times the slowdown: deterministic).
+    /// [`crate::rates::CHARGE_PER_FLOP`], times the slowdown: deterministic).
     /// Default virtual.
     pub clock: ClockMode,
 }
@@ -98,7 +98,7 @@ pub fn measure_gemm_rates(p: &MeasureParams) -> Result<Vec<f64>, SchedError> {
                 -1.0,
                 Par::Seq,
             );
-            comm.charge(crate::factor::CHARGE_PER_FLOP * flops);
+            comm.charge(crate::rates::CHARGE_PER_FLOP * flops);
         };
         update(&mut c);
         let reps = p.repeats.get(comm.rank()).copied().unwrap_or(1);
