@@ -335,7 +335,7 @@ impl BlockJdQmr {
     /// K ≈ A − σI amplifies x_j in K⁻¹g. (A 6-fold multiplet of lap3d:10 next
     /// to σ that lost a copy with the left-only form loses it with the
     /// two-sided form too, in 4–5 of 6 seeds: harmonic extraction's doing, see
-    /// `State::clusters_call_for_a_pass` in `jd/convergence.rs`.)
+    /// `State::next_verification` in `jd/convergence.rs`.)
     fn left_only(inner: &BlockInner<'_>, eq: &BlockEquations<'_>) -> bool {
         eq.mass.is_none()
             && !inner.is_identity()

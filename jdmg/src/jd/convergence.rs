@@ -106,33 +106,28 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         best
     }
 
-    /// Whether the clusters of locked values call for a verification pass
-    /// under `Verify::Auto`: two copies of a value strictly inside the wanted
-    /// set, and with harmonic extraction two copies at its boundary too.
-    ///
-    /// A block method sees at most k copies of a multiple eigenvalue, but it
-    /// misses copies of smaller multiplets as well when the values beyond
-    /// converge first: lap3d:8 on 4 solve groups, nev = block = 3, locked
-    /// 0.362, two of the three copies of 0.709, then 1.056; harmonic solves on
-    /// two thread ranks locked one copy of the triple 3.426 nearest σ, then
-    /// two of the triple 3.283 beyond it (the evidence of multiplets there
-    /// lies at the boundary); on lap3d:10 with σ 10⁻³ above its 6-fold
-    /// eigenvalue, nev = block = 7, block JDQMR with harmonic extraction locked
-    /// five copies, then the values at distance 0.14 and 0.24. A multiplet
-    /// completed at the boundary alone (lap3d, nev 4: one value and a triple)
-    /// runs no pass with Rayleigh-Ritz.
-    fn clusters_call_for_a_pass(&self) -> bool {
-        self.largest_locked_cluster(self.harm.is_some()) >= 2
-    }
-
     /// Called when `goal` pairs are locked: decides whether the solve is done
     /// (true) or a (further) verification pass starts (false).
     ///
-    /// Under `Verify::Auto` a pass follows when the locked values hold a
-    /// multiplet ([`State::clusters_call_for_a_pass`]). A pass iterates a fresh
-    /// random block orthogonal to the locked vectors; the pair it locks is a
-    /// missed copy when it lies inside the wanted set beyond its residual
-    /// bounds, and then another pass follows.
+    /// Under `Verify::Auto` a multiplet among the locked values calls for a
+    /// verification: two copies of a value strictly inside the wanted set, and
+    /// with harmonic extraction two copies at its boundary too. A block method
+    /// sees at most k copies of a multiple eigenvalue, but it misses copies of
+    /// smaller multiplets as well when the values beyond converge first:
+    /// lap3d:8 on 4 solve groups, nev = block = 3, locked 0.362, two of the
+    /// three copies of 0.709, then 1.056; harmonic solves on two thread ranks
+    /// locked one copy of the triple 3.426 nearest σ, then two of the triple
+    /// 3.283 beyond it (the evidence of multiplets there lies at the
+    /// boundary); on lap3d:10 with σ 10⁻³ above its 6-fold eigenvalue, nev =
+    /// block = 7, block JDQMR with harmonic extraction locked five copies, then
+    /// the values at distance 0.14 and 0.24. A multiplet completed at the
+    /// boundary alone (lap3d, nev 4: one value and a triple) calls for none.
+    ///
+    /// A pass iterates a fresh random block orthogonal to the locked vectors
+    /// (for an end of the spectrum with fewer than k copies, only when the
+    /// Krylov probe finds a copy missing, see [`State::probe_missed`]); the
+    /// pair it locks is a missed copy when it lies inside the wanted set beyond
+    /// its residual bounds, and then another pass follows.
     pub(super) fn next_verification(&mut self) -> bool {
         if self.end_passes() {
             if self.in_end_pass() {
@@ -168,22 +163,31 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.stats.missed_copies += 1;
             }
         } else {
-            // Auto: a block finds at most k copies, so a cluster of k locked
-            // values (2 with harmonic extraction) calls for a pass; otherwise,
-            // on small problems, the Krylov probe looks for a copy lost
-            // otherwise (a restart can leave an invariant subspace holding one
-            // copy of a double eigenvalue and a value beyond it when the basis
-            // spans much of the space: n = 4, block 3 locked {0, λ, μ} of
-            // {0, λ, λ, μ}). On larger problems the probe is not run: it cost
-            // 10 % of the matvecs and 15 % of the time of lap3d:40.
+            // Auto: a multiplet among the locked values calls for a pass
+            // (see above), but for an end of the spectrum with
+            // Rayleigh-Ritz and fewer than k copies the Krylov probe decides
+            // first (min-max makes its evidence sure there, and it costs 40
+            // single products where a pass converged a pair from a random block:
+            // lap3d:24, nev 8, 527 products without a pass, 996 with one). On
+            // small problems the probe also looks for a copy lost otherwise (a
+            // restart can leave an invariant subspace holding one copy of a
+            // double eigenvalue and a value beyond it when the basis spans much
+            // of the space: n = 4, block 3 locked {0, λ, μ} of {0, λ, λ, μ}). On
+            // larger problems without multiplets it is not run: it cost 10 % of
+            // the matvecs and 15 % of the time of lap3d:40.
             let start = match self.prm.verify {
                 Verify::Never => false,
                 Verify::Always => true,
                 Verify::Auto => {
-                    self.clusters_call_for_a_pass() || {
+                    let exterior = self.harm.is_none()
+                        && matches!(self.target, Target::Smallest | Target::Largest);
+                    let cluster = self.largest_locked_cluster(self.harm.is_some());
+                    let suspect = cluster >= 2;
+                    (suspect && !(exterior && cluster < self.sz.k)) || {
                         let (wk, wr) = self.wanted_boundary();
+                        let small = self.pb.n_global <= PROBE_AUTO_BASES * self.sz.max_basis;
                         self.prm.locking
-                            && self.pb.n_global <= PROBE_AUTO_BASES * self.sz.max_basis
+                            && (small || (exterior && suspect))
                             && self.nproj() < self.pb.n_global
                             && self.probe_missed(wk, wr)
                     }
