@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// How a pass ended ([`State::pass_over`]).
+// one value per pass: the size of `Solution` does not matter
+#[allow(clippy::large_enum_variant)]
+pub(super) enum PassEnd {
+    /// The solve is done.
+    Done(Solution),
+    /// Another pass starts with this new block; `stop`: a stop waits for the
+    /// loop top.
+    Next { block: usize, stop: bool },
+}
+
 /// Lanczos steps of the probe for missed copies ([`State::probe_missed`]).
 const PROBE_STEPS: usize = 40;
 /// Under `Verify::Auto` without a cluster of k locked values, the probe runs when
@@ -293,9 +304,10 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// The end of a pass (the wanted pairs locked, or both end passes
     /// settled): emits the iteration's event (`ritz`), then decides with
     /// `verdict`, else [`State::next_verification`], whether the solve is done.
-    /// Returns the solution when it is, and whether the observer asked to stop
-    /// (a stop with a checkpoint sink waits for the loop top's last checkpoint;
-    /// the partial result is the same, all wanted pairs being locked).
+    /// If not, the next pass starts from a fresh block (and the dynamic
+    /// choice's window in `w` anew); a stop the observer asked for then waits
+    /// for the loop top's last checkpoint (the partial result is the same, all
+    /// wanted pairs being locked).
     ///
     /// # Errors
     /// `Stopped` when the observer asked to stop and there is no sink.
@@ -304,15 +316,20 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         observer: &mut Option<Observer<'_>>,
         ritz: &[(f64, f64)],
         verdict: Option<bool>,
-    ) -> Result<(Option<Solution>, bool), JdError> {
+        w: &mut Work,
+    ) -> Result<PassEnd, JdError> {
         let stop = self.emit(observer, ritz, &[]);
         if verdict.unwrap_or_else(|| self.next_verification()) {
-            return Ok((Some(self.finish(&[])), stop));
+            return Ok(PassEnd::Done(self.finish(&[])));
         }
         if stop && self.sink.is_none() {
             return Err(self.stopped());
         }
-        Ok((None, stop))
+        let block = self.fresh_block();
+        if let Some(dy) = w.dynamic.as_mut() {
+            dy.reset_window();
+        }
+        Ok(PassEnd::Next { block, stop })
     }
 
     /// Discards the basis and fills the new block with random vectors (the start of

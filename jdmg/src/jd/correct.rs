@@ -4,6 +4,84 @@
 use super::*;
 
 impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
+    /// Step (8): the corrections of the selected pairs `sel` into the first
+    /// columns of `t` (Ritz vectors and residuals in `w`; `theta` every Ritz
+    /// value of the basis): by the solve groups' backend, GD+k steps, block
+    /// JDQMR, or one equation at a time; returns the inner steps per pair.
+    pub(super) fn correction_step(
+        &mut self,
+        w: &mut Work,
+        sel: &[Sel],
+        theta: &[f64],
+    ) -> Vec<usize> {
+        let (n, nev) = (self.n, self.prm.nev);
+        let mass = self.has_mass();
+        let mut steps = Vec::with_capacity(sel.len());
+        if let Some(be) = self.backend.take() {
+            let ns = sel.len();
+            let ctx = CorrectionCtx {
+                x: &w.xsel[..n * ns],
+                r: &w.rsel[..n * ns],
+                shifts: sel.iter().map(|s| self.shift_for(s)).collect(),
+                floors: sel.iter().map(|s| 0.1 * self.tol_for(s.theta)).collect(),
+                rel: 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32),
+                maxits: self.prm.maxits(),
+                inner: self.prm.inner,
+                thetas: sel.iter().map(|s| s.theta).collect(),
+                rnorms: sel.iter().map(|s| s.rnorm).collect(),
+                ritz: theta,
+                anorm: self.anorm,
+                scale: self.op.scale(),
+                mass_scale: self.mop.as_ref().map(|m| m.scale()),
+                qmr: if self.prm.inner_solver == InnerSolver::Qmrs {
+                    sel.iter()
+                        .map(|s| self.qmr_setup(s, self.shift_for(s)))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            };
+            steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);
+            self.backend = Some(be);
+        } else if self.prm.maxits() == 0
+            || w.dynamic
+                .as_ref()
+                .is_some_and(|d| d.method() == dynamic::Method::Gdk)
+        {
+            self.davidson_block(&w.rsel, sel);
+            self.stats.gdk_iterations += 1;
+            steps = vec![0; sel.len()];
+        } else if let Some(bq) = w.block_qmr.as_mut() {
+            steps = self.correct_qmr_block(bq, &w.xsel, &w.bxsel, &mut w.rsel, sel);
+            self.stats.jdqmr_iterations += 1;
+        } else {
+            let kind = self.correction_kind();
+            let solver = w.solver.get_or_insert_with(|| {
+                CorrectionSolver::new(n, kind, nev + self.ndefl + self.sz.k)
+            });
+            for (i, s) in sel.iter().enumerate() {
+                let bx = if mass {
+                    &w.bxsel[i * n..(i + 1) * n]
+                } else {
+                    &[][..]
+                };
+                let st = self.correct(
+                    solver,
+                    &w.xsel[i * n..(i + 1) * n],
+                    bx,
+                    &w.rsel[i * n..(i + 1) * n],
+                    s,
+                    i,
+                );
+                steps.push(st);
+            }
+            if mass && kind == InnerSolver::Qmrs {
+                self.stats.jdqmr_iterations += 1;
+            }
+        }
+        steps
+    }
+
     /// Shift of the correction equation: θ, or σ of `Closest(σ)` while the residual
     /// is still large (JD's usual safeguard for interior targets).
     pub(super) fn shift_for(&self, s: &Sel) -> f64 {

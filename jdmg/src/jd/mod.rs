@@ -29,13 +29,19 @@ mod convergence;
 mod correct;
 mod dynamic;
 mod harmonic;
+mod locking;
 mod mass;
 mod ortho;
 mod projection;
 mod restart;
 mod results;
+mod select;
 mod snapshot;
 mod spaces;
+
+use convergence::PassEnd;
+use projection::Projected;
+use select::{Selected, Work};
 
 pub use mass::Mass;
 pub(crate) use spaces::local_rows;
@@ -575,7 +581,6 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         monitor: &mut Option<&mut dyn LoopMonitor<Plan = P>>,
         resumed: Option<usize>,
     ) -> Result<Exit<P>, JdError> {
-        let (n, k) = (self.n, self.sz.k);
         let nev = self.prm.nev;
         let mut b = match resumed {
             Some(b) => b,
@@ -585,228 +590,34 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         // observer waits for the loop top when a sink takes a last checkpoint.
         let mut poll_armed = false;
         let mut stop_pending = false;
-        // One-equation-at-a-time solver (BiCGSTAB), built when first needed.
-        let mut solver: Option<CorrectionSolver> = None;
-        // The block's JDQMR equations advance together (serial and fine grain).
-        let mass = self.has_mass();
-        let mut block_qmr = (self.backend.is_none()
-            && matches!(self.prm.inner_solver, InnerSolver::Qmrs | InnerSolver::Auto)
-            && self.prm.maxits() > 0)
-            .then(|| BlockJdQmr::new(n, k));
-        // `Auto` with a preconditioner: GD+k or block JDQMR by measured progress.
-        let mut dynamic = (self.backend.is_none()
-            && self.prm.inner_solver == InnerSolver::Auto
-            && self.prm.maxits() > 0)
-            .then(dynamic::Dynamic::new);
-        // Ritz vectors and residuals of the selected pairs (at most k), sized once;
-        // each batch is computed in place after the pairs selected so far.
-        let mut xsel = vec![0.0; n * k];
-        let mut rsel = vec![0.0; n * k];
-        // M·X of the selected pairs (generalized problems only).
-        let mut bxsel = vec![0.0; if mass { n * k } else { 0 }];
+        let mut work = self.work();
         loop {
-            if self.sink.is_some() && poll_armed {
-                match self.poll_checkpoint(stop_pending) {
-                    CheckpointRequest::Continue => {}
-                    req => {
-                        let last = req == CheckpointRequest::SaveAndStop;
-                        let ck = self.snapshot(b);
-                        if let Some(s) = self.sink.as_mut() {
-                            s.save(&ck, last);
-                        }
-                        if last {
-                            return Err(self.stopped());
-                        }
-                    }
-                }
-            }
             if poll_armed {
-                if let Some(plan) = monitor.as_mut().and_then(|m| m.poll(&self.stats)) {
-                    let snapshot = Box::new(self.snapshot(b));
-                    return Ok(Exit::Repartition { plan, snapshot });
+                if let Some(exit) = self.poll_hooks(monitor, b, stop_pending)? {
+                    return Ok(exit);
                 }
             }
             poll_armed = true;
-            // (1)-(4): orthogonalize the new block and extend the basis.
             let tp = Instant::now();
-            let kept = self.orthogonalize_block(b);
-            self.check_mass()?;
-            let te = Instant::now();
-            self.stats.phases.orthogonalization += te.duration_since(tp).as_secs_f64();
-            if kept > 0 {
-                self.extend_basis(kept)?;
-            }
-            let tr = Instant::now();
-            self.stats.phases.extension += tr.duration_since(te).as_secs_f64();
-            // (5) Rayleigh-Ritz.
-            let m = self.m;
-            let (theta, y) = self.rayleigh_ritz()?;
-            self.stats.phases.rayleigh_ritz += tr.elapsed().as_secs_f64();
-            self.stats.outer_iterations += 1;
-            let basis_full = self.nproj() + m >= self.pb.n_global;
-            // A full basis restarts first (`restart_first`): the kept Ritz
-            // vectors are then the basis's first columns, so that X, R and ‖R‖
-            // come from those columns instead of a pass over all of V and W.
-            let early = self.restart_first(m, basis_full);
-            let (m, mut y, limit) = if early {
-                let t0 = Instant::now();
-                self.restart(&y, m);
-                self.stats.phases.restart += t0.elapsed().as_secs_f64();
-                // the kept Ritz vectors, fewer when the basis is tiny
-                (self.m, identity(self.m), self.sz.restart.min(m).min(self.m))
-            } else {
-                (m, y, m)
-            };
+            let Projected {
+                theta,
+                mut y,
+                m,
+                limit,
+                early,
+                basis_full,
+            } = self.project(b)?;
             // (6)-(7) residuals of targeted pairs, in batches, with locking.
             let remaining = self.goal.saturating_sub(self.nl());
-            let mut sel: Vec<Sel> = Vec::new();
-            let mut lock: Vec<(usize, f64, f64)> = Vec::new(); // (position, theta, true rnorm)
-            let mut wanted_converged = 0;
-            let mut in_order = true;
-            let mut pos = 0;
-            let mut ritz_seen: Vec<(f64, f64)> = Vec::new();
-            let t_res = Instant::now();
-            while sel.len() < k && pos < limit {
-                let cnt = (k - sel.len())
-                    .min(limit - pos)
-                    .max(if pos < remaining { 1 } else { 0 });
-                let cnt = cnt.max(1).min(limit - pos);
-                let ycols = &y[pos * m..(pos + cnt) * m];
-                // cnt ≤ k − s0: the batch fits after the pairs selected so far.
-                let s0 = sel.len();
-                // With M: ‖X‖² after ‖R‖² (the test takes ‖r‖/‖x‖).
-                let mut nrm = vec![0.0; if mass { 2 * cnt } else { cnt }];
-                if mass {
-                    let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
-                    let bxb = &mut bxsel[s0 * n..(s0 + cnt) * n];
-                    let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
-                    // MX = (MV) Y, R = W Y − MX Θ and ‖R‖ in one pass over MV
-                    // and W; X = V Y in another.
-                    crate::tall_skinny::ritz_residuals(
-                        bxb,
-                        rb,
-                        &mut nrm[..cnt],
-                        &self.bv,
-                        &self.w,
-                        n,
-                        m,
-                        ycols,
-                        &theta[pos..pos + cnt],
-                        self.prm.threads,
-                    );
-                    gemm_nn(xb, &self.v, n, m, ycols, cnt, self.prm.threads);
-                    for j in 0..cnt {
-                        let c = &xb[j * n..(j + 1) * n];
-                        nrm[cnt + j] = crate::dense::dot(c, c);
-                    }
-                    self.stats.basis_passes += 3;
-                } else {
-                    let xb = &mut xsel[s0 * n..(s0 + cnt) * n];
-                    let rb = &mut rsel[s0 * n..(s0 + cnt) * n];
-                    // X = V Y, R = W Y − X Θ and ‖R‖ in one pass over V and W
-                    // (after an early restart, over their columns pos..pos+cnt).
-                    let unit;
-                    let (cols, yc, from): (usize, &[f64], usize) = if early {
-                        unit = identity(cnt);
-                        (cnt, &unit, pos * n)
-                    } else {
-                        (m, ycols, 0)
-                    };
-                    crate::tall_skinny::ritz_residuals(
-                        xb,
-                        rb,
-                        &mut nrm,
-                        &self.v[from..],
-                        &self.w[from..],
-                        n,
-                        cols,
-                        yc,
-                        &theta[pos..pos + cnt],
-                        self.prm.threads,
-                    );
-                    if !early {
-                        self.stats.basis_passes += 2;
-                    }
-                }
-                if self.ndefl > 0 {
-                    self.deflate_residuals(&mut rsel[s0 * n..(s0 + cnt) * n], &mut nrm[..cnt]);
-                }
-                self.allreduce(&mut nrm);
-                if mass {
-                    // ‖r‖/‖x‖: the residual of the vector of unit 2-norm.
-                    for j in 0..cnt {
-                        let x2 = nrm[cnt + j];
-                        nrm[j] = if x2 > 0.0 { nrm[j] / x2 } else { nrm[j] };
-                    }
-                    nrm.truncate(cnt);
-                }
-                for (j, nj) in nrm.iter().enumerate() {
-                    let p = pos + j;
-                    let th = theta[p];
-                    let rn = nj.sqrt();
-                    if !rn.is_finite() {
-                        return Err(JdError::NonFinite("residual"));
-                    }
-                    ritz_seen.push((th, rn));
-                    let wanted = p < remaining;
-                    let conv = rn <= self.tol_for(th) || basis_full;
-                    // Lock in target order only: a converged pair behind an unconverged
-                    // one waits (without being corrected), so that a missed copy of a
-                    // clustered or multiple eigenvalue cannot be overtaken.
-                    in_order &= conv;
-                    if conv && wanted {
-                        wanted_converged += 1;
-                        if self.prm.locking && in_order {
-                            // The candidates' vectors go into T, free until the
-                            // correction step.
-                            let (c, q) = (s0 + j, lock.len());
-                            if self.t.len() < (q + 1) * n {
-                                self.t.resize((q + 1) * n, 0.0);
-                            }
-                            self.t[q * n..(q + 1) * n].copy_from_slice(&xsel[c * n..(c + 1) * n]);
-                            lock.push((p, th, rn));
-                        }
-                        continue;
-                    }
-                    if conv || sel.len() >= k {
-                        continue;
-                    }
-                    let (s, c) = (sel.len(), s0 + j);
-                    if s != c {
-                        xsel.copy_within(c * n..(c + 1) * n, s * n);
-                        rsel.copy_within(c * n..(c + 1) * n, s * n);
-                        if mass {
-                            bxsel.copy_within(c * n..(c + 1) * n, s * n);
-                        }
-                    }
-                    sel.push(Sel {
-                        theta: th,
-                        rnorm: rn,
-                    });
-                }
-                pos += cnt;
+            let Selected {
+                sel,
+                mut lock,
+                wanted_converged,
+                ritz_seen,
+            } = self.select_pairs(&mut work, &theta, &y, m, limit, early, basis_full)?;
+            if let Some(dy) = work.dynamic.as_mut() {
+                self.observe_progress(dy, &ritz_seen, remaining);
             }
-            self.stats.phases.residuals += t_res.elapsed().as_secs_f64();
-            if let Some(dy) = dynamic.as_mut() {
-                let phi = dynamic::potential(&ritz_seen, remaining, |th| self.tol_for(th));
-                let mut secs = [self.start.elapsed().as_secs_f64()];
-                if dy.window_due() && self.pb.comm.size() > 1 {
-                    // One clock for every process: the slowest's.
-                    self.pb.comm.all_reduce(&mut secs, ReduceOp::Max);
-                    self.stats.global_sums += 1;
-                }
-                let before = dy.method();
-                dy.observe(phi, secs[0]);
-                if dy.method() != before {
-                    self.stats.method_switches += 1;
-                }
-            }
-            // A verification pass ends only when its best pair converges and locks
-            // (`next_verification`): a Ritz value θ with residual ‖r‖ bounds *an*
-            // eigenvalue within ‖r‖ of θ, not the smallest one left, so an
-            // unconverged pair beyond the wanted set proves nothing (lap3d:16, nev 4,
-            // block 2 lost a copy of its triple eigenvalue that way).
-            // Harmonic vectors locked together are made orthonormal first.
             // An end pass settled without a lock (`end_value_outside`).
             if lock.is_empty()
                 && self.in_end_pass()
@@ -817,128 +628,30 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             {
                 let verdict = Some(self.check_missed_copies());
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                let (done, stop) = self.pass_over(observer, &ritz_seen, verdict)?;
-                if let Some(sol) = done {
-                    return Ok(Exit::Solved(sol));
-                }
-                stop_pending = stop;
-                b = self.fresh_block();
-                if let Some(dy) = dynamic.as_mut() {
-                    dy.reset_window();
+                match self.pass_over(observer, &ritz_seen, verdict, &mut work)? {
+                    PassEnd::Done(sol) => return Ok(Exit::Solved(sol)),
+                    PassEnd::Next { block, stop } => (b, stop_pending) = (block, stop),
                 }
                 continue;
             }
+            // A verification pass ends only when its best pair converges and locks
+            // (`next_verification`): a Ritz value θ with residual ‖r‖ bounds *an*
+            // eigenvalue within ‖r‖ of θ, not the smallest one left, so an
+            // unconverged pair beyond the wanted set proves nothing (lap3d:16, nev 4,
+            // block 2 lost a copy of its triple eigenvalue that way).
+            // Harmonic vectors locked together are made orthonormal first.
             self.harmonic_lock_candidates(&mut y, m, &mut lock);
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
-            // M·x of the lock candidates (generalized problems; see `mass`).
-            let mut lock_bx: Vec<f64> = Vec::new();
-            let t_lock = Instant::now();
-            if !lock.is_empty() && mass {
-                let nlk = lock.len();
-                let mut lx = std::mem::take(&mut self.t);
-                lock_bx = self.verify_locks_mass(&mut lock, &mut lx[..n * nlk]);
-                self.t = lx;
-            }
-            // Verify lock candidates (in T) with true residuals (explicit matvecs,
-            // into W's free columns m..mb when they suffice, else into block
-            // JDQMR's directions, idle between solves: no array beside those
-            // held for the whole solve, 16 MB less at the peak on lap3d:100).
-            if !lock.is_empty() && !mass {
-                let nlk = lock.len();
-                let lock_x = &self.t[..n * nlk];
-                let tail = self.m + nlk <= self.basis_cap();
-                let mut wv = std::mem::take(&mut self.w);
-                let mut own = Vec::new();
-                let idle = block_qmr
-                    .as_mut()
-                    .map(BlockJdQmr::idle_directions)
-                    .filter(|d| d.len() >= n * nlk);
-                let ax: &mut [f64] = match idle {
-                    _ if tail => &mut wv[self.m * n..(self.m + nlk) * n],
-                    Some(d) => &mut d[..n * nlk],
-                    None => {
-                        own.resize(n * nlk, 0.0);
-                        &mut own
-                    }
-                };
-                self.op.apply_block(lock_x, ax, nlk);
-                self.stats.matvecs += nlk as u64;
-                // Explicit Rayleigh quotients ρ = xᵀAx / xᵀx (more accurate than θ
-                // from H), then true residuals ‖Ax − ρx‖.
-                let mut rq = vec![0.0; 2 * nlk];
-                for j in 0..nlk {
-                    let (xj, aj) = (&self.t[j * n..(j + 1) * n], &ax[j * n..(j + 1) * n]);
-                    rq[2 * j] = crate::dense::dot(xj, aj);
-                    rq[2 * j + 1] = crate::dense::dot(xj, xj);
-                }
-                self.allreduce(&mut rq);
-                let mut nrm = vec![0.0; nlk];
-                for (j, item) in lock.iter_mut().enumerate() {
-                    if rq[2 * j + 1] > 0.0 && rq[2 * j].is_finite() {
-                        item.1 = rq[2 * j] / rq[2 * j + 1];
-                    }
-                    let th = item.1;
-                    let (xj, aj) = (&self.t[j * n..(j + 1) * n], &mut ax[j * n..(j + 1) * n]);
-                    aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
-                    nrm[j] = crate::dense::dot(aj, aj);
-                }
-                if self.ndefl > 0 {
-                    self.deflate_residuals(ax, &mut nrm);
-                }
-                drop(own);
-                self.w = wv;
-                self.allreduce(&mut nrm);
-                for (j, item) in lock.iter_mut().enumerate() {
-                    item.2 = nrm[j].sqrt();
-                }
-            }
-            self.stats.phases.lock_checks += t_lock.elapsed().as_secs_f64();
+            let lock_bx = self.check_lock_candidates(&mut work, &mut lock);
             if !lock.is_empty() {
-                let mut accepted = Vec::new();
-                // With the whole space in the basis the Ritz pairs are exact up to
-                // rounding: accept them once the basis has been repaired twice.
-                // Up to √ε‖A‖: a larger true residual means A is not symmetric.
-                let full_ok = basis_full && self.full_repairs >= 2;
-                for (j, item) in lock.iter().enumerate() {
-                    let floor = f64::EPSILON.sqrt() * self.res_scale(item.1);
-                    if item.2 <= self.tol_for(item.1) || (full_ok && item.2 <= floor) {
-                        accepted.push(j);
-                    }
-                }
-                if accepted.len() < lock.len() {
-                    if full_ok {
-                        let worst = lock.iter().map(|l| l.2).fold(0.0, f64::max);
-                        return Err(self.not_symmetric(worst));
-                    }
-                    if basis_full {
-                        // Rounding has eroded V's orthonormality or W = AV: rebuild
-                        // both and H, then redo Rayleigh-Ritz without new vectors.
-                        self.repair_basis();
-                        self.full_repairs += 1;
-                        self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                        b = 0;
-                        continue;
-                    }
-                    // The recurrence residual lied (drift): refresh W = AV once.
-                    self.refresh_w();
-                }
-                let mut locked_pos = Vec::new();
-                self.release_basis_tail(self.nl() + accepted.len());
-                for &j in &accepted {
-                    let (p, th, rn) = lock[j];
-                    if let Some(be) = self.backend.as_mut() {
-                        be.on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
-                    }
-                    self.xl.extend_from_slice(&self.t[j * n..(j + 1) * n]);
-                    if mass {
-                        self.bxl.extend_from_slice(&lock_bx[j * n..(j + 1) * n]);
-                    }
-                    self.lam.push(th);
-                    self.res.push(rn);
-                    locked_pos.push(p);
-                }
-                self.stats.locked = self.nl();
+                let Some(accepted) = self.accept_locks(&lock, basis_full)? else {
+                    // the basis was repaired: Rayleigh-Ritz again without new vectors
+                    self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                    b = 0;
+                    continue;
+                };
+                let locked_pos = self.lock_accepted(&lock, &accepted, &lock_bx);
                 if self.nl() >= self.goal {
                     // LargestMagnitude: an end pass goes on with this basis (see
                     // `end_concluded`): this iteration's locked directions leave
@@ -946,83 +659,27 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     let verdict = self.end_passes().then(|| self.next_verification());
                     if verdict != Some(false) || !self.in_end_pass() {
                         self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                        let (done, stop) = self.pass_over(observer, &ritz_seen, verdict)?;
-                        if let Some(sol) = done {
-                            return Ok(Exit::Solved(sol));
-                        }
-                        stop_pending = stop;
-                        b = self.fresh_block();
-                        if let Some(dy) = dynamic.as_mut() {
-                            dy.reset_window();
+                        match self.pass_over(observer, &ritz_seen, verdict, &mut work)? {
+                            PassEnd::Done(sol) => return Ok(Exit::Solved(sol)),
+                            PassEnd::Next { block, stop } => (b, stop_pending) = (block, stop),
                         }
                         continue;
                     }
                 }
-                let t_rm = Instant::now();
-                if !locked_pos.is_empty() && self.harm.is_some() {
-                    // V <- its part orthogonal to the locked harmonic vectors.
-                    (m_cur, y_cur) = self.harmonic_remove_locked(&y_cur, m, &locked_pos);
-                    self.prev_k = 0;
-                } else if !locked_pos.is_empty() {
-                    // Remove locked directions: V <- V Y[:, rest].
-                    let rest: Vec<usize> = (0..m).filter(|p| !locked_pos.contains(p)).collect();
-                    let mut c = vec![0.0; m * rest.len()];
-                    for (q, &p) in rest.iter().enumerate() {
-                        c[q * m..(q + 1) * m].copy_from_slice(&y_cur[p * m..(p + 1) * m]);
-                    }
-                    self.transform_basis(&c, rest.len());
-                    self.prev_k = 0;
-                    // The new basis consists of the remaining Ritz vectors, in order.
-                    m_cur = rest.len();
-                    y_cur = identity(m_cur);
+                if let Some((mr, yr)) = self.remove_locked(&y_cur, m, &locked_pos) {
+                    (m_cur, y_cur) = (mr, yr);
                 }
-                self.stats.phases.restart += t_rm.elapsed().as_secs_f64();
             } else if !self.prm.locking && wanted_converged >= nev {
-                let floor = f64::EPSILON.sqrt() * self.res_scale(theta[nev.saturating_sub(1)]);
-                let worst = ritz_seen.iter().take(nev).map(|r| r.1).fold(0.0, f64::max);
-                if basis_full
-                    && worst > floor
-                    && ritz_seen.iter().take(nev).any(|r| r.1 > self.tol_for(r.0))
-                {
-                    return Err(self.not_symmetric(worst));
-                }
-                // Soft mode: all wanted pairs converged at once.
-                let (lam, res) = self.soft_values(&mut y_cur, m, &theta, &ritz_seen);
-                let mut xs = vec![0.0; n * nev];
-                gemm_nn(
-                    &mut xs,
-                    &self.v,
-                    n,
-                    m,
-                    &y_cur[..m * nev],
-                    nev,
-                    self.prm.threads,
-                );
-                self.xl.truncate(self.ndefl * n);
-                self.xl.extend_from_slice(&xs);
-                self.lam = lam;
-                self.res = res;
+                let sol = self.finish_soft(&mut y_cur, m, &theta, &ritz_seen, basis_full)?;
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                return Ok(Exit::Solved(self.finish(&[])));
+                return Ok(Exit::Solved(sol));
             }
             if basis_full && sel.is_empty() {
                 // Nothing left to add: every Ritz pair is exact.
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
                 return Ok(Exit::Solved(self.finish(&[])));
             }
-            // Thick restart (GD+k) when the next block does not fit.
-            let bnext = sel.len().max(1);
-            if self.m + bnext > self.basis_cap() && self.m > 0 {
-                let t0 = Instant::now();
-                self.restart(&y_cur, m_cur);
-                self.stats.phases.restart += t0.elapsed().as_secs_f64();
-            } else {
-                // remember this iteration's Ritz coefficients for the next restart
-                let kp = k.min(m_cur);
-                self.prev = y_cur[..m_cur * kp].to_vec();
-                self.prev_m = m_cur;
-                self.prev_k = kp;
-            }
+            self.restart_or_keep(&y_cur, m_cur, sel.len().max(1));
             self.stats.projection_seconds += tp.elapsed().as_secs_f64();
             self.harmonic_watch(&ritz_seen, remaining);
             // Budget checks.
@@ -1035,69 +692,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             }
             // (8) correction equations.
             let tc = Instant::now();
-            let mut steps = Vec::with_capacity(sel.len());
-            if let Some(be) = self.backend.take() {
-                let ns = sel.len();
-                let ctx = CorrectionCtx {
-                    x: &xsel[..n * ns],
-                    r: &rsel[..n * ns],
-                    shifts: sel.iter().map(|s| self.shift_for(s)).collect(),
-                    floors: sel.iter().map(|s| 0.1 * self.tol_for(s.theta)).collect(),
-                    rel: 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32),
-                    maxits: self.prm.maxits(),
-                    inner: self.prm.inner,
-                    thetas: sel.iter().map(|s| s.theta).collect(),
-                    rnorms: sel.iter().map(|s| s.rnorm).collect(),
-                    ritz: &theta,
-                    anorm: self.anorm,
-                    scale: self.op.scale(),
-                    mass_scale: self.mop.as_ref().map(|m| m.scale()),
-                    qmr: if self.prm.inner_solver == InnerSolver::Qmrs {
-                        sel.iter()
-                            .map(|s| self.qmr_setup(s, self.shift_for(s)))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                };
-                steps = be.correct_block(&ctx, &mut self.t, &mut self.stats);
-                self.backend = Some(be);
-            } else if self.prm.maxits() == 0
-                || dynamic
-                    .as_ref()
-                    .is_some_and(|d| d.method() == dynamic::Method::Gdk)
-            {
-                self.davidson_block(&rsel, &sel);
-                self.stats.gdk_iterations += 1;
-                steps = vec![0; sel.len()];
-            } else if let Some(bq) = block_qmr.as_mut() {
-                steps = self.correct_qmr_block(bq, &xsel, &bxsel, &mut rsel, &sel);
-                self.stats.jdqmr_iterations += 1;
-            } else {
-                let kind = self.correction_kind();
-                let solver = solver.get_or_insert_with(|| {
-                    CorrectionSolver::new(n, kind, nev + self.ndefl + self.sz.k)
-                });
-                for (i, s) in sel.iter().enumerate() {
-                    let bx = if mass {
-                        &bxsel[i * n..(i + 1) * n]
-                    } else {
-                        &[][..]
-                    };
-                    let st = self.correct(
-                        solver,
-                        &xsel[i * n..(i + 1) * n],
-                        bx,
-                        &rsel[i * n..(i + 1) * n],
-                        s,
-                        i,
-                    );
-                    steps.push(st);
-                }
-                if mass && kind == InnerSolver::Qmrs {
-                    self.stats.jdqmr_iterations += 1;
-                }
-            }
+            let steps = self.correction_step(&mut work, &sel, &theta);
             b = sel.len();
             if b == 0 {
                 // Only unwanted converged pairs are targeted: add random directions.

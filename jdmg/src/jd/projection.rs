@@ -4,7 +4,69 @@
 
 use super::*;
 
+/// Steps (1)-(5) of an outer iteration ([`State::project`]).
+pub(super) struct Projected {
+    /// Ritz values in target order.
+    pub theta: Vec<f64>,
+    /// Their coefficients (m × m; the identity after an early restart).
+    pub y: Vec<f64>,
+    /// Basis size.
+    pub m: usize,
+    /// Ritz pairs that may be looked at (fewer after an early restart).
+    pub limit: usize,
+    /// The basis was restarted to the kept Ritz vectors first.
+    pub early: bool,
+    /// The basis and the locked vectors span the whole space.
+    pub basis_full: bool,
+}
+
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
+    /// Steps (1)-(5) of an outer iteration (McCombs et al. §3): the new block
+    /// of `b` columns (in `t`) orthogonalized and added to the basis, then
+    /// Rayleigh-Ritz (or harmonic Ritz); a full basis restarts first
+    /// (`restart_first`), so that X, R and ‖R‖ come from the kept Ritz
+    /// vectors, the basis's first columns, instead of a pass over all of V and
+    /// W. Collective.
+    ///
+    /// # Errors
+    /// `NonFinite` for a projected matrix with NaN or Inf; M not positive
+    /// definite on the new block.
+    pub(super) fn project(&mut self, b: usize) -> Result<Projected, JdError> {
+        let tp = Instant::now();
+        let kept = self.orthogonalize_block(b);
+        self.check_mass()?;
+        let te = Instant::now();
+        self.stats.phases.orthogonalization += te.duration_since(tp).as_secs_f64();
+        if kept > 0 {
+            self.extend_basis(kept)?;
+        }
+        let tr = Instant::now();
+        self.stats.phases.extension += tr.duration_since(te).as_secs_f64();
+        let m = self.m;
+        let (theta, y) = self.rayleigh_ritz()?;
+        self.stats.phases.rayleigh_ritz += tr.elapsed().as_secs_f64();
+        self.stats.outer_iterations += 1;
+        let basis_full = self.nproj() + m >= self.pb.n_global;
+        let early = self.restart_first(m, basis_full);
+        let (m, y, limit) = if early {
+            let t0 = Instant::now();
+            self.restart(&y, m);
+            self.stats.phases.restart += t0.elapsed().as_secs_f64();
+            // the kept Ritz vectors, fewer when the basis is tiny
+            (self.m, identity(self.m), self.sz.restart.min(m).min(self.m))
+        } else {
+            (m, y, m)
+        };
+        Ok(Projected {
+            theta,
+            y,
+            m,
+            limit,
+            early,
+            basis_full,
+        })
+    }
+
     /// Chooses the internal scale from the first block product W_T = AT (T
     /// orthonormal, W_T in W's columns m..m+b): max|w| · √n estimates ‖A‖
     /// within a small factor.
