@@ -249,7 +249,10 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// the Ritz values mapped back; checkpoints hold the state on B and resume
     /// only with the same σ, matrices and parameters (the operator's
     /// fingerprint includes the factors). Start and deflation vectors are
-    /// used as given. Not with solve groups.
+    /// used as given. With [`groups`](Solver::groups) the solve runs fine
+    /// grain over every process of the groups: its corrections are GD+k steps
+    /// t = −r, with no equations for the groups to share (`maxits` > 0 is
+    /// refused there).
     pub fn shift_invert(mut self, sigma: f64) -> Self {
         self.input.shift = Some(sigma);
         self
@@ -364,11 +367,21 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             ..Hooks::default()
         };
         match (groups, comm, shift) {
-            (Some(_), _, Some(_)) => Err(JdError::invalid(
+            // Shift-and-invert's corrections are t = −r (GD+k steps): no
+            // equations for solve groups to share, so it runs fine grain over
+            // every process of the groups.
+            (Some(_), _, Some(_)) if params.maxits.is_some_and(|m| m > 0) => Err(JdError::invalid(
                 "shift",
-                "shift-and-invert runs serial or fine grain (rank 0 factors), not with solve \
-                 groups",
+                "shift-and-invert with solve groups takes GD+k steps (maxits = 0): its \
+                 correction equations would need the factors in every group",
             )),
+            (Some((base, mg)), world, Some(sigma)) => match world {
+                Some(w) => crate::st::run(&csr, mass, sigma, w, params, spaces, hooks),
+                None => {
+                    let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
+                    crate::st::run(&csr, mass, sigma, &w, params, spaces, hooks)
+                }
+            },
             (None, Some(c), Some(sigma)) => {
                 crate::st::run(&csr, mass, sigma, c, params, spaces, hooks)
             }

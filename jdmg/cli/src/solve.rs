@@ -1089,7 +1089,17 @@ fn run_distributed<B: Comm>(
                 },
                 ..jdmg::MultigrainParams::default()
             };
-            extra.mode = Some(RunMode::Multigrain);
+            // shift-and-invert runs fine grain over the groups' ranks (its
+            // corrections are GD+k steps: nothing for groups to share)
+            let sinvert = matches!(
+                (a.st, params.target),
+                (crate::vectors::St::Sinvert, Target::Closest(_))
+            );
+            extra.mode = Some(if sinvert {
+                RunMode::Fine
+            } else {
+                RunMode::Multigrain
+            });
             extra.groups = Some(groups);
             extra.balance = Some(balance);
             let solver = jdmg::Solver::new(m, params)
@@ -1097,7 +1107,8 @@ fn run_distributed<B: Comm>(
                 .observer(&mut obs)
                 .checkpointing(ck)
                 .spaces(vecs.spaces());
-            match mass_if_given(solver, mass).groups(base, &mg).run() {
+            let solver = shift_invert_if_asked(mass_if_given(solver, mass), a, params);
+            match solver.groups(base, &mg).run() {
                 Ok(mut s) => {
                     extra.multigrain = s.multigrain.take();
                     Ok(s)

@@ -76,7 +76,7 @@ pub fn load(initial: Option<&Path>, deflate: Option<&Path>, n: usize) -> Result<
 }
 
 /// Exit 2 for a combination the options cannot honour: `--st sinvert` without
-/// an interior target or with solve groups.
+/// an interior target, or with solve groups and inner steps (`--maxits` > 0).
 pub fn check_options(st: St, groups: bool, params: &JdParams) -> Result<(), Fail> {
     if st == St::Sinvert {
         if !matches!(params.target, Target::Closest(_)) {
@@ -84,9 +84,10 @@ pub fn check_options(st: St, groups: bool, params: &JdParams) -> Result<(), Fail
                 "--st sinvert needs the shift: --target σ (the eigenvalues closest to σ)",
             ));
         }
-        if groups {
+        if groups && params.maxits.is_some_and(|m| m > 0) {
             return Err(Fail::bad(
-                "--st sinvert runs fine grain (--ranks N or MPI; rank 0 factors), not with --groups",
+                "--st sinvert with --groups takes GD+k steps (--maxits 0): it runs fine grain \
+                 over the groups' ranks, rank 0 factoring",
             ));
         }
     }
