@@ -90,6 +90,19 @@ fn check(a: &CsrMatrix, exact: &[f64], k: usize, params: &JdParams, what: &str) 
     assert!(res.iter().all(|&r| r <= bound), "{what}: residuals {res:?}");
 }
 
+/// The parameters of a `LargestMagnitude` solve of `k` pairs on one path.
+fn lm_params(k: usize, inner: InnerSolver, maxits: Option<usize>, seed: u64) -> JdParams {
+    JdParams {
+        nev: k,
+        target: Target::LargestMagnitude,
+        inner_solver: inner,
+        maxits,
+        seed,
+        tol: 1e-10,
+        ..JdParams::default()
+    }
+}
+
 /// Every inner-solver path the default `Auto` can take (GD+k, block JDQMR)
 /// and BiCGSTAB, each pinned: `Auto` switches between the first two by measured
 /// time, so the set must not depend on which it takes.
@@ -112,15 +125,7 @@ fn scipy_report_matrix_gives_the_largest_magnitudes_on_every_path_and_seed() {
     assert!(want[0] < 0.0 && want[5] > 0.0, "both ends: {want:?}");
     for (name, inner, maxits) in paths() {
         for seed in 1..=10 {
-            let params = JdParams {
-                nev: 6,
-                target: Target::LargestMagnitude,
-                inner_solver: inner,
-                maxits,
-                seed,
-                tol: 1e-10,
-                ..JdParams::default()
-            };
+            let params = lm_params(6, inner, maxits, seed);
             check(&a, &exact, 6, &params, &format!("{name}, seed {seed}"));
         }
     }
@@ -161,15 +166,7 @@ fn magnitudes_split_between_the_ends_are_found_whichever_end_is_larger() {
         exact.sort_by(f64::total_cmp);
         for (name, inner, maxits) in paths() {
             for k in [3, 6] {
-                let params = JdParams {
-                    nev: k,
-                    target: Target::LargestMagnitude,
-                    inner_solver: inner,
-                    maxits,
-                    seed: 3,
-                    tol: 1e-10,
-                    ..JdParams::default()
-                };
+                let params = lm_params(k, inner, maxits, 3);
                 check(
                     &a,
                     &exact,
@@ -193,15 +190,7 @@ fn random_indefinite_matrices_give_the_largest_magnitudes() {
         let exact = dense_eigenvalues(&a);
         for k in [4, 10] {
             for (name, inner, maxits) in paths() {
-                let params = JdParams {
-                    nev: k,
-                    target: Target::LargestMagnitude,
-                    inner_solver: inner,
-                    maxits,
-                    seed: 1,
-                    tol: 1e-10,
-                    ..JdParams::default()
-                };
+                let params = lm_params(k, inner, maxits, 1);
                 check(
                     &a,
                     &exact,
