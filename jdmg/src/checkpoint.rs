@@ -123,6 +123,11 @@ pub struct Checkpoint {
     /// without M, with M for a standard problem's checkpoint, or with another
     /// M, is refused.
     pub mass_fingerprint: Option<[f64; 2]>,
+    /// Fingerprint of the span of the deflation vectors Y (orthonormalized):
+    /// `[uᵀYYᵀr, ‖Yᵀr‖²]` for the vectors r and u of `operator_fingerprint`,
+    /// the same for any basis of the span; None without Y. A resume with
+    /// vectors of another span is refused (the count alone is not enough).
+    pub deflation_fingerprint: Option<[f64; 2]>,
     /// σ of a shift-and-invert solve ([`crate::Solver::shift_invert`]: the
     /// state is that of B = (A − σI)⁻¹), None for a solve on A itself. A resume
     /// with another σ or another transformation is refused.
@@ -161,6 +166,9 @@ struct Meta {
     /// Bit patterns of `Checkpoint::mass_fingerprint` (absent: no M).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mass_fingerprint_bits: Option<[u64; 2]>,
+    /// Bit patterns of `Checkpoint::deflation_fingerprint` (absent: no Y).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deflation_fingerprint_bits: Option<[u64; 2]>,
     /// Bit pattern of `Checkpoint::shift_invert` (absent: no transformation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shift_invert_bits: Option<u64>,
@@ -259,6 +267,7 @@ impl Checkpoint {
             prev_cols: self.prev_cols,
             new_block: self.new_block,
             mass_fingerprint_bits: self.mass_fingerprint.map(|f| f.map(f64::to_bits)),
+            deflation_fingerprint_bits: self.deflation_fingerprint.map(|f| f.map(f64::to_bits)),
             shift_invert_bits: self.shift_invert.map(f64::to_bits),
         };
         // Serializing plain structs of numbers, strings and enums cannot fail;
@@ -389,6 +398,9 @@ impl Checkpoint {
             block_vectors,
             operator_fingerprint: [f64::NAN; 2],
             mass_fingerprint: meta.mass_fingerprint_bits.map(|b| b.map(f64::from_bits)),
+            deflation_fingerprint: meta
+                .deflation_fingerprint_bits
+                .map(|b| b.map(f64::from_bits)),
             shift_invert: meta.shift_invert_bits.map(f64::from_bits),
         };
         ck.set_scalars(&scalars)?;
@@ -750,6 +762,7 @@ mod tests {
             block_vectors: (0..n).map(|i| -(i as f64).sqrt()).collect(),
             operator_fingerprint: [3.5, 1.0 / 7.0],
             mass_fingerprint: None,
+            deflation_fingerprint: Some([0.25, 3.0]),
             shift_invert: Some(0.5),
         }
     }

@@ -389,3 +389,66 @@ fn checkpoint_of_another_matrix_of_the_same_size_is_refused() {
     let sol = resume(&a).unwrap();
     common::assert_pairs(&a, &sol, 1e-10 * 12.0);
 }
+
+/// Deflation vectors `y`, no start vectors.
+fn deflating(y: &[f64]) -> jdmg::Spaces<'_> {
+    jdmg::Spaces {
+        deflation: y,
+        ..jdmg::Spaces::default()
+    }
+}
+
+/// A resume needs deflation vectors of the same span: another vector of the
+/// same count is refused, naming the deflation vectors; the same span in
+/// another basis (scaled) resumes to the uninterrupted answer.
+#[test]
+fn resume_with_deflation_vectors_of_another_span_is_refused() {
+    let m = 8;
+    let a = lap3d(m);
+    let p = params();
+    let mode = |kx: usize, ky: usize, kz: usize| -> Vec<f64> {
+        let h = std::f64::consts::PI / (m + 1) as f64;
+        (0..m * m * m)
+            .map(|r| {
+                let (i, j, k) = (r % m + 1, (r / m) % m + 1, r / (m * m) + 1);
+                (h * (kx * i) as f64).sin()
+                    * (h * (ky * j) as f64).sin()
+                    * (h * (kz * k) as f64).sin()
+            })
+            .collect()
+    };
+    let y1 = mode(1, 1, 1);
+    let y2 = mode(2, 1, 1);
+    let y1_scaled: Vec<f64> = y1.iter().map(|v| -2.0 * v).collect();
+    let full = jdmg::Solver::new(&a, &p)
+        .spaces(deflating(&y1))
+        .run()
+        .unwrap();
+    let mut sink = AtIteration::new(3, true);
+    let stopped = jdmg::Solver::new(&a, &p)
+        .spaces(deflating(&y1))
+        .checkpoint(&mut sink)
+        .run();
+    assert!(
+        matches!(stopped, Err(JdError::Stopped { .. })),
+        "{stopped:?}"
+    );
+    let ck = sink.taken.pop().unwrap().0;
+    assert!(ck.deflation_fingerprint.is_some());
+    match jdmg::Solver::new(&a, &p)
+        .spaces(deflating(&y2))
+        .resume(&ck)
+        .run()
+    {
+        Err(JdError::Checkpoint(CheckpointError::Mismatch { what, .. })) => {
+            assert!(what.contains("deflation vectors"), "{what}");
+        }
+        other => panic!("expected a mismatch, got {other:?}"),
+    }
+    let resumed = jdmg::Solver::new(&a, &p)
+        .spaces(deflating(&y1_scaled))
+        .resume(&ck)
+        .run()
+        .unwrap();
+    assert_same_eigenvalues(&resumed, &full);
+}

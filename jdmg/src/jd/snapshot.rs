@@ -59,6 +59,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             block_vectors: self.t[..n * b].to_vec(),
             operator_fingerprint: self.operator_fingerprint(),
             mass_fingerprint: self.mass_fingerprint(),
+            deflation_fingerprint: self.deflation_fingerprint(),
             shift_invert: self.shift,
         }
     }
@@ -76,13 +77,46 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.pb.mass.map(|m| self.fingerprint_of(m.op))
     }
 
-    /// `[uᵀ B r, ‖B r‖²]` (see [`State::operator_fingerprint`]).
-    fn fingerprint_of<B: Operator + ?Sized>(&self, b: &B) -> [f64; 2] {
+    /// The fixed pseudo-random vectors r and u of the fingerprints (this
+    /// process's rows of the same global vectors on every layout).
+    fn fingerprint_vectors(&self) -> (Vec<f64>, Vec<f64>) {
         const SEED: u64 = 0x6a64_6d67_5f66_7072;
         let n = self.n;
-        let (mut r, mut u, mut ar) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let (mut r, mut u) = (vec![0.0; n], vec![0.0; n]);
         random::fill(&mut r, SEED, self.pb.row_offset, 0);
         random::fill(&mut u, SEED, self.pb.row_offset, 1);
+        (r, u)
+    }
+
+    /// `[uᵀYYᵀr, ‖Yᵀr‖²]` of the orthonormalized deflation vectors Y (see
+    /// [`Checkpoint::deflation_fingerprint`]); None without. Collective (one
+    /// global sum) when there are some.
+    fn deflation_fingerprint(&self) -> Option<[f64; 2]> {
+        let q = self.ndefl;
+        if q == 0 {
+            return None;
+        }
+        let (n, (r, u)) = (self.n, self.fingerprint_vectors());
+        let mut c = vec![0.0; 2 * q];
+        for j in 0..q {
+            let y = &self.xl[j * n..(j + 1) * n];
+            c[2 * j] = crate::dense::dot(&u, y);
+            c[2 * j + 1] = crate::dense::dot(&r, y);
+        }
+        if self.pb.comm.size() > 1 {
+            self.pb.comm.all_reduce(&mut c, ReduceOp::Sum);
+        }
+        let fp = c.chunks_exact(2).fold([0.0, 0.0], |acc, p| {
+            [acc[0] + p[0] * p[1], acc[1] + p[1] * p[1]]
+        });
+        Some(fp)
+    }
+
+    /// `[uᵀ B r, ‖B r‖²]` (see [`State::operator_fingerprint`]).
+    fn fingerprint_of<B: Operator + ?Sized>(&self, b: &B) -> [f64; 2] {
+        let n = self.n;
+        let (r, u) = self.fingerprint_vectors();
+        let mut ar = vec![0.0; n];
         b.apply(&r, &mut ar);
         let mut buf = [crate::dense::dot(&u, &ar), crate::dense::dot(&ar, &ar)];
         if self.pb.comm.size() > 1 {
@@ -114,6 +148,29 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 "{:.6e}, {:.6e} (a checkpoint of another matrix)",
                 now[0], now[1]
             ),
+        })
+    }
+
+    /// Whether the checkpoint's deflation vectors span what this solve's do
+    /// (fingerprints `ck` and `now`; their counts are compared before).
+    fn same_deflation(
+        &self,
+        ck: Option<[f64; 2]>,
+        now: Option<[f64; 2]>,
+    ) -> Result<(), CheckpointError> {
+        let (Some(c), Some(n)) = (ck, now) else {
+            return Ok(());
+        };
+        // ‖Yᵀr‖² ≤ ‖r‖² < n: sums of q·n terms, relative to that bound.
+        let big = self.pb.n_global as f64;
+        let tol = (1e-12 * big.sqrt()).min(1e-6) * big;
+        if (c[0] - n[0]).abs() <= tol && (c[1] - n[1]).abs() <= tol {
+            return Ok(());
+        }
+        Err(CheckpointError::Mismatch {
+            what: "the span of the deflation vectors (projected on a fixed random vector)".into(),
+            checkpoint: format!("{:.6e}, {:.6e}", c[0], c[1]),
+            current: format!("{:.6e}, {:.6e} (other deflation vectors)", n[0], n[1]),
         })
     }
 
@@ -206,11 +263,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let now = self.operator_fingerprint();
         // Collective like `now`: taken on every process before any check.
         let now_mass = self.mass_fingerprint();
+        let now_defl = self.deflation_fingerprint();
         let local = self
             .same_shift(ck.shift_invert)
             .and_then(|()| self.check_fits(ck))
             .and_then(|()| self.same_operator(ck.operator_fingerprint, now))
-            .and_then(|()| self.same_mass(ck.mass_fingerprint, now_mass));
+            .and_then(|()| self.same_mass(ck.mass_fingerprint, now_mass))
+            .and_then(|()| self.same_deflation(ck.deflation_fingerprint, now_defl));
         let mut buf = [
             if local.is_err() { 1.0 } else { 0.0 },
             ck.stats.outer_iterations as f64,
