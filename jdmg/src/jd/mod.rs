@@ -235,7 +235,7 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     scale_decided: bool,
     /// The target of the Ritz pairs this pass selects, in scaled units:
     /// `prm.target`, or one end (`Largest`, `Smallest`) during an end pass of a
-    /// `LargestMagnitude` solve (see [`State::next_end`]).
+    /// `LargestMagnitude` solve (see [`State::end_concluded`]).
     target: Target,
     /// Pairs to lock before the next check: `nev`, then one more per verification.
     goal: usize,

@@ -28,7 +28,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// The columns the basis may fill: `max_basis`, or with the default basis
-    /// the default for the pairs still wanted ([`default_max_basis`] of the
+    /// the default for the pairs still wanted ([`crate::params::default_max_basis`] of the
     /// block, nev less the locked pairs, n), not below `restart + 2k`. The
     /// default's nev columns are room for the wanted pairs; a locked pair leaves
     /// the basis and its room (lap3d:100, nev = 4: 24, then 23, 22, 21 columns),
