@@ -208,6 +208,7 @@
 #![warn(missing_docs)]
 
 mod block_jdqmr;
+pub mod certify;
 pub mod checkpoint;
 mod correction;
 mod dense;

@@ -94,6 +94,12 @@ pub struct Stats {
     /// outer iterations, and in as many as before) and the solve went on with Rayleigh-Ritz (`extraction` then says
     /// `Ritz`); None when it did not.
     pub harmonic_stalled_at: Option<usize>,
+    /// The inertia certificate of a solve for the eigenvalues closest to σ
+    /// (see [`crate::certify`]): how many eigenvalues lie nearer to σ than the
+    /// farthest returned ones, and how many of them a shift-and-invert repair
+    /// found; None when it did not run (no explicit matrix, deflation
+    /// vectors, `Verify::Never`, another target).
+    pub certificate: Option<crate::certify::Certificate>,
 }
 
 /// Seconds of the outer iteration's steps (Sleijpen and van der Vorst's JD loop,

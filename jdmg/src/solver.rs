@@ -43,7 +43,7 @@ use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::multigrain::groups::fine_world;
 use crate::multigrain::solve::{run as multigrain_run, Caller};
 use crate::multigrain::MultigrainParams;
-use crate::params::JdParams;
+use crate::params::{JdParams, Target};
 use crate::repartition::RepartitionEvent;
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
@@ -238,11 +238,16 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// θ = 1/(λ − σ), mapped back to λ = σ + 1/θ with the true residuals
     /// ‖Ax − λx‖ (‖Kx − λMx‖/‖x‖₂) recomputed from the vectors.
     ///
-    /// `params.target`, `precond`, `precond_shift`, `anorm` and `extraction`
-    /// are not used (B's wanted eigenvalues are its extreme ones: Rayleigh-Ritz,
-    /// no preconditioner); `tol` and `conv` apply to B's residuals
-    /// ‖Bx − θx‖; `maxits` defaults to 0 (GD+k steps t = −r); every other
-    /// parameter is used. The eigenvalues come ordered by distance to σ;
+    /// `params.target`, `precond`, `precond_shift` and `extraction` are not
+    /// used (B's wanted eigenvalues are its extreme ones: Rayleigh-Ritz, no
+    /// preconditioner). `tol` and `conv` apply to the true residuals:
+    /// ‖Kx − λMx‖/‖x‖ ≤ tol·(‖K‖ + |λ|‖M‖) (`Norm`; ‖·‖ the 1-norm, ‖K‖ =
+    /// `anorm` when given; M = 0 for Ax = λx), ≤ tol·|λ| (`Rel`), ≤ tol
+    /// (`Abs`): B's tolerance is derived from it (for Ax = λx, Ax − λx =
+    /// −(A − σI)(Bx − θx)/θ), and a pencil's pairs that miss it are refined
+    /// from their vectors with a tighter one. `maxits` defaults to 0 (GD+k
+    /// steps t = −r); every other parameter is used. The result carries the
+    /// inertia certificate of [`crate::certify`] (unless `verify` is `Never`). The eigenvalues come ordered by distance to σ;
     /// `stats.matvecs` counts products with B (each one forward and one
     /// backward substitution), `stats.setup_seconds` the factorization and
     /// `stats.eigenvalues_below_shift` the inertia (from LDLᵀ). Observers see
@@ -366,6 +371,15 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             resume: self.resume,
             ..Hooks::default()
         };
+        // The eigenvalues closest to σ get the inertia certificate.
+        let sigma = shift.or(match params.target {
+            Target::Closest(s) => Some(s),
+            _ => None,
+        });
+        let certified = |res: Result<Solution, JdError>, comm: &dyn Comm| match sigma {
+            Some(s) => crate::certify::certify(res, &csr, mass, comm, params, spaces, s),
+            None => res,
+        };
         match (groups, comm, shift) {
             // Shift-and-invert's corrections are t = −r (GD+k steps): no
             // equations for solve groups to share, so it runs fine grain over
@@ -376,17 +390,28 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                  correction equations would need the factors in every group",
             )),
             (Some((base, mg)), world, Some(sigma)) => match world {
-                Some(w) => crate::st::run(&csr, mass, sigma, w, params, spaces, hooks),
+                Some(w) => certified(
+                    crate::st::run(&csr, mass, sigma, w, params, spaces, hooks),
+                    w,
+                ),
                 None => {
                     let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
-                    crate::st::run(&csr, mass, sigma, &w, params, spaces, hooks)
+                    certified(
+                        crate::st::run(&csr, mass, sigma, &w, params, spaces, hooks),
+                        &w,
+                    )
                 }
             },
-            (None, Some(c), Some(sigma)) => {
-                crate::st::run(&csr, mass, sigma, c, params, spaces, hooks)
-            }
+            (None, Some(c), Some(sigma)) => certified(
+                crate::st::run(&csr, mass, sigma, c, params, spaces, hooks),
+                c,
+            ),
             (None, None, Some(sigma)) => {
-                crate::st::run(&csr, mass, sigma, &SelfComm::new(), params, spaces, hooks)
+                let c = SelfComm::new();
+                certified(
+                    crate::st::run(&csr, mass, sigma, &c, params, spaces, hooks),
+                    &c,
+                )
             }
             (Some((base, mg)), world, None) => {
                 let Hooks {
@@ -403,16 +428,21 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                     spaces,
                 };
                 match world {
-                    Some(w) => multigrain_run(&csr, mass, w, base, params, mg, caller),
+                    Some(w) => {
+                        certified(multigrain_run(&csr, mass, w, base, params, mg, caller), w)
+                    }
                     None => {
                         let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
-                        multigrain_run(&csr, mass, &w, base, params, mg, caller)
+                        certified(multigrain_run(&csr, mass, &w, base, params, mg, caller), &w)
                     }
                 }
             }
-            (None, Some(c), None) => fine(&csr, c, params, Fine { spaces, mass }, hooks),
+            (None, Some(c), None) => {
+                certified(fine(&csr, c, params, Fine { spaces, mass }, hooks), c)
+            }
             (None, None, None) => {
-                fine(&csr, &SelfComm::new(), params, Fine { spaces, mass }, hooks)
+                let c = SelfComm::new();
+                certified(fine(&csr, &c, params, Fine { spaces, mass }, hooks), &c)
             }
         }
     }

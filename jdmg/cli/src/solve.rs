@@ -1306,14 +1306,40 @@ fn text_report(out: &mut String, rep: &SolveReport) {
         );
     }
     if s.verification_passes > 0 {
-        let _ =
-            writeln!(
+        let _ = writeln!(
             out,
             "verification: {} pass(es), {} missed cop{} of multiple eigenvalues found and locked{}",
             s.verification_passes,
             s.missed_copies,
             if s.missed_copies == 1 { "y" } else { "ies" },
-            if s.verified == Some(false) { " (cut short by the budget)" } else { "" }
+            match (s.verified, &s.certificate) {
+                (Some(false), Some(_)) => " (the inertia count disagrees: see below)",
+                (Some(false), None) => " (cut short by the budget)",
+                _ => "",
+            }
+        );
+    }
+    if let Some(c) = &s.certificate {
+        let _ = writeln!(
+            out,
+            "{}: {} eigenvalues within {:.6e} of the target{}",
+            if s.verified == Some(true) {
+                "certified by inertia"
+            } else {
+                "NOT certified: the inertia counts"
+            },
+            c.count,
+            c.radius,
+            if c.repaired > 0 {
+                format!(
+                    ", all returned ({} missed and found by shift-and-invert)",
+                    c.repaired
+                )
+            } else if s.verified == Some(true) {
+                ", all returned".to_string()
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(below) = s.eigenvalues_below_shift {

@@ -254,7 +254,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let col = &self.t[j * n..(j + 1) * n];
         let mut nn = [crate::dense::dot(col, &dual[j * n..(j + 1) * n]), 0.0];
         // With M: xᵀx too, so that xᵀMx < 0 beyond rounding (a few hundred ε
-        // of ‖M‖xᵀx) tells an indefinite M from a cancelled column.
+        // of ‖M‖xᵀx, and of the column's M-norm² before it was orthogonalized,
+        // whose rounding a cancelled column keeps) tells an indefinite M from a
+        // cancelled column.
         let len = if mass {
             nn[1] = crate::dense::dot(col, col);
             2
@@ -262,7 +264,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             1
         };
         self.allreduce(&mut nn[..len]);
-        if mass && nn[0] < -1e3 * f64::EPSILON * self.mnorm * nn[1] {
+        if mass && nn[0] < -1e3 * f64::EPSILON * (self.mnorm * nn[1] + norm0 * norm0) {
             self.mass_failed(format!(
                 "an orthogonalized vector x with xᵀx = {:e} has xᵀMx = {:e}",
                 nn[1], nn[0]
