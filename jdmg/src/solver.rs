@@ -247,7 +247,8 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// −(A − σI)(Bx − θx)/θ), and a pencil's pairs that miss it are refined
     /// from their vectors with a tighter one. `maxits` defaults to 0 (GD+k
     /// steps t = −r); every other parameter is used. The result carries the
-    /// inertia certificate of [`crate::certify`] (unless `verify` is `Never`). The eigenvalues come ordered by distance to σ;
+    /// inertia certificate of [`crate::certify`] (unless `verify` is
+    /// `Never`). The eigenvalues come ordered by distance to σ;
     /// `stats.matvecs` counts products with B (each one forward and one
     /// backward substitution), `stats.setup_seconds` the factorization and
     /// `stats.eigenvalues_below_shift` the inertia (from LDLᵀ). Observers see
