@@ -53,7 +53,7 @@ pub struct Certificate {
 /// The number of eigenvalues of A (of (K, M)) below `shift`, from the LDLᵀ
 /// factorization of A − shift·I on rank 0, shared; None when LDLᵀ is not
 /// backward stable there (it does not pivot) or fails. Collective.
-fn count_below<C: Comm + ?Sized>(
+pub(crate) fn count_below<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     shift: f64,
@@ -97,7 +97,7 @@ fn radius(sigma: f64, lam: &[f64], bound: &[f64], floor: f64) -> Option<(f64, us
 
 /// The global n × p block of this process's rows `x` (n_local × p, rows
 /// from `offset`): every process gets every row (one global sum). Collective.
-fn global_block<C: Comm + ?Sized>(
+pub(crate) fn global_block<C: Comm + ?Sized>(
     comm: &C,
     x: &[f64],
     n_local: usize,
@@ -216,24 +216,7 @@ fn count<C: Comm + ?Sized>(
     params: &JdParams,
     sigma: f64,
 ) -> Option<Count> {
-    let p = sol.eigenvalues.len();
-    let nl = sol.n_local;
-    // Error bounds of the returned values: ‖r‖ for unit x; with M, the
-    // residual ‖Kx − λMx‖/‖x‖ scaled by ‖x‖² (x M-normalized: ‖x‖² ≈ 1/ρ_M(x)).
-    let mut sq = vec![0.0; p];
-    for (j, s) in sq.iter_mut().enumerate() {
-        let x = &sol.eigenvectors[j * nl..(j + 1) * nl];
-        *s = crate::dense::dot(x, x);
-    }
-    if comm.size() > 1 {
-        comm.all_reduce(&mut sq, ReduceOp::Sum);
-    }
-    let bound: Vec<f64> = sol
-        .residual_norms
-        .iter()
-        .zip(&sq)
-        .map(|(r, s)| if mass.is_some() { r * s.max(1.0) } else { *r })
-        .collect();
+    let bound = error_bounds(sol, mass.is_some(), comm);
     let scale = sol.stats.anorm_estimate.max(sigma.abs());
     let floor = 64.0 * f64::EPSILON * scale;
     let (r, inside) = radius(sigma, &sol.eigenvalues, &bound, floor)?;
@@ -244,6 +227,27 @@ fn count<C: Comm + ?Sized>(
         count: hi.saturating_sub(lo),
         inside,
     })
+}
+
+/// Error bounds of the returned eigenvalues of `sol`: ‖r‖ for a unit x;
+/// with M (`pencil`), the residual ‖Kx − λMx‖/‖x‖ scaled by ‖x‖² (x
+/// M-normalized: ‖x‖² ≈ 1/ρ_M(x)). One global sum. Collective.
+pub(crate) fn error_bounds<C: Comm + ?Sized>(sol: &Solution, pencil: bool, comm: &C) -> Vec<f64> {
+    let p = sol.eigenvalues.len();
+    let nl = sol.n_local;
+    let mut sq = vec![0.0; p];
+    for (j, s) in sq.iter_mut().enumerate() {
+        let x = &sol.eigenvectors[j * nl..(j + 1) * nl];
+        *s = crate::dense::dot(x, x);
+    }
+    if comm.size() > 1 {
+        comm.all_reduce(&mut sq, ReduceOp::Sum);
+    }
+    sol.residual_norms
+        .iter()
+        .zip(&sq)
+        .map(|(r, s)| if pencil { r * s.max(1.0) } else { *r })
+        .collect()
 }
 
 /// Puts the pairs of `sol` in order of distance to σ (stable).

@@ -227,6 +227,7 @@ pub mod repartition;
 pub mod report;
 mod scaling;
 mod setup;
+pub mod slicing;
 pub mod solution;
 pub mod solver;
 pub mod st;

@@ -107,8 +107,10 @@ impl SolveReport {
         sol: &Solution,
         finished: bool,
     ) -> Self {
+        // an interval solve wants its count by inertia, not nev
+        let wanted = sol.stats.interval.map_or(params.nev, |iv| iv.count);
         let converged =
-            finished && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == params.nev;
+            finished && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == wanted;
         Self {
             source: source.into(),
             n,

@@ -100,6 +100,9 @@ pub struct Stats {
     /// found; None when it did not run (no explicit matrix, deflation
     /// vectors, `Verify::Never`, another target).
     pub certificate: Option<crate::certify::Certificate>,
+    /// What an interval solve ([`crate::Solver::interval`]) counted by inertia
+    /// and how it sliced the interval; None for other solves.
+    pub interval: Option<crate::slicing::IntervalReport>,
 }
 
 /// Seconds of the outer iteration's steps (Sleijpen and van der Vorst's JD loop,

@@ -45,6 +45,7 @@ use crate::multigrain::solve::{run as multigrain_run, Caller};
 use crate::multigrain::MultigrainParams;
 use crate::params::{JdParams, Target};
 use crate::repartition::RepartitionEvent;
+use crate::slicing::SliceParams;
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
 
@@ -59,6 +60,8 @@ pub struct OnMatrix<'h, M: ?Sized, C = SelfComm, B = SelfComm> {
     mass: Option<&'h matrices::CsrMatrix>,
     /// σ of shift-and-invert ([`Solver::shift_invert`]).
     shift: Option<f64>,
+    /// [a, b] of an interval solve ([`Solver::interval`]) and its slicing.
+    interval: Option<(f64, f64, SliceParams)>,
 }
 
 /// A solve on a [`Problem`] of one's own (matrix-free). See
@@ -94,6 +97,7 @@ impl<'h, M: AsCsr + ?Sized> Solver<'h, OnMatrix<'h, M>> {
                 spaces: Spaces::default(),
                 mass: None,
                 shift: None,
+                interval: None,
             },
             params,
             observers: Vec::new(),
@@ -264,6 +268,21 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         self
     }
 
+    /// Every eigenpair in [`lower`, `upper`] (of A, or of the pencil with
+    /// [`mass`](Solver::mass)), ascending, certified complete by Sylvester's
+    /// inertia: spectrum slicing, each slice by shift-and-invert at its centre
+    /// (see [`crate::slicing`], which says what is counted and how the
+    /// interval is cut). `params.nev` and `params.target` are not used;
+    /// `stats.interval` reports the count and the slices. With
+    /// [`comm`](Solver::comm) or [`groups`](Solver::groups) every slice runs
+    /// fine grain over all the processes. Not with
+    /// [`shift_invert`](Solver::shift_invert), start vectors, checkpoints or
+    /// a resume (`InvalidParams`).
+    pub fn interval(mut self, lower: f64, upper: f64, slicing: SliceParams) -> Self {
+        self.input.interval = Some((lower, upper, slicing));
+        self
+    }
+
     /// Fine grain (McCombs et al. §3) over the processes of `comm`: the rows
     /// of A and of every block vector are split over them (balanced by
     /// nonzeros); every process passes the same global matrix and keeps its
@@ -278,6 +297,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             spaces,
             mass,
             shift,
+            interval,
             ..
         } = self.input;
         Solver {
@@ -288,6 +308,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 spaces,
                 mass,
                 shift,
+                interval,
             },
             params: self.params,
             observers: self.observers,
@@ -317,6 +338,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             spaces,
             mass,
             shift,
+            interval,
             ..
         } = self.input;
         Solver {
@@ -327,6 +349,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 spaces,
                 mass,
                 shift,
+                interval,
             },
             params: self.params,
             observers: self.observers,
@@ -356,7 +379,40 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             spaces,
             mass,
             shift,
+            interval,
         } = self.input;
+        if let Some((lower, upper, slicing)) = interval {
+            let refused = if shift.is_some() {
+                Some("an interval solve shifts and inverts at every slice's centre: no shift_invert")
+            } else if !self.sinks.is_empty() || self.resume.is_some() {
+                Some("an interval solve takes no checkpoints and resumes none")
+            } else {
+                None
+            };
+            if let Some(why) = refused {
+                return Err(JdError::invalid("interval", why));
+            }
+            let mut hooks = HookSet {
+                observers: self.observers,
+                sinks: Vec::new(),
+            };
+            let (mut observer, _) = hooks.both();
+            let observer = observer.as_deref_mut().map(|o| o as Observer<'_>);
+            let csr = a.as_csr()?;
+            let run = |c: &dyn Comm, observer| {
+                crate::slicing::run(
+                    &csr, mass, lower, upper, c, self.params, &slicing, spaces, observer,
+                )
+            };
+            return match (groups, comm) {
+                (_, Some(c)) => run(c, observer),
+                (Some((base, mg)), None) => {
+                    let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
+                    run(&w, observer)
+                }
+                (None, None) => run(&SelfComm::new(), observer),
+            };
+        }
         let mut hooks = HookSet {
             observers: self.observers,
             sinks: self.sinks,

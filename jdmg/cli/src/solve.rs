@@ -271,6 +271,31 @@ pub struct SolveArgs {
     /// below σ when the factorization (LDLᵀ) gives it.
     #[arg(long, value_enum, default_value = "none")]
     pub st: crate::vectors::St,
+    /// Every eigenvalue in [A, B] (e.g. `--interval 0:0.8`, `--interval=-1:1`),
+    /// certified complete by the inertia of LDLᵀ factorizations: spectrum
+    /// slicing, each slice by shift-and-invert at its centre. --nev, --which
+    /// and --target are not used. With --mass: of the pencil.
+    #[arg(long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
+          conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
+    pub interval: Option<(f64, f64)>,
+    /// With --interval: the most eigenvalues one slice holds (default 48).
+    #[arg(long, requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_slice: Option<u64>,
+}
+
+/// `A:B` with finite A ≤ B.
+fn parse_interval(s: &str) -> Result<(f64, f64), String> {
+    let bad = || format!("'{s}' is not an interval A:B of two finite numbers with A <= B");
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let (a, b): (f64, f64) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a.is_finite() && b.is_finite() && a <= b {
+        Ok((a, b))
+    } else {
+        Err(bad())
+    }
 }
 
 /// Reads a parameters file (TOML, or JSON when it ends in `.json` or starts
@@ -960,6 +985,13 @@ fn shift_invert_if_asked<'h, C: Comm>(
     a: &SolveArgs,
     params: &JdParams,
 ) -> jdmg::Solver<'h, jdmg::solver::OnMatrix<'h, CsrMatrix, C>> {
+    if let Some((lo, hi)) = a.interval {
+        let mut slicing = jdmg::slicing::SliceParams::default();
+        if let Some(p) = a.per_slice {
+            slicing.per_slice = usize::try_from(p).unwrap_or(usize::MAX);
+        }
+        return solver.interval(lo, hi, slicing);
+    }
     match (a.st, params.target) {
         (crate::vectors::St::Sinvert, Target::Closest(sigma)) => solver.shift_invert(sigma),
         _ => solver,
@@ -1237,7 +1269,7 @@ fn report(
             format!(
                 "not converged: {} of {} eigenpairs",
                 sol.nconverged(),
-                params.nev
+                sol.stats.interval.map_or(params.nev, |iv| iv.count)
             ),
         ))
     }
@@ -1337,6 +1369,25 @@ fn text_report(out: &mut String, rep: &SolveReport) {
                 )
             } else if s.verified == Some(true) {
                 ", all returned".to_string()
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(iv) = &s.interval {
+        let _ = writeln!(
+            out,
+            "interval [{}, {}]: {} eigenvalues by inertia ({} LDLᵀ counts, {:.3} s), {} returned \
+             from {} slice(s){}",
+            iv.lower,
+            iv.upper,
+            iv.count,
+            iv.counts,
+            iv.count_seconds,
+            rep.eigenvalues.len(),
+            iv.slices,
+            if iv.retried > 0 {
+                format!(", {} solved again for missed eigenvalues", iv.retried)
             } else {
                 String::new()
             }

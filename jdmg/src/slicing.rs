@@ -1,0 +1,509 @@
+//! Every eigenvalue in an interval [a, b], certified complete: spectrum
+//! slicing (Campos and Roman, "Strategies for spectrum slicing based on
+//! restarted Lanczos methods", Numerical Algorithms 60, 2012, §2–§3; SLEPc's
+//! Krylov-Schur with `EPSSetInterval`).
+//!
+//! **Count.** Sylvester's law of inertia: the negative pivots of the LDLᵀ
+//! factorization of A − tI (of K − tM, M positive definite) count the
+//! eigenvalues below t ([`crate::st::ShiftInvert::eigenvalues_below`]). The
+//! interval holds ν(b⁺) − ν(a⁻) of them, multiplicities included, with
+//! a⁻ = a − δ and b⁺ = b + δ, δ = [`END_ROUNDINGS`] roundings of the
+//! spectrum's scale: an eigenvalue at an end, to working precision, is inside.
+//! Where LDLᵀ (which does not pivot) is not backward stable at a point, the
+//! point moves outward (inward for a cut) by doubling steps of δ.
+//!
+//! **Slices.** [a⁻, b⁺) is cut into slices of at most
+//! [`SliceParams::per_slice`] eigenvalues: equal widths first, then a slice
+//! holding more is halved (one count per cut). Each slice [tᵢ, tᵢ₊₁) holding
+//! cᵢ eigenvalues is solved by shift-and-invert ([`crate::st`]) at its centre
+//! for exactly cᵢ pairs: the cᵢ eigenvalues nearest the centre are the
+//! slice's. Empty slices cost nothing but their count.
+//!
+//! **Certificate.** A slice is accepted when its cᵢ converged pairs (whose
+//! vectors are orthonormal, or M-orthonormal) lie in the slice, each within
+//! its error bound ([`crate::certify`]): cᵢ orthonormal eigenvectors there and
+//! cᵢ eigenvalues by inertia leave none out. Otherwise the slice is solved
+//! again from its vectors for more pairs and those inside are kept; a second
+//! miss is `NotConverged`, with every pair found so far.
+//!
+//! The slices are solved one after the other, each over every process of the
+//! communicator (rank 0 factors, as [`crate::Solver::shift_invert`]).
+
+use std::time::Instant;
+
+use lblib::Comm;
+use matrices::CsrMatrix;
+use serde::{Deserialize, Serialize};
+
+use crate::certify::{count_below, error_bounds, global_block};
+use crate::error::JdError;
+use crate::jd::{Hooks, Observer, Spaces};
+use crate::params::{JdParams, Target};
+use crate::solution::{Solution, Stats};
+
+/// The ends move out by this many roundings (ε times the spectrum's scale)
+/// before they are counted: an eigenvalue at an end is inside.
+pub const END_ROUNDINGS: f64 = 1e3;
+
+/// How an interval is cut into slices ([`crate::Solver::interval`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SliceParams {
+    /// The most eigenvalues a slice holds (default 48): fewer cost more
+    /// factorizations (one per slice and one per cut), more cost more
+    /// orthogonalization per slice (n·cᵢ² per restart).
+    pub per_slice: usize,
+}
+
+impl Default for SliceParams {
+    fn default() -> Self {
+        Self { per_slice: 48 }
+    }
+}
+
+/// What an interval solve counted and did ([`crate::Stats::interval`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IntervalReport {
+    /// The interval's lower end, as asked.
+    pub lower: f64,
+    /// Its upper end.
+    pub upper: f64,
+    /// Eigenvalues in it by inertia, multiplicities included: the number of
+    /// pairs returned.
+    pub count: usize,
+    /// Slices holding at least one eigenvalue (each one shift-and-invert solve).
+    pub slices: usize,
+    /// LDLᵀ factorizations for the counts (the two ends and every cut).
+    pub counts: usize,
+    /// Slices solved a second time for more pairs (a first solve missed some).
+    pub retried: usize,
+    /// Seconds of the counts.
+    pub count_seconds: f64,
+}
+
+/// One slice: [lo, hi) and the eigenvalues below each end.
+#[derive(Debug, Clone, Copy)]
+struct Slice {
+    lo: f64,
+    hi: f64,
+    below_lo: usize,
+    below_hi: usize,
+}
+
+impl Slice {
+    fn count(&self) -> usize {
+        self.below_hi.saturating_sub(self.below_lo)
+    }
+}
+
+/// The eigenvalues below `t` by inertia, moving `t` by doubling multiples of
+/// `delta` in the direction `dir` (±1) while LDLᵀ gives no inertia there;
+/// the point used and the count. Collective.
+#[allow(clippy::too_many_arguments)]
+fn count_at<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    t: f64,
+    dir: f64,
+    delta: f64,
+    threads: usize,
+    comm: &C,
+    factored: &mut usize,
+) -> Result<(f64, usize), JdError> {
+    let mut step = 0.0;
+    for _ in 0..12 {
+        let at = t + dir * step;
+        *factored += 1;
+        if let Some(c) = count_below(k, mass, at, threads, comm) {
+            return Ok((at, c));
+        }
+        step = if step == 0.0 { delta } else { 2.0 * step };
+    }
+    Err(JdError::Factorization(format!(
+        "no LDLᵀ factorization near {t:e} gives the inertia (zero or unstable pivots at \
+         {} points up to {:e} away): the count of the interval is unknown",
+        12, step
+    )))
+}
+
+/// Every eigenpair of A (of the pencil (K, M)) in [`lower`, `upper`],
+/// ascending, certified complete by inertia (module documentation); the
+/// report in `stats.interval`. `params.nev` and `params.target` are not used
+/// (the count decides); `tol`, `conv` and the rest apply to every slice's
+/// shift-and-invert solve. `spaces.deflation` is kept out of every slice
+/// (the count then includes the deflated eigenvalues: pass none unless they
+/// lie outside); start vectors are not used. `observer` sees every slice's
+/// iterations. Collective over `comm`; the eigenvectors hold this process's
+/// rows.
+///
+/// # Errors
+/// `InvalidParams` for an empty or non-finite interval or start vectors;
+/// `Factorization` when no point near an end or cut gives the inertia; as
+/// [`crate::Solver::shift_invert`] for every slice; `NotConverged` with the
+/// pairs found so far when a slice's solve misses eigenvalues twice or runs
+/// out of `max_matvecs` (shared by all slices).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    lower: f64,
+    upper: f64,
+    comm: &C,
+    params: &JdParams,
+    slicing: &SliceParams,
+    spaces: Spaces<'_>,
+    mut observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    let t0 = Instant::now();
+    if !(lower.is_finite() && upper.is_finite() && lower <= upper) {
+        return Err(JdError::invalid(
+            "interval",
+            format!("the interval [{lower}, {upper}] must be finite with lower ≤ upper"),
+        ));
+    }
+    if !spaces.initial.is_empty() {
+        return Err(JdError::invalid(
+            "initial",
+            "start vectors are not used by an interval solve (each slice starts from its own)",
+        ));
+    }
+    crate::setup::check_matrix(k, params)?;
+    if let Some(m) = mass {
+        crate::setup::check_pair(k, m, params)?;
+    }
+    let per = slicing.per_slice.max(1);
+    let threads = params.threads;
+    // The spectrum's scale: ‖K‖₁/‖M‖₁ bounds it for a pencil within κ(M).
+    let knorm = norm1(k);
+    let scale = match mass {
+        Some(m) => knorm / norm1(m).max(f64::MIN_POSITIVE),
+        None => knorm,
+    }
+    .max(lower.abs())
+    .max(upper.abs());
+    let delta = END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
+    let mut factored = 0;
+    let (a, below_a) = count_at(k, mass, lower - delta, -1.0, delta, threads, comm, &mut factored)?;
+    let (b, below_b) = count_at(k, mass, upper + delta, 1.0, delta, threads, comm, &mut factored)?;
+    let total = below_b.saturating_sub(below_a);
+    // Equal widths, then halving where a slice holds too many.
+    let first = total.div_ceil(per).max(1);
+    let mut ends = vec![(a, below_a)];
+    for i in 1..first {
+        let t = a + (b - a) * i as f64 / first as f64;
+        ends.push(count_at(k, mass, t, 1.0, delta, threads, comm, &mut factored)?);
+    }
+    ends.push((b, below_b));
+    let mut slices: Vec<Slice> = ends
+        .windows(2)
+        .map(|w| Slice {
+            lo: w[0].0,
+            hi: w[1].0,
+            below_lo: w[0].1,
+            below_hi: w[1].1,
+        })
+        .collect();
+    let mut i = 0;
+    while i < slices.len() {
+        let s = slices[i];
+        if s.count() > per && s.hi - s.lo > 4.0 * delta {
+            let mid = 0.5 * (s.lo + s.hi);
+            let (t, c) = count_at(k, mass, mid, 1.0, delta, threads, comm, &mut factored)?;
+            if t > s.lo && t < s.hi {
+                slices[i] = Slice {
+                    hi: t,
+                    below_hi: c,
+                    ..s
+                };
+                slices.insert(
+                    i + 1,
+                    Slice {
+                        lo: t,
+                        below_lo: c,
+                        ..s
+                    },
+                );
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let count_seconds = t0.elapsed().as_secs_f64();
+    let mut report = IntervalReport {
+        lower,
+        upper,
+        count: total,
+        slices: 0,
+        counts: factored,
+        retried: 0,
+        count_seconds,
+    };
+    let mut out: Option<Solution> = None;
+    let mut used = 0u64;
+    for s in slices.iter().filter(|s| s.count() > 0) {
+        report.slices += 1;
+        let budget = params.max_matvecs.saturating_sub(used);
+        let res = solve_slice(
+            k,
+            mass,
+            s,
+            comm,
+            params,
+            budget,
+            spaces,
+            reborrow(&mut observer),
+            &mut report,
+        );
+        let (sol, failed) = match res {
+            Ok(sol) => (sol, None),
+            Err(JdError::NotConverged { wanted, partial }) => (*partial, Some(wanted)),
+            Err(e) => return Err(e),
+        };
+        used += sol.stats.matvecs;
+        let acc = match out.take() {
+            None => sol,
+            Some(acc) => append(acc, sol),
+        };
+        if failed.is_some() {
+            // every pair found so far, the failed slice's flagged
+            return match finish(acc, total, report, t0) {
+                Ok(sol) => Err(JdError::NotConverged {
+                    wanted: total,
+                    partial: Box::new(sol),
+                }),
+                Err(e) => Err(e),
+            };
+        }
+        out = Some(acc);
+    }
+    let sol = match out {
+        Some(s) => s,
+        None => empty(comm, k)?,
+    };
+    finish(sol, total, report, t0)
+}
+
+/// Shift-and-invert at the slice's centre for its count, and a second solve
+/// from those vectors for more pairs when some returned pairs lie outside.
+/// Collective.
+#[allow(clippy::too_many_arguments)]
+fn solve_slice<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    s: &Slice,
+    comm: &C,
+    params: &JdParams,
+    budget: u64,
+    spaces: Spaces<'_>,
+    mut observer: Option<Observer<'_>>,
+    report: &mut IntervalReport,
+) -> Result<Solution, JdError> {
+    let c = s.count();
+    let centre = 0.5 * (s.lo + s.hi);
+    let n = k.nrows();
+    let sub = |nev: usize| JdParams {
+        nev,
+        target: Target::Closest(centre),
+        max_matvecs: budget,
+        ..params.clone()
+    };
+    let defl = Spaces {
+        initial: &[],
+        deflation: spaces.deflation,
+    };
+    let first = crate::st::run(
+        k,
+        mass,
+        centre,
+        comm,
+        &sub(c),
+        defl,
+        Hooks {
+            observer: reborrow(&mut observer),
+            ..Hooks::default()
+        },
+    )?;
+    let (mut sol, inside) = keep_inside(first, s, mass.is_some(), comm);
+    if inside == c {
+        return Ok(sol);
+    }
+    // Missed eigenvalues: again from the vectors found, for more pairs.
+    report.retried += 1;
+    let more = (c + 2 * (c - inside.min(c)) + 2).min(n.saturating_sub(spaces_cols(spaces, n)));
+    let x0 = global_block(
+        comm,
+        &sol.eigenvectors,
+        sol.n_local,
+        sol.row_offset,
+        n,
+        sol.eigenvalues.len(),
+    );
+    let again = crate::st::run(
+        k,
+        mass,
+        centre,
+        comm,
+        &JdParams {
+            max_matvecs: budget.saturating_sub(sol.stats.matvecs),
+            ..sub(more)
+        },
+        Spaces {
+            initial: &x0,
+            deflation: spaces.deflation,
+        },
+        Hooks {
+            observer,
+            ..Hooks::default()
+        },
+    );
+    let again = match again {
+        Ok(a) => a,
+        Err(JdError::NotConverged { partial, .. }) => *partial,
+        Err(e) => return Err(e),
+    };
+    let spent = sol.stats.clone();
+    let (mut again, inside) = keep_inside(again, s, mass.is_some(), comm);
+    absorb(&mut again.stats, &spent);
+    sol = again;
+    if inside == c {
+        Ok(sol)
+    } else {
+        sol.converged.iter_mut().for_each(|f| *f = false);
+        Err(JdError::NotConverged {
+            wanted: c,
+            partial: Box::new(sol),
+        })
+    }
+}
+
+/// The observer for one more solve.
+fn reborrow<'a>(o: &'a mut Option<Observer<'_>>) -> Option<Observer<'a>> {
+    o.as_mut().map(|f| &mut **f as Observer<'a>)
+}
+
+/// Columns of the deflation block (n rows each, global).
+fn spaces_cols(spaces: Spaces<'_>, n: usize) -> usize {
+    spaces.deflation.len().checked_div(n).unwrap_or(0)
+}
+
+/// The converged pairs of `sol` inside the slice (each within its error
+/// bound), ascending, and their number. Collective (one global sum).
+fn keep_inside<C: Comm + ?Sized>(
+    mut sol: Solution,
+    s: &Slice,
+    pencil: bool,
+    comm: &C,
+) -> (Solution, usize) {
+    let bound = error_bounds(&sol, pencil, comm);
+    let mut keep: Vec<usize> = (0..sol.eigenvalues.len())
+        .filter(|&j| {
+            let (l, e) = (sol.eigenvalues[j], bound[j]);
+            sol.converged[j] && l + e >= s.lo && l - e < s.hi
+        })
+        .collect();
+    keep.sort_by(|&x, &y| sol.eigenvalues[x].total_cmp(&sol.eigenvalues[y]));
+    let nl = sol.n_local;
+    let mut vecs = Vec::with_capacity(nl * keep.len());
+    for &j in &keep {
+        vecs.extend_from_slice(&sol.eigenvectors[j * nl..(j + 1) * nl]);
+    }
+    let pick = |v: &[f64]| keep.iter().map(|&j| v[j]).collect::<Vec<_>>();
+    sol.eigenvalues = pick(&sol.eigenvalues);
+    sol.residual_norms = pick(&sol.residual_norms);
+    sol.converged = keep.iter().map(|&j| sol.converged[j]).collect();
+    sol.eigenvectors = vecs;
+    let inside = keep.len();
+    (sol, inside)
+}
+
+/// `acc` followed by the pairs of `next` (same rows), counters summed.
+fn append(mut acc: Solution, next: Solution) -> Solution {
+    acc.eigenvalues.extend_from_slice(&next.eigenvalues);
+    acc.residual_norms.extend_from_slice(&next.residual_norms);
+    acc.converged.extend_from_slice(&next.converged);
+    acc.eigenvectors.extend_from_slice(&next.eigenvectors);
+    absorb(&mut acc.stats, &next.stats);
+    acc
+}
+
+/// Adds the counters and seconds of `s` to `total`.
+fn absorb(total: &mut Stats, s: &Stats) {
+    total.outer_iterations += s.outer_iterations;
+    total.matvecs += s.matvecs;
+    total.mass_matvecs += s.mass_matvecs;
+    total.precond_applications += s.precond_applications;
+    total.inner_steps += s.inner_steps;
+    total.gdk_iterations += s.gdk_iterations;
+    total.jdqmr_iterations += s.jdqmr_iterations;
+    total.global_sums += s.global_sums;
+    total.restarts += s.restarts;
+    total.locked += s.locked;
+    total.replaced_vectors += s.replaced_vectors;
+    total.projection_seconds += s.projection_seconds;
+    total.correction_seconds += s.correction_seconds;
+    total.setup_seconds += s.setup_seconds;
+    total.spmv_seconds += s.spmv_seconds;
+    total.precond_seconds += s.precond_seconds;
+    total.dense_seconds += s.dense_seconds;
+    total.basis_passes += s.basis_passes;
+    total.verification_passes += s.verification_passes;
+    total.missed_copies += s.missed_copies;
+    total.anorm_estimate = total.anorm_estimate.max(s.anorm_estimate);
+    total.verified = match (total.verified, s.verified) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        _ => None,
+    };
+}
+
+/// The pairs of an interval holding no eigenvalue: none, on this process's
+/// rows (those of every slice's solve).
+fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError> {
+    let (n_local, row_offset) = if comm.size() > 1 {
+        let part = matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
+            .map_err(|e| JdError::invalid("partition", e))?;
+        let r = part.range(comm.rank());
+        (r.len(), r.start)
+    } else {
+        (k.nrows(), 0)
+    };
+    Ok(Solution {
+        eigenvalues: Vec::new(),
+        residual_norms: Vec::new(),
+        converged: Vec::new(),
+        eigenvectors: Vec::new(),
+        n_local,
+        row_offset,
+        multigrain: None,
+        stats: Stats::default(),
+    })
+}
+
+/// The result with the report and the seconds in its statistics;
+/// `NotConverged` when fewer than `total` converged pairs are there.
+fn finish(
+    mut sol: Solution,
+    total: usize,
+    report: IntervalReport,
+    t0: Instant,
+) -> Result<Solution, JdError> {
+    sol.stats.interval = Some(report);
+    sol.stats.wall_seconds = t0.elapsed().as_secs_f64();
+    sol.stats.eigenvalues_below_shift = None;
+    if sol.eigenvalues.len() == total && sol.nconverged() == total {
+        Ok(sol)
+    } else {
+        Err(JdError::NotConverged {
+            wanted: total,
+            partial: Box::new(sol),
+        })
+    }
+}
+
+/// The 1-norm of a symmetric matrix (its largest absolute row sum).
+fn norm1(a: &CsrMatrix) -> f64 {
+    (0..a.nrows())
+        .map(|i| a.row(i).1.iter().map(|v| v.abs()).sum::<f64>())
+        .fold(0.0, f64::max)
+}
