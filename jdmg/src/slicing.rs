@@ -15,9 +15,10 @@
 //! **Slices.** [a⁻, b⁺) is cut into slices of at most
 //! [`SliceParams::per_slice`] eigenvalues: equal widths first, then a slice
 //! holding more is halved (one count per cut). Each slice [tᵢ, tᵢ₊₁) holding
-//! cᵢ eigenvalues is solved by shift-and-invert ([`crate::st`]) at its centre
-//! for exactly cᵢ pairs: the cᵢ eigenvalues nearest the centre are the
-//! slice's. Empty slices cost nothing but their count.
+//! cᵢ eigenvalues is solved by shift-and-invert ([`crate::st`]) at its lower
+//! end σ = tᵢ for the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹,
+//! one end of its spectrum): they are the slice's. Empty slices cost nothing
+//! but their count.
 //!
 //! **Certificate.** A slice is accepted when its cᵢ converged pairs (whose
 //! vectors are orthonormal, or M-orthonormal) lie in the slice, each within
@@ -38,8 +39,9 @@ use serde::{Deserialize, Serialize};
 use crate::certify::{count_below, error_bounds, global_block};
 use crate::error::JdError;
 use crate::jd::{Hooks, Observer, Spaces};
-use crate::params::{JdParams, Target};
+use crate::params::{JdParams, Target, Verify};
 use crate::solution::{Solution, Stats};
+use crate::st::Wanted;
 
 /// The ends move out by this many roundings (ε times the spectrum's scale)
 /// before they are counted: an eigenvalue at an end is inside.
@@ -184,15 +186,42 @@ pub(crate) fn run<C: Comm + ?Sized>(
     .max(upper.abs());
     let delta = END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
     let mut factored = 0;
-    let (a, below_a) = count_at(k, mass, lower - delta, -1.0, delta, threads, comm, &mut factored)?;
-    let (b, below_b) = count_at(k, mass, upper + delta, 1.0, delta, threads, comm, &mut factored)?;
+    let (a, below_a) = count_at(
+        k,
+        mass,
+        lower - delta,
+        -1.0,
+        delta,
+        threads,
+        comm,
+        &mut factored,
+    )?;
+    let (b, below_b) = count_at(
+        k,
+        mass,
+        upper + delta,
+        1.0,
+        delta,
+        threads,
+        comm,
+        &mut factored,
+    )?;
     let total = below_b.saturating_sub(below_a);
     // Equal widths, then halving where a slice holds too many.
     let first = total.div_ceil(per).max(1);
     let mut ends = vec![(a, below_a)];
     for i in 1..first {
         let t = a + (b - a) * i as f64 / first as f64;
-        ends.push(count_at(k, mass, t, 1.0, delta, threads, comm, &mut factored)?);
+        ends.push(count_at(
+            k,
+            mass,
+            t,
+            1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?);
     }
     ends.push((b, below_b));
     let mut slices: Vec<Slice> = ends
@@ -284,7 +313,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
     finish(sol, total, report, t0)
 }
 
-/// Shift-and-invert at the slice's centre for its count, and a second solve
+/// Shift-and-invert at the slice's lower end for its count above it, and a second solve
 /// from those vectors for more pairs when some returned pairs lie outside.
 /// Collective.
 #[allow(clippy::too_many_arguments)]
@@ -300,22 +329,27 @@ fn solve_slice<C: Comm + ?Sized>(
     report: &mut IntervalReport,
 ) -> Result<Solution, JdError> {
     let c = s.count();
-    let centre = 0.5 * (s.lo + s.hi);
+    // σ at the lower end, for the c eigenvalues above it
+    let sigma = s.lo;
     let n = k.nrows();
+    // The count certifies the slice: no verification passes on B (which for
+    // its largest eigenvalues would go on to its smallest, the whole rest of
+    // A's spectrum crowded near 0).
     let sub = |nev: usize| JdParams {
         nev,
-        target: Target::Closest(centre),
+        target: Target::Closest(sigma),
         max_matvecs: budget,
+        verify: Verify::Never,
         ..params.clone()
     };
     let defl = Spaces {
         initial: &[],
         deflation: spaces.deflation,
     };
-    let first = crate::st::run(
+    let first = crate::st::run_on_side(
         k,
         mass,
-        centre,
+        sigma,
         comm,
         &sub(c),
         defl,
@@ -323,6 +357,7 @@ fn solve_slice<C: Comm + ?Sized>(
             observer: reborrow(&mut observer),
             ..Hooks::default()
         },
+        Wanted::Above,
     )?;
     let (mut sol, inside) = keep_inside(first, s, mass.is_some(), comm);
     if inside == c {
@@ -339,10 +374,10 @@ fn solve_slice<C: Comm + ?Sized>(
         n,
         sol.eigenvalues.len(),
     );
-    let again = crate::st::run(
+    let again = crate::st::run_on_side(
         k,
         mass,
-        centre,
+        sigma,
         comm,
         &JdParams {
             max_matvecs: budget.saturating_sub(sol.stats.matvecs),
@@ -356,6 +391,7 @@ fn solve_slice<C: Comm + ?Sized>(
             observer,
             ..Hooks::default()
         },
+        Wanted::Above,
     );
     let again = match again {
         Ok(a) => a,

@@ -45,8 +45,8 @@ use crate::multigrain::solve::{run as multigrain_run, Caller};
 use crate::multigrain::MultigrainParams;
 use crate::params::{JdParams, Target};
 use crate::repartition::RepartitionEvent;
-use crate::slicing::SliceParams;
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
+use crate::slicing::SliceParams;
 use crate::solution::{IterationEvent, Solution, Stats};
 
 /// A solve on a CSR matrix (any [`AsCsr`]): on one process, over the ranks
@@ -270,7 +270,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
 
     /// Every eigenpair in [`lower`, `upper`] (of A, or of the pencil with
     /// [`mass`](Solver::mass)), ascending, certified complete by Sylvester's
-    /// inertia: spectrum slicing, each slice by shift-and-invert at its centre
+    /// inertia: spectrum slicing, each slice by shift-and-invert at its lower end
     /// (see [`crate::slicing`], which says what is counted and how the
     /// interval is cut). `params.nev` and `params.target` are not used;
     /// `stats.interval` reports the count and the slices. With
@@ -383,7 +383,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         } = self.input;
         if let Some((lower, upper, slicing)) = interval {
             let refused = if shift.is_some() {
-                Some("an interval solve shifts and inverts at every slice's centre: no shift_invert")
+                Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
             } else if !self.sinks.is_empty() || self.resume.is_some() {
                 Some("an interval solve takes no checkpoints and resumes none")
             } else {
@@ -401,7 +401,15 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             let csr = a.as_csr()?;
             let run = |c: &dyn Comm, observer| {
                 crate::slicing::run(
-                    &csr, mass, lower, upper, c, self.params, &slicing, spaces, observer,
+                    &csr,
+                    mass,
+                    lower,
+                    upper,
+                    c,
+                    self.params,
+                    &slicing,
+                    spaces,
+                    observer,
                 )
             };
             return match (groups, comm) {
@@ -591,6 +599,7 @@ fn fine<C: Comm>(
         precond: r.pc.as_deref().map(|p| p as _),
         spaces: Spaces::default(),
         mass: None,
+        deflate_locked: false,
     }
     .with_initial(&initial)?
     .with_deflation(&deflation)?;

@@ -114,7 +114,11 @@ fn empty_intervals_return_no_pair() {
             .interval(lo, hi, SliceParams::default())
             .run()
             .unwrap_or_else(|e| panic!("[{lo}, {hi}]: {e}"));
-        assert!(sol.eigenvalues.is_empty(), "[{lo}, {hi}]: {:?}", sol.eigenvalues);
+        assert!(
+            sol.eigenvalues.is_empty(),
+            "[{lo}, {hi}]: {:?}",
+            sol.eigenvalues
+        );
         let iv = sol.stats.interval.unwrap();
         assert_eq!((iv.count, iv.slices), (0, 0));
         assert_eq!(sol.stats.matvecs, 0);
@@ -180,7 +184,12 @@ fn thread_ranks_return_the_serial_set() {
             jdmg::gather_eigenvectors(&comm, a.nrows(), s).unwrap_or_else(|e| panic!("{e}"))
         });
         for (r, sol) in out.iter().enumerate() {
-            assert_set(&sol.eigenvalues, &want, 1e-9, &format!("{ranks} ranks, rank {r}"));
+            assert_set(
+                &sol.eigenvalues,
+                &want,
+                1e-9,
+                &format!("{ranks} ranks, rank {r}"),
+            );
             common::assert_pairs(&a, sol, 1e-10 * common::norm1(&a));
         }
     }

@@ -273,7 +273,7 @@ pub struct SolveArgs {
     pub st: crate::vectors::St,
     /// Every eigenvalue in [A, B] (e.g. `--interval 0:0.8`, `--interval=-1:1`),
     /// certified complete by the inertia of LDLᵀ factorizations: spectrum
-    /// slicing, each slice by shift-and-invert at its centre. --nev, --which
+    /// slicing, each slice by shift-and-invert at its lower end. --nev, --which
     /// and --target are not used. With --mass: of the pencil.
     #[arg(long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
           conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]

@@ -516,7 +516,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.prm.threads,
         );
         self.stats.basis_passes += 2;
-        if self.ndefl > 0 {
+        if self.residual_deflation() > 0 {
             self.deflate_residuals(&mut r, &mut nrm);
         }
         self.allreduce(&mut nrm);

@@ -339,7 +339,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             a.iter_mut().zip(b).for_each(|(a, b)| *a -= th * b);
             nrm[j] = crate::dense::dot(a, a);
         }
-        if self.ndefl > 0 {
+        if self.residual_deflation() > 0 {
             self.deflate_residuals(&mut ax, &mut nrm);
         }
         self.allreduce(&mut nrm);

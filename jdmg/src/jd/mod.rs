@@ -87,6 +87,14 @@ pub struct Problem<'a, A: ?Sized, C: ?Sized> {
     /// symmetric positive definite, applied to this process's rows like `a`
     /// ([`Problem::with_mass`]); None: the standard problem (M = I).
     pub mass: Option<Mass<'a>>,
+    /// Residuals projected against the locked vectors too, not only the
+    /// deflation vectors: those of the operator restricted to the complement
+    /// of the converged space (Sleijpen and van der Vorst's deflated JD). For
+    /// an operator whose eigenvalues span many orders of magnitude (the
+    /// shift-and-invert B = (A − σI)⁻¹), a locked vector's error, ‖r‖/gap,
+    /// times its large θ leaks into every later residual and keeps the small
+    /// θ's from their relative test. Set by [`crate::st`] only.
+    pub(crate) deflate_locked: bool,
 }
 
 impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
@@ -119,6 +127,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
             precond: None,
             spaces: Spaces::default(),
             mass: None,
+            deflate_locked: false,
         })
     }
 
@@ -799,6 +808,7 @@ mod tests {
             precond: None,
             spaces: Spaces::default(),
             mass: None,
+            deflate_locked: false,
         };
         let prm = JdParams::default();
         let sz = prm.resolve(n).unwrap();

@@ -140,7 +140,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                         x2[q] = crate::dense::dot(&xs[cols.clone()], &xs[cols]);
                     }
                 }
-                if self.ndefl > 0 {
+                if self.residual_deflation() > 0 {
                     self.deflate_residuals(&mut rs, &mut nrm);
                 }
                 nrm.extend_from_slice(&x2);

@@ -145,7 +145,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     self.stats.basis_passes += 2;
                 }
             }
-            if self.ndefl > 0 {
+            if self.residual_deflation() > 0 {
                 self.deflate_residuals(&mut w.rsel[s0 * n..(s0 + cnt) * n], &mut nrm[..cnt]);
             }
             self.allreduce(&mut nrm);
@@ -260,7 +260,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             aj.iter_mut().zip(xj).for_each(|(a, x)| *a -= th * x);
             nrm[j] = crate::dense::dot(aj, aj);
         }
-        if self.ndefl > 0 {
+        if self.residual_deflation() > 0 {
             self.deflate_residuals(ax, &mut nrm);
         }
         drop(own);

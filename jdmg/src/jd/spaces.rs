@@ -252,6 +252,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         Ok(())
     }
 
+    /// The vectors residuals are projected against: the deflation vectors,
+    /// and the locked ones with [`Problem::deflate_locked`] (both at the
+    /// front of `xl`).
+    pub(super) fn residual_deflation(&self) -> usize {
+        if self.pb.deflate_locked {
+            self.ndefl + self.nl()
+        } else {
+            self.ndefl
+        }
+    }
+
     /// Removes the deflation vectors' components from the residuals `r`
     /// (`nrm.len()` columns) and puts their local squared norms in `nrm`: the
     /// residuals of the operator restricted to the complement of Y,
@@ -259,7 +270,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// (with a mass matrix, (I − MYYᵀ)(Kx − θMx)).
     /// One global sum.
     pub(super) fn deflate_residuals(&mut self, r: &mut [f64], nrm: &mut [f64]) {
-        let (n, q, p) = (self.n, self.ndefl, nrm.len());
+        let (n, q, p) = (self.n, self.residual_deflation(), nrm.len());
         let mut c = vec![0.0; q * p];
         gemm_tn(&mut c, &self.xl, n, q, &r[..n * p], p, self.prm.threads);
         self.allreduce(&mut c);

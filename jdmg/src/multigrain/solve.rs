@@ -410,6 +410,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
             precond: None,
             spaces: Default::default(),
             mass: None,
+            deflate_locked: false,
         };
         let pb = match &mfrows {
             Some(mr) => pb
