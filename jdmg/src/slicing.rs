@@ -10,11 +10,13 @@
 //! a⁻ = a − δ and b⁺ = b + δ, δ = [`END_ROUNDINGS`] roundings of the
 //! spectrum's scale: an eigenvalue at an end, to working precision, is inside.
 //! Where LDLᵀ (which does not pivot) is not backward stable at a point, the
-//! point moves outward (inward for a cut) by doubling steps of δ.
+//! point moves outward (upward for a cut) by steps δ, 4δ, 16δ, …; the ends
+//! counted are in the report, and every eigenvalue between them is returned.
 //!
 //! **Slices.** [a⁻, b⁺) is cut into slices of at most
 //! [`SliceParams::per_slice`] eigenvalues: equal widths first, then a slice
-//! holding more is halved (one count per cut). Each slice [tᵢ, tᵢ₊₁) holding
+//! holding more is halved (one count per cut), down to a thousandth of the
+//! interval (a multiple eigenvalue cannot be cut). Each slice [tᵢ, tᵢ₊₁) holding
 //! cᵢ eigenvalues is solved by shift-and-invert ([`crate::st`]) at its lower
 //! end σ = tᵢ for the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹,
 //! one end of its spectrum): they are the slice's. Empty slices cost nothing
@@ -71,6 +73,11 @@ pub struct IntervalReport {
     pub lower: f64,
     /// Its upper end.
     pub upper: f64,
+    /// The ends where the inertia counted, a little outside [lower, upper]:
+    /// every eigenvalue in [counted_lower, counted_upper) is returned.
+    pub counted_lower: f64,
+    /// See `counted_lower`.
+    pub counted_upper: f64,
     /// Eigenvalues in it by inertia, multiplicities included: the number of
     /// pairs returned.
     pub count: usize,
@@ -99,9 +106,21 @@ impl Slice {
     }
 }
 
-/// The eigenvalues below `t` by inertia, moving `t` by doubling multiples of
-/// `delta` in the direction `dir` (±1) while LDLᵀ gives no inertia there;
-/// the point used and the count. Collective.
+/// The narrowest slice halved, as a fraction of the interval: a multiple
+/// eigenvalue (or a tight cluster) holding more than `per_slice` cannot be
+/// cut, and halving towards it would put slice ends, and the shifts of
+/// their solves, ever nearer to it.
+const MIN_SLICE: f64 = 1e-3;
+
+/// Points tried by [`count_at`]: t, then t moved by δ, 4δ, 16δ, … (up to
+/// 4¹⁴δ ≈ 7·10⁻⁵ of the spectrum's scale).
+const MOVES: usize = 16;
+
+/// The eigenvalues below `t` by inertia, moving `t` by growing multiples of
+/// `delta` in the direction `dir` (±1) while LDLᵀ gives no inertia there
+/// (LDLᵀ does not pivot: a point at an eigenvalue of a leading block, such
+/// as 2 for a grid Laplacian, gives a tiny pivot); the point used and the
+/// count. Collective.
 #[allow(clippy::too_many_arguments)]
 fn count_at<C: Comm + ?Sized>(
     k: &CsrMatrix,
@@ -114,18 +133,17 @@ fn count_at<C: Comm + ?Sized>(
     factored: &mut usize,
 ) -> Result<(f64, usize), JdError> {
     let mut step = 0.0;
-    for _ in 0..12 {
+    for _ in 0..MOVES {
         let at = t + dir * step;
         *factored += 1;
         if let Some(c) = count_below(k, mass, at, threads, comm) {
             return Ok((at, c));
         }
-        step = if step == 0.0 { delta } else { 2.0 * step };
+        step = if step == 0.0 { delta } else { 4.0 * step };
     }
     Err(JdError::Factorization(format!(
         "no LDLᵀ factorization near {t:e} gives the inertia (zero or unstable pivots at \
-         {} points up to {:e} away): the count of the interval is unknown",
-        12, step
+         {MOVES} points up to {step:e} away): the count of the interval is unknown"
     )))
 }
 
@@ -177,9 +195,9 @@ pub(crate) fn run<C: Comm + ?Sized>(
     let per = slicing.per_slice.max(1);
     let threads = params.threads;
     // The spectrum's scale: ‖K‖₁/‖M‖₁ bounds it for a pencil within κ(M).
-    let knorm = norm1(k);
+    let knorm = crate::st::norm1(k);
     let scale = match mass {
-        Some(m) => knorm / norm1(m).max(f64::MIN_POSITIVE),
+        Some(m) => knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE),
         None => knorm,
     }
     .max(lower.abs())
@@ -212,16 +230,11 @@ pub(crate) fn run<C: Comm + ?Sized>(
     let mut ends = vec![(a, below_a)];
     for i in 1..first {
         let t = a + (b - a) * i as f64 / first as f64;
-        ends.push(count_at(
-            k,
-            mass,
-            t,
-            1.0,
-            delta,
-            threads,
-            comm,
-            &mut factored,
-        )?);
+        let (t, c) = count_at(k, mass, t, 1.0, delta, threads, comm, &mut factored)?;
+        // a cut moved past the next one (or the end) is left out
+        if t > ends[ends.len() - 1].0 && t < b {
+            ends.push((t, c));
+        }
     }
     ends.push((b, below_b));
     let mut slices: Vec<Slice> = ends
@@ -236,7 +249,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
     let mut i = 0;
     while i < slices.len() {
         let s = slices[i];
-        if s.count() > per && s.hi - s.lo > 4.0 * delta {
+        if s.count() > per && s.hi - s.lo > (MIN_SLICE * (b - a)).max(4.0 * delta) {
             let mid = 0.5 * (s.lo + s.hi);
             let (t, c) = count_at(k, mass, mid, 1.0, delta, threads, comm, &mut factored)?;
             if t > s.lo && t < s.hi {
@@ -262,6 +275,8 @@ pub(crate) fn run<C: Comm + ?Sized>(
     let mut report = IntervalReport {
         lower,
         upper,
+        counted_lower: a,
+        counted_upper: b,
         count: total,
         slices: 0,
         counts: factored,
@@ -535,11 +550,4 @@ fn finish(
             partial: Box::new(sol),
         })
     }
-}
-
-/// The 1-norm of a symmetric matrix (its largest absolute row sum).
-fn norm1(a: &CsrMatrix) -> f64 {
-    (0..a.nrows())
-        .map(|i| a.row(i).1.iter().map(|v| v.abs()).sum::<f64>())
-        .fold(0.0, f64::max)
 }

@@ -912,7 +912,7 @@ impl TrueTest {
 }
 
 /// The 1-norm of a symmetric matrix (its largest absolute row sum).
-fn norm1(a: &CsrMatrix) -> f64 {
+pub(crate) fn norm1(a: &CsrMatrix) -> f64 {
     (0..a.nrows())
         .map(|i| a.row(i).1.iter().map(|v| v.abs()).sum::<f64>())
         .fold(0.0, f64::max)

@@ -10,22 +10,6 @@ use jdmg::{JdError, JdParams, Solver};
 use lblib::ThreadComm;
 use matrices::generate::generate;
 
-/// The eigenvalues of lap3d:n (the 7-point Laplacian on an n³ grid), ascending.
-fn lap3d_spectrum(n: usize) -> Vec<f64> {
-    let h = std::f64::consts::PI / (n + 1) as f64;
-    let c: Vec<f64> = (1..=n).map(|i| 2.0 - 2.0 * (h * i as f64).cos()).collect();
-    let mut all = Vec::with_capacity(n * n * n);
-    for a in &c {
-        for b in &c {
-            for d in &c {
-                all.push(a + b + d);
-            }
-        }
-    }
-    all.sort_by(f64::total_cmp);
-    all
-}
-
 fn params() -> JdParams {
     JdParams {
         tol: 1e-10,
@@ -61,7 +45,7 @@ fn assert_set(got: &[f64], want: &[f64], rel: f64, what: &str) {
 #[test]
 fn lap3d_interval_returns_the_exact_set_whatever_the_slicing() {
     let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
-    let all = lap3d_spectrum(10);
+    let all = common::lap3d_spectrum(10);
     let want: Vec<f64> = all.iter().copied().filter(|&l| l <= 1.2).collect();
     assert_eq!(want.len(), 17);
     let bound = 1e-10 * common::norm1(&a);
@@ -84,7 +68,7 @@ fn lap3d_interval_returns_the_exact_set_whatever_the_slicing() {
 #[test]
 fn an_end_at_a_multiple_eigenvalue_takes_every_copy() {
     let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
-    let all = lap3d_spectrum(10);
+    let all = common::lap3d_spectrum(10);
     let six = all[11];
     assert!((all[16] - six).abs() < 1e-12 && (all[17] - six).abs() > 1e-3);
     for (lo, hi) in [(0.9, six), (six, 1.2)] {
@@ -107,7 +91,7 @@ fn an_end_at_a_multiple_eigenvalue_takes_every_copy() {
 #[test]
 fn empty_intervals_return_no_pair() {
     let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
-    let all = lap3d_spectrum(10);
+    let all = common::lap3d_spectrum(10);
     let gap = (all[0] + 0.01, all[1] - 0.01);
     for (lo, hi) in [gap, (-5.0, -1.0), (100.0, 200.0), (0.3, 0.3)] {
         let sol = Solver::new(&a, &params())
@@ -173,7 +157,7 @@ fn pencil_interval_against_the_closed_form() {
 #[test]
 fn thread_ranks_return_the_serial_set() {
     let a = generate(&"lap3d:8".parse().unwrap()).unwrap();
-    let all = lap3d_spectrum(8);
+    let all = common::lap3d_spectrum(8);
     let want: Vec<f64> = all.iter().copied().filter(|&l| l <= 1.5).collect();
     for ranks in [2, 3] {
         let out = ThreadComm::run(ranks, |comm| {

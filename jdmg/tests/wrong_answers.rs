@@ -431,22 +431,6 @@ fn bcsstk15_defaults_find_the_eigenvalue_of_its_isolated_rows() {
     assert_pairs(&a, &sol, 1e-8 * sol.stats.anorm_estimate * 1.0001);
 }
 
-/// The eigenvalues of lap3d:n (the 7-point Laplacian on an n³ grid,
-/// Dirichlet): Σ_d 2 − 2cos(i_d π/(n+1)), all of them.
-fn lap3d_spectrum(n: usize) -> Vec<f64> {
-    let h = std::f64::consts::PI / (n + 1) as f64;
-    let c: Vec<f64> = (1..=n).map(|i| 2.0 - 2.0 * (h * i as f64).cos()).collect();
-    let mut all = Vec::with_capacity(n * n * n);
-    for a in &c {
-        for b in &c {
-            for d in &c {
-                all.push(a + b + d);
-            }
-        }
-    }
-    all
-}
-
 /// Block size 1 around an interior target next to a six-fold eigenvalue
 /// (lap3d:10, σ = 1.09, the six copies of 1.0888 nearest): a Jacobi
 /// preconditioner on a constant diagonal makes the search space a Krylov
@@ -459,7 +443,7 @@ fn interior_target_with_block_one_returns_every_copy_of_a_sixfold_eigenvalue() {
     use jdmg::{Extraction, InnerSolver, Solver, Target};
     let a = matrices::generate::generate(&"lap3d:10".parse().unwrap()).unwrap();
     let sigma = 1.09;
-    let mut all = lap3d_spectrum(10);
+    let mut all = common::lap3d_spectrum(10);
     all.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     for extraction in [Extraction::Harmonic, Extraction::Ritz] {
         let p = JdParams {

@@ -239,6 +239,7 @@ def eigsh(
     conv=None,
     seed=None,
     return_stats=False,
+    subset_by_value=None,
     **options,
 ):
     """The ``k`` eigenpairs of the real symmetric matrix ``A`` that ``which``
@@ -324,6 +325,14 @@ def eigsh(
         (``matvecs``, ``outer_iterations``, ``inner_steps``,
         ``wall_seconds``, ...) and PRIMME's (``numMatvecs``,
         ``numOuterIterations``, ``numPreconds``, ``elapsedTime``, ``rnorms``).
+    subset_by_value : (a, b), optional
+        Every eigenpair in [a, b] instead of ``k`` of them (the name of
+        ``scipy.linalg.eigh``; ``k`` and ``which`` are not used), certified
+        complete by the inertia of LDL^T factorizations of A - tM at the
+        ends; an end at an eigenvalue, to rounding, takes all of its copies
+        in. Spectrum slicing, each slice by shift-and-invert. Needs A (and M)
+        as matrices; no ``sigma``, ``OPinv``, ``v0``. The statistics'
+        ``interval`` holds the count and the slices.
     **options
         Any other field of the Rust ``JdParams`` by name (``restart_size``,
         ``verify``, ``locking``, ``anorm``, ``precond_shift``, ``ilut_fill``,
@@ -456,10 +465,26 @@ def eigsh(
             raise TypeError("precond must be a name, a matrix, a LinearOperator or a callable")
         pc_call = _block_callable(precond, n, "precond")
 
+    interval = None
+    if subset_by_value is not None:
+        try:
+            lo, hi = (float(x) for x in subset_by_value)
+        except (TypeError, ValueError):
+            raise ValueError(f"subset_by_value must be a pair (a, b), got {subset_by_value!r}") from None
+        if not (_np.isfinite(lo) and _np.isfinite(hi) and lo <= hi):
+            raise ValueError(f"subset_by_value must be finite with a <= b, got {subset_by_value!r}")
+        if sigma is not None or OPinv is not None or start is not None:
+            raise ValueError("subset_by_value takes no sigma, OPinv, v0 or X0")
+        if csr is None or (M is not None and mass is None):
+            raise ValueError("subset_by_value needs A (and M) as matrices: it factors A - tM")
+        interval = (lo, hi)
+
     # --- the solves ---------------------------------------------------------
     def run(nev, target, shift_invert=None, op=None):
         p = dict(params, nev=nev, target=target)
         kw = dict(precond=pc_call, x0=start, deflation=defl, vectors=return_eigenvectors)
+        if interval is not None:
+            kw["interval"] = interval
         if op is not None:  # OPinv: no preconditioner
             kw.update(matvec=op, precond=None)
         elif csr is not None:
@@ -487,7 +512,10 @@ def eigsh(
         return [(k, {"LM": "largest_magnitude", "SM": {"closest": 0.0}, "LA": "largest", "SA": "smallest"}[which])]
 
     results = []
-    if M is not None and (sigma is not None or which == "SM"):
+    if interval is not None:
+        # every eigenpair in [a, b]: k and which are not used
+        results.append(run(1, "smallest"))
+    elif M is not None and (sigma is not None or which == "SM"):
         if sigma is not None and which != "LM":
             raise ValueError(f"which={which!r} with sigma and M: only 'LM' (closest to sigma)")
         if sigma is not None and csr is not None and mass is not None:
@@ -583,7 +611,7 @@ def eigsh(
         ev = w[converged]
         vec = v[:, converged] if return_eigenvectors else None
         raise NoConvergence(
-            f"jdmg: {int(converged.sum())} of {k} eigenpairs converged "
+            f"jdmg: {int(converged.sum())} of {len(w) if interval is not None else k} eigenpairs converged "
             f"after {stats['outer_iterations']} outer iterations and {stats['matvecs']} matvecs",
             ev,
             vec,

@@ -160,7 +160,7 @@ fn csr_matrix(
 /// `vectors` is false. The CSR matrix is built, and the solve runs, without
 /// the GIL.
 #[pyfunction(name = "solve")]
-#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true, mass_indptr=None, mass_indices=None, mass_data=None, mass_matvec=None))]
+#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true, mass_indptr=None, mass_indices=None, mass_data=None, mass_matvec=None, interval=None))]
 #[allow(clippy::too_many_arguments)]
 fn solve_py<'py>(
     py: Python<'py>,
@@ -179,6 +179,7 @@ fn solve_py<'py>(
     mass_indices: Option<PyReadonlyArray1<'py, i64>>,
     mass_data: Option<PyReadonlyArray1<'py, f64>>,
     mass_matvec: Option<Py<PyAny>>,
+    interval: Option<(f64, f64)>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let params: JdParams = serde_json::from_str(params_json)
         .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
@@ -257,6 +258,34 @@ fn solve_py<'py>(
         let pc_dyn = pc
             .as_ref()
             .map(|p| p as &(dyn Preconditioner + Send + Sync));
+        if let Some((lo, hi)) = interval {
+            // Every eigenpair in [lo, hi], certified by inertia (spectrum slicing).
+            let Matrix::Csr(a) = &matrix else {
+                return Err(JdError::invalid(
+                    "subset_by_value",
+                    "an interval needs A as a matrix (it factors A - tI)",
+                ));
+            };
+            let solver = jdmg::Solver::new(a, &params);
+            let solver = match &mass {
+                None => solver,
+                Some(Matrix::Csr(m)) => solver.mass(m),
+                Some(Matrix::Callable(_)) => {
+                    return Err(JdError::invalid(
+                        "subset_by_value",
+                        "an interval needs M as a matrix (it factors A - tM)",
+                    ))
+                }
+            };
+            return solver
+                .interval(lo, hi, jdmg::slicing::SliceParams::default())
+                .observer(&mut observer)
+                .spaces(Spaces {
+                    initial: &[],
+                    deflation: spaces.deflation,
+                })
+                .run();
+        }
         if let (Some(s), Matrix::Csr(a), Some(Matrix::Csr(m))) = (sigma, &matrix, &mass) {
             // Shift-and-invert on K − σM (the library maps the eigenvalues back).
             if params.target != Target::LargestMagnitude {

@@ -669,3 +669,42 @@ def test_concurrent_solves_from_threads():
         t.join()
     np.testing.assert_allclose(out["m"], expected(a, 3, "SA"), rtol=1e-9)
     np.testing.assert_allclose(out["o"], out["m"], rtol=1e-9)
+
+
+def test_subset_by_value_returns_every_eigenvalue_in_the_interval():
+    # lap2d:12: double eigenvalues (i, j and j, i); [0.5, 2.0] against numpy.
+    a = lap2d(12)
+    ref = np.linalg.eigvalsh(a.toarray())
+    want = ref[(ref >= 0.5) & (ref <= 2.0 + 1e-9)]  # 2 is a multiple eigenvalue
+    w, v, st = jdmg.eigsh(a, subset_by_value=(0.5, 2.0), tol=1e-10, return_stats=True)
+    assert len(w) == len(want) and len(want) > 10
+    np.testing.assert_allclose(w, want, rtol=1e-9)
+    r = np.linalg.norm(a @ v - v * w, axis=0)
+    assert r.max() < 1e-9 * sla.norm(a, 1)
+    np.testing.assert_allclose(v.T @ v, np.eye(len(w)), atol=1e-9)
+    assert st["interval"]["count"] == len(want)
+
+
+def test_subset_by_value_of_a_pencil_and_an_empty_interval():
+    a = lap2d(10)
+    m = sp.diags(np.linspace(1.0, 2.0, 100), format="csr")
+    import scipy.linalg as sl
+
+    ref = sl.eigh(a.toarray(), m.toarray(), eigvals_only=True)
+    lo, hi = 0.5 * (ref[3] + ref[4]), 0.5 * (ref[15] + ref[16])
+    w, v = jdmg.eigsh(a, M=m, subset_by_value=(lo, hi), tol=1e-10)
+    np.testing.assert_allclose(w, ref[4:16], rtol=1e-9)
+    np.testing.assert_allclose(v.T @ (m @ v), np.eye(12), atol=1e-9)
+    w, v = jdmg.eigsh(a, subset_by_value=(-2.0, -1.0))
+    assert w.shape == (0,) and v.shape == (100, 0)
+
+
+def test_subset_by_value_is_checked():
+    a = lap2d(6)
+    for bad in [(1.0, 0.0), (0.0, np.inf), "ab"]:
+        with pytest.raises(ValueError):
+            jdmg.eigsh(a, subset_by_value=bad)
+    with pytest.raises(ValueError):
+        jdmg.eigsh(a, sigma=1.0, subset_by_value=(0.0, 1.0))
+    with pytest.raises(ValueError):
+        jdmg.eigsh(sla.aslinearoperator(a), subset_by_value=(0.0, 1.0))

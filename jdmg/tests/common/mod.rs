@@ -109,6 +109,23 @@ pub fn lund_pair() -> Option<(CsrMatrix, CsrMatrix)> {
     Some((read("lund_a"), read("lund_b")))
 }
 
+/// The eigenvalues of lap3d:n (the 7-point Laplacian on an n³ grid,
+/// Dirichlet): Σ_d 2 − 2cos(i_d π/(n+1)), all of them, ascending.
+pub fn lap3d_spectrum(n: usize) -> Vec<f64> {
+    let h = std::f64::consts::PI / (n + 1) as f64;
+    let c: Vec<f64> = (1..=n).map(|i| 2.0 - 2.0 * (h * i as f64).cos()).collect();
+    let mut all = Vec::with_capacity(n * n * n);
+    for a in &c {
+        for b in &c {
+            for d in &c {
+                all.push(a + b + d);
+            }
+        }
+    }
+    all.sort_by(f64::total_cmp);
+    all
+}
+
 /// ‖A‖₁ (a bound of ‖A‖₂ for a symmetric A).
 pub fn norm1(a: &CsrMatrix) -> f64 {
     let mut col = vec![0.0f64; a.ncols()];
