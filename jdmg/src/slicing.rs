@@ -53,16 +53,38 @@ pub const END_ROUNDINGS: f64 = 1e3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SliceParams {
-    /// The most eigenvalues a slice holds (default 48): fewer cost more
-    /// factorizations (one per slice and one per cut), more cost more
-    /// orthogonalization per slice (n·cᵢ² per restart).
+    /// The most eigenvalues a slice holds (default 96): fewer cost more
+    /// factorizations (one per slice and one per cut) and more solves per
+    /// eigenvalue, more cost more orthogonalization per slice (n·cᵢ² per
+    /// restart).
     pub per_slice: usize,
+    /// The method on each slice's B = (A − σI)⁻¹ (default Lanczos).
+    pub method: SliceMethod,
 }
 
 impl Default for SliceParams {
     fn default() -> Self {
-        Self { per_slice: 48 }
+        Self {
+            per_slice: 96,
+            method: SliceMethod::Lanczos,
+        }
     }
+}
+
+/// The method that finds a slice's eigenvalues, the largest of B = (A − σI)⁻¹
+/// (of (K − σM)⁻¹M) with σ at the slice's lower end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SliceMethod {
+    /// Block thick-restart Lanczos (Krylov-Schur) with full
+    /// reorthogonalization: one solve with the factors and one product with
+    /// M per basis column.
+    #[default]
+    Lanczos,
+    /// The block Davidson loop of [`crate::Solver::run`] on B (GD+k steps, a
+    /// Rayleigh-Ritz projection per block), also what a second solve from
+    /// the first one's vectors runs.
+    Davidson,
 }
 
 /// What an interval solve counted and did ([`crate::Stats::interval`]).
@@ -294,6 +316,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
             s,
             comm,
             params,
+            slicing,
             budget,
             spaces,
             reborrow(&mut observer),
@@ -338,6 +361,7 @@ fn solve_slice<C: Comm + ?Sized>(
     s: &Slice,
     comm: &C,
     params: &JdParams,
+    slicing: &SliceParams,
     budget: u64,
     spaces: Spaces<'_>,
     mut observer: Option<Observer<'_>>,
@@ -373,6 +397,7 @@ fn solve_slice<C: Comm + ?Sized>(
             ..Hooks::default()
         },
         Wanted::Above,
+        slicing.method,
     )?;
     let (mut sol, inside) = keep_inside(first, s, mass.is_some(), comm);
     if inside == c {
@@ -407,6 +432,7 @@ fn solve_slice<C: Comm + ?Sized>(
             ..Hooks::default()
         },
         Wanted::Above,
+        slicing.method,
     );
     let again = match again {
         Ok(a) => a,

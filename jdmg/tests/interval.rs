@@ -5,7 +5,7 @@
 
 mod common;
 
-use jdmg::slicing::SliceParams;
+use jdmg::slicing::{SliceMethod, SliceParams};
 use jdmg::{JdError, JdParams, Solver};
 use lblib::ThreadComm;
 use matrices::generate::generate;
@@ -18,7 +18,10 @@ fn params() -> JdParams {
 }
 
 fn slices(per_slice: usize) -> SliceParams {
-    SliceParams { per_slice }
+    SliceParams {
+        per_slice,
+        ..SliceParams::default()
+    }
 }
 
 /// The returned eigenvalues equal `want` (ascending, same length) to `rel`.
@@ -41,7 +44,7 @@ fn assert_set(got: &[f64], want: &[f64], rel: f64, what: &str) {
 /// lap3d:10 on [0, 1.2]: 17 eigenvalues, among them the sixfold 1.0888;
 /// one slice, then slices of at most 2 and 5 (cuts through the multiplets'
 /// neighbourhoods): the same exact set, orthonormal, true residuals within
-/// the tolerance, every count in the report.
+/// the tolerance, every count in the report; by Lanczos and by Davidson.
 #[test]
 fn lap3d_interval_returns_the_exact_set_whatever_the_slicing() {
     let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
@@ -49,12 +52,30 @@ fn lap3d_interval_returns_the_exact_set_whatever_the_slicing() {
     let want: Vec<f64> = all.iter().copied().filter(|&l| l <= 1.2).collect();
     assert_eq!(want.len(), 17);
     let bound = 1e-10 * common::norm1(&a);
-    for per in [48, 5, 2] {
+    for (per, method) in [
+        (48, SliceMethod::Lanczos),
+        (5, SliceMethod::Lanczos),
+        (2, SliceMethod::Lanczos),
+        (48, SliceMethod::Davidson),
+        (5, SliceMethod::Davidson),
+    ] {
         let sol = Solver::new(&a, &params())
-            .interval(0.0, 1.2, slices(per))
+            .interval(
+                0.0,
+                1.2,
+                SliceParams {
+                    per_slice: per,
+                    method,
+                },
+            )
             .run()
-            .unwrap_or_else(|e| panic!("per_slice {per}: {e}"));
-        assert_set(&sol.eigenvalues, &want, 1e-9, &format!("per_slice {per}"));
+            .unwrap_or_else(|e| panic!("per_slice {per}, {method:?}: {e}"));
+        assert_set(
+            &sol.eigenvalues,
+            &want,
+            1e-9,
+            &format!("per_slice {per}, {method:?}"),
+        );
         common::assert_pairs(&a, &sol, bound);
         let iv = sol.stats.interval.expect("the interval report");
         assert_eq!(iv.count, 17);

@@ -278,9 +278,12 @@ pub struct SolveArgs {
     #[arg(long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
           conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
     pub interval: Option<(f64, f64)>,
-    /// With --interval: the most eigenvalues one slice holds (default 48).
+    /// With --interval: the most eigenvalues one slice holds (default 96).
     #[arg(long, requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
     pub per_slice: Option<u64>,
+    /// With --interval: the method on each slice's (A − σI)⁻¹.
+    #[arg(long, value_enum, requires = "interval", default_value = "lanczos")]
+    pub slice_method: crate::vectors::SliceMethod,
 }
 
 /// `A:B` with finite A ≤ B.
@@ -990,6 +993,7 @@ fn shift_invert_if_asked<'h, C: Comm>(
         if let Some(p) = a.per_slice {
             slicing.per_slice = usize::try_from(p).unwrap_or(usize::MAX);
         }
+        slicing.method = a.slice_method.into();
         return solver.interval(lo, hi, slicing);
     }
     match (a.st, params.target) {

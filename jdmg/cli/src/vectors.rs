@@ -20,6 +20,24 @@ pub enum St {
     Sinvert,
 }
 
+/// The method on each slice of `--interval` (`--slice-method`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SliceMethod {
+    /// Block thick-restart Lanczos (Krylov-Schur) on (A − σI)⁻¹ (default).
+    Lanczos,
+    /// The block Davidson loop on (A − σI)⁻¹.
+    Davidson,
+}
+
+impl From<SliceMethod> for jdmg::slicing::SliceMethod {
+    fn from(m: SliceMethod) -> Self {
+        match m {
+            SliceMethod::Lanczos => Self::Lanczos,
+            SliceMethod::Davidson => Self::Davidson,
+        }
+    }
+}
+
 /// The vectors of `--initial` and `--deflate`, n × p each (column-major).
 #[derive(Default)]
 pub struct Vectors {
