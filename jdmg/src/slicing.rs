@@ -111,6 +111,23 @@ pub struct IntervalReport {
     pub retried: usize,
     /// Seconds of the counts.
     pub count_seconds: f64,
+    /// Eigenvalues below `counted_lower`, by inertia.
+    pub below: usize,
+    /// For an index range ([`Range::Indices`]): the first index returned
+    /// (0-based, ascending); `lower` and `upper` are then the bracket found
+    /// by inertia, and `count` the pairs returned.
+    pub first_index: Option<usize>,
+}
+
+/// Which eigenvalues an interval solve returns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Range {
+    /// Every eigenvalue in [lower, upper].
+    Values(f64, f64),
+    /// λ_first ≤ … ≤ λ_last of the ascending spectrum (0-based indices,
+    /// multiplicities counted; `scipy.linalg.eigh`'s `subset_by_index`).
+    Indices(usize, usize),
 }
 
 /// One slice: [lo, hi) and the eigenvalues below each end.
@@ -187,6 +204,204 @@ fn count_at<C: Comm + ?Sized>(
 /// out of `max_matvecs` (shared by all slices).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    range: Range,
+    comm: &C,
+    params: &JdParams,
+    slicing: &SliceParams,
+    spaces: Spaces<'_>,
+    observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    match range {
+        Range::Values(lower, upper) => run_values(
+            k, mass, lower, upper, comm, params, slicing, spaces, observer,
+        ),
+        Range::Indices(first, last) => {
+            let t0 = Instant::now();
+            crate::setup::check_matrix(k, params)?;
+            if let Some(m) = mass {
+                crate::setup::check_pair(k, m, params)?;
+            }
+            let n = k.nrows();
+            if first > last || last >= n {
+                return Err(JdError::invalid(
+                    "interval",
+                    format!("the index range {first}..={last} must have first ≤ last < n = {n}"),
+                ));
+            }
+            let (lower, upper, counts) = bracket(k, mass, first, last, params.threads, comm)?;
+            let res = run_values(
+                k, mass, lower, upper, comm, params, slicing, spaces, observer,
+            );
+            let pick = |mut sol: Solution| {
+                let mut iv = sol.stats.interval.unwrap_or_default();
+                // pair j of the interval has index iv.below + j
+                let from = first.saturating_sub(iv.below).min(sol.eigenvalues.len());
+                let to = (last + 1)
+                    .saturating_sub(iv.below)
+                    .min(sol.eigenvalues.len());
+                let nl = sol.n_local;
+                sol.eigenvalues = sol.eigenvalues[from..to].to_vec();
+                sol.residual_norms = sol.residual_norms[from..to].to_vec();
+                sol.converged = sol.converged[from..to].to_vec();
+                sol.eigenvectors = sol.eigenvectors[from * nl..to * nl].to_vec();
+                iv.count = last + 1 - first;
+                iv.first_index = Some(first);
+                iv.counts += counts;
+                iv.count_seconds += t0.elapsed().as_secs_f64() - sol.stats.wall_seconds;
+                sol.stats.interval = Some(iv);
+                sol.stats.wall_seconds = t0.elapsed().as_secs_f64();
+                sol
+            };
+            match res {
+                Ok(sol) => {
+                    let sol = pick(sol);
+                    if sol.eigenvalues.len() == last + 1 - first
+                        && sol.nconverged() == sol.eigenvalues.len()
+                    {
+                        Ok(sol)
+                    } else {
+                        Err(JdError::NotConverged {
+                            wanted: last + 1 - first,
+                            partial: Box::new(sol),
+                        })
+                    }
+                }
+                Err(JdError::NotConverged { partial, .. }) => Err(JdError::NotConverged {
+                    wanted: last + 1 - first,
+                    partial: Box::new(pick(*partial)),
+                }),
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// How many more eigenvalues than asked an index range's bracket may hold
+/// at each end before its search stops: 2, or 2 % of the range.
+fn bracket_slack(wanted: usize) -> usize {
+    (wanted / 50).max(2)
+}
+
+/// Bounds [lower, upper] holding the eigenvalues of indices `first..=last`
+/// (ascending, 0-based), found by inertia: from the spectrum's Gershgorin
+/// bounds (for a pencil, ±‖K‖₁/‖M‖₁ doubled until the counts bracket), a
+/// search by interpolation of the counts (safeguarded towards bisection)
+/// until at most [`bracket_slack`] eigenvalues more than asked lie inside
+/// at each end, or the bracket is a thousandth of the spectrum's width. The
+/// ends and the LDLᵀ factorizations spent. Collective.
+fn bracket<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    first: usize,
+    last: usize,
+    threads: usize,
+    comm: &C,
+) -> Result<(f64, f64, usize), JdError> {
+    let mut factored = 0;
+    let knorm = crate::st::norm1(k);
+    let (mut lo, mut hi) = match mass {
+        None => gershgorin(k),
+        Some(m) => {
+            let s = knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE);
+            (-s, s)
+        }
+    };
+    let width0 = (hi - lo).max(f64::MIN_POSITIVE);
+    let delta =
+        END_ROUNDINGS * f64::EPSILON * knorm.max(lo.abs()).max(hi.abs()).max(f64::MIN_POSITIVE);
+    lo -= delta;
+    hi += delta;
+    let count =
+        |t: f64, dir: f64, f: &mut usize| count_at(k, mass, t, dir, delta, threads, comm, f);
+    let (mut lo, mut c_lo) = count(lo, -1.0, &mut factored)?;
+    let (mut hi, mut c_hi) = count(hi, 1.0, &mut factored)?;
+    // a pencil's ends: doubled out until nothing is below lo and all below hi
+    for _ in 0..64 {
+        if c_lo <= first && c_hi > last {
+            break;
+        }
+        let w = hi - lo;
+        if c_lo > first {
+            (lo, c_lo) = count(lo - w, -1.0, &mut factored)?;
+        }
+        if c_hi <= last {
+            (hi, c_hi) = count(hi + w, 1.0, &mut factored)?;
+        }
+    }
+    if c_lo > first || c_hi <= last {
+        return Err(JdError::Factorization(format!(
+            "no bracket of the eigenvalues {first}..={last} found by inertia in [{lo:e}, {hi:e}]"
+        )));
+    }
+    let slack = bracket_slack(last + 1 - first);
+    let min_width = MIN_SLICE * width0;
+    // Upper end: the least t with count(t) > last, to within the slack.
+    let (mut a, mut ca, mut b, mut cb) = (lo, c_lo, hi, c_hi);
+    while cb > last + 1 + slack && b - a > min_width {
+        let t = interpolate(a, ca, b, cb, last as f64 + 1.0 + 0.5 * slack as f64);
+        let (t, c) = count(t, 1.0, &mut factored)?;
+        if t <= a || t >= b {
+            break;
+        }
+        if c > last {
+            (b, cb) = (t, c);
+        } else {
+            (a, ca) = (t, c);
+        }
+    }
+    let upper = b;
+    // Lower end: the greatest t with count(t) ≤ first, to within the slack.
+    let (mut a, mut ca, mut b2, mut cb2) = (lo, c_lo, b, cb);
+    while ca + slack < first && b2 - a > min_width {
+        let t = interpolate(a, ca, b2, cb2, first as f64 - 0.5 * slack as f64);
+        let (t, c) = count(t, -1.0, &mut factored)?;
+        if t <= a || t >= b2 {
+            break;
+        }
+        if c <= first {
+            (a, ca) = (t, c);
+        } else {
+            (b2, cb2) = (t, c);
+        }
+    }
+    Ok((a, upper, factored))
+}
+
+/// The point where the counts, linear between (a, ca) and (b, cb), reach
+/// `target`, kept at least a sixteenth of the width from either end.
+fn interpolate(a: f64, ca: usize, b: f64, cb: usize, target: f64) -> f64 {
+    let f = if cb > ca {
+        (target - ca as f64) / (cb - ca) as f64
+    } else {
+        0.5
+    };
+    a + (b - a) * f.clamp(1.0 / 16.0, 15.0 / 16.0)
+}
+
+/// Gershgorin's bounds of the spectrum of a symmetric matrix.
+fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        let (mut d, mut r) = (0.0, 0.0);
+        for (&j, &v) in cols.iter().zip(vals) {
+            if j as usize == i {
+                d += v;
+            } else {
+                r += v.abs();
+            }
+        }
+        lo = lo.min(d - r);
+        hi = hi.max(d + r);
+    }
+    (lo, hi)
+}
+
+/// [`run`] for [`Range::Values`].
+#[allow(clippy::too_many_arguments)]
+fn run_values<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     lower: f64,
@@ -304,6 +519,8 @@ pub(crate) fn run<C: Comm + ?Sized>(
         counts: factored,
         retried: 0,
         count_seconds,
+        below: below_a,
+        first_index: None,
     };
     let mut out: Option<Solution> = None;
     let mut used = 0u64;

@@ -46,7 +46,7 @@ use crate::multigrain::MultigrainParams;
 use crate::params::{JdParams, Target};
 use crate::repartition::RepartitionEvent;
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
-use crate::slicing::SliceParams;
+use crate::slicing::{Range, SliceParams};
 use crate::solution::{IterationEvent, Solution, Stats};
 
 /// A solve on a CSR matrix (any [`AsCsr`]): on one process, over the ranks
@@ -61,7 +61,7 @@ pub struct OnMatrix<'h, M: ?Sized, C = SelfComm, B = SelfComm> {
     /// σ of shift-and-invert ([`Solver::shift_invert`]).
     shift: Option<f64>,
     /// [a, b] of an interval solve ([`Solver::interval`]) and its slicing.
-    interval: Option<(f64, f64, SliceParams)>,
+    interval: Option<(Range, SliceParams)>,
 }
 
 /// A solve on a [`Problem`] of one's own (matrix-free). See
@@ -279,7 +279,18 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// [`shift_invert`](Solver::shift_invert), start vectors, checkpoints or
     /// a resume (`InvalidParams`).
     pub fn interval(mut self, lower: f64, upper: f64, slicing: SliceParams) -> Self {
-        self.input.interval = Some((lower, upper, slicing));
+        self.input.interval = Some((Range::Values(lower, upper), slicing));
+        self
+    }
+
+    /// The eigenpairs λ_first ≤ … ≤ λ_last of the ascending spectrum (0-based
+    /// indices, multiplicities counted; SciPy's `subset_by_index`), as
+    /// [`interval`](Solver::interval) on bounds found by inertia: a search
+    /// over LDLᵀ counts brackets the indices, then the interval's pairs of
+    /// those indices are returned. `stats.interval` gives the bracket and
+    /// `first_index`. `InvalidParams` unless first ≤ last < n.
+    pub fn indices(mut self, first: usize, last: usize, slicing: SliceParams) -> Self {
+        self.input.interval = Some((Range::Indices(first, last), slicing));
         self
     }
 
@@ -381,7 +392,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             shift,
             interval,
         } = self.input;
-        if let Some((lower, upper, slicing)) = interval {
+        if let Some((range, slicing)) = interval {
             let refused = if shift.is_some() {
                 Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
             } else if !self.sinks.is_empty() || self.resume.is_some() {
@@ -403,8 +414,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 crate::slicing::run(
                     &csr,
                     mass,
-                    lower,
-                    upper,
+                    range,
                     c,
                     self.params,
                     &slicing,

@@ -199,3 +199,47 @@ fn thread_ranks_return_the_serial_set() {
         }
     }
 }
+
+/// Index ranges (`Solver::indices`): the smallest 17 of lap3d:10, a range
+/// whose ends cut through the sixfold 1.0888 and a fourfold eigenvalue, and
+/// one single index; of a pencil too (fem2d:20, indices 10..=30). The
+/// exact eigenvalues of those indices, orthonormal, with the first index in
+/// the report; a range past n is refused.
+#[test]
+fn index_ranges_return_the_eigenvalues_of_those_indices() {
+    let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
+    let all = common::lap3d_spectrum(10);
+    let six = all.iter().position(|&l| (l - 1.0888).abs() < 1e-3).unwrap();
+    let bound = 1e-10 * common::norm1(&a);
+    for (first, last) in [(0, 16), (six + 2, six + 12), (40, 40)] {
+        let sol = Solver::new(&a, &params())
+            .indices(first, last, slices(5))
+            .run()
+            .unwrap_or_else(|e| panic!("{first}..={last}: {e}"));
+        assert_set(
+            &sol.eigenvalues,
+            &all[first..=last],
+            1e-9,
+            &format!("{first}..={last}"),
+        );
+        common::assert_pairs(&a, &sol, bound);
+        let iv = sol.stats.interval.unwrap();
+        assert_eq!((iv.first_index, iv.count), (Some(first), last + 1 - first));
+    }
+    let r = Solver::new(&a, &params())
+        .indices(990, 1000, SliceParams::default())
+        .run();
+    assert!(matches!(r, Err(JdError::InvalidParams { .. })), "{r:?}");
+
+    let (k, m, mut ex) = common::fem_pair_exact("fem2d:20");
+    ex.sort_by(f64::total_cmp);
+    let sol = Solver::new(&k, &params())
+        .mass(&m)
+        .indices(10, 30, SliceParams::default())
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_set(&sol.eigenvalues, &ex[10..=30], 1e-9, "fem2d:20 10..=30");
+    let (back, orth) = common::ghep_errors(&k, &m, &sol);
+    assert!(orth < 1e-9, "‖XᵀMX − I‖ = {orth:e}");
+    assert!(back.iter().all(|&b| b < 1e-9), "{back:?}");
+}
