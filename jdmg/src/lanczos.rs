@@ -261,7 +261,8 @@ pub(crate) fn solve<C: Comm + ?Sized>(
         let id = b.random_cols;
         b.random_cols += 1;
         crate::random::fill(&mut b.v[c * nl..(c + 1) * nl], p.seed, row_offset, id);
-        let before = b.norms(&b.v[c * nl..(c + 1) * nl].to_vec(), 1)[0];
+        let col = b.v[c * nl..(c + 1) * nl].to_vec();
+        let before = b.norms(&col, 1)[0];
         b.normalize_col(c, 0, before);
     }
     let mut j = pb;

@@ -508,7 +508,7 @@ def eigsh(
         if interval is not None:
             kw["interval"] = interval
         if indices is not None:
-            kw["indices"] = indices
+            kw["index_range"] = indices
         if op is not None:  # OPinv: no preconditioner
             kw.update(matvec=op, precond=None)
         elif csr is not None:
