@@ -34,8 +34,9 @@
 
 use std::time::Instant;
 
-use lblib::Comm;
+use lblib::{Comm, ReduceOp};
 use matrices::CsrMatrix;
+use precond::Operator;
 use serde::{Deserialize, Serialize};
 
 use crate::certify::{count_below, error_bounds, global_block};
@@ -215,7 +216,16 @@ pub(crate) fn run<C: Comm + ?Sized>(
 ) -> Result<Solution, JdError> {
     match range {
         Range::Values(lower, upper) => run_values(
-            k, mass, lower, upper, comm, params, slicing, spaces, observer,
+            k,
+            mass,
+            lower,
+            upper,
+            &Counted::default(),
+            comm,
+            params,
+            slicing,
+            spaces,
+            observer,
         ),
         Range::Indices(first, last) => {
             let t0 = Instant::now();
@@ -230,9 +240,12 @@ pub(crate) fn run<C: Comm + ?Sized>(
                     format!("the index range {first}..={last} must have first ≤ last < n = {n}"),
                 ));
             }
-            let (lower, upper, counts) = bracket(k, mass, first, last, params.threads, comm)?;
+            let (known, counts) = bracket(k, mass, first, last, params.threads, comm)?;
+            let Some(((lower, _), (upper, _))) = known.ends else {
+                unreachable!("a bracket has its ends")
+            };
             let res = run_values(
-                k, mass, lower, upper, comm, params, slicing, spaces, observer,
+                k, mass, lower, upper, &known, comm, params, slicing, spaces, observer,
             );
             let pick = |mut sol: Solution| {
                 let mut iv = sol.stats.interval.unwrap_or_default();
@@ -290,7 +303,8 @@ fn bracket_slack(wanted: usize) -> usize {
 /// search by interpolation of the counts (safeguarded towards bisection)
 /// until at most [`bracket_slack`] eigenvalues more than asked lie inside
 /// at each end, or the bracket is a thousandth of the spectrum's width. The
-/// ends and the LDLᵀ factorizations spent. Collective.
+/// ends with their counts, every point counted (cuts for the slices), and
+/// the LDLᵀ factorizations spent. Collective.
 fn bracket<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
@@ -298,7 +312,7 @@ fn bracket<C: Comm + ?Sized>(
     last: usize,
     threads: usize,
     comm: &C,
-) -> Result<(f64, f64, usize), JdError> {
+) -> Result<(Counted, usize), JdError> {
     let mut factored = 0;
     let knorm = crate::st::norm1(k);
     let (mut lo, mut hi) = match mass {
@@ -313,8 +327,12 @@ fn bracket<C: Comm + ?Sized>(
         END_ROUNDINGS * f64::EPSILON * knorm.max(lo.abs()).max(hi.abs()).max(f64::MIN_POSITIVE);
     lo -= delta;
     hi += delta;
-    let count =
-        |t: f64, dir: f64, f: &mut usize| count_at(k, mass, t, dir, delta, threads, comm, f);
+    let seen = std::cell::RefCell::new(Vec::new());
+    let count = |t: f64, dir: f64, f: &mut usize| {
+        let p = count_at(k, mass, t, dir, delta, threads, comm, f)?;
+        seen.borrow_mut().push(p);
+        Ok::<_, JdError>(p)
+    };
     let (mut lo, mut c_lo) = count(lo, -1.0, &mut factored)?;
     let (mut hi, mut c_hi) = count(hi, 1.0, &mut factored)?;
     // a pencil's ends: doubled out until nothing is below lo and all below hi
@@ -366,7 +384,14 @@ fn bracket<C: Comm + ?Sized>(
             (b2, cb2) = (t, c);
         }
     }
-    Ok((a, upper, factored))
+    let inside = seen.into_inner();
+    Ok((
+        Counted {
+            ends: Some(((a, ca), (upper, cb))),
+            inside,
+        },
+        factored,
+    ))
 }
 
 /// The point where the counts, linear between (a, ca) and (b, cb), reach
@@ -399,6 +424,67 @@ fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
     (lo, hi)
 }
 
+/// Counts already made by the caller: the ends (point and eigenvalues
+/// below it), used instead of counting at [lower − δ, upper + δ], and points
+/// inside that may serve as cuts.
+#[derive(Debug, Clone, Default)]
+struct Counted {
+    ends: Option<((f64, usize), (f64, usize))>,
+    inside: Vec<(f64, usize)>,
+}
+
+/// The slice ends from `a` to `b` (points and eigenvalues below them): the
+/// `known` counts inside, then a cut wherever a slice holds more than
+/// `per` eigenvalues, where the counts, interpolated linearly between its
+/// ends, reach an equal share of its eigenvalues (a cut that lands off the
+/// share is cut again; slices narrower than [`MIN_SLICE`] of the interval
+/// are not); last, neighbours that hold at most `per` together are merged.
+/// Collective.
+#[allow(clippy::too_many_arguments)]
+fn cuts<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    a: (f64, usize),
+    b: (f64, usize),
+    known: &[(f64, usize)],
+    per: usize,
+    delta: f64,
+    threads: usize,
+    comm: &C,
+    factored: &mut usize,
+) -> Result<Vec<(f64, usize)>, JdError> {
+    let mut ends = vec![a];
+    ends.extend(known.iter().copied().filter(|&(t, _)| t > a.0 && t < b.0));
+    ends.push(b);
+    ends.sort_by(|x, y| x.0.total_cmp(&y.0));
+    ends.dedup_by(|x, y| x.0 == y.0);
+    let min_width = (MIN_SLICE * (b.0 - a.0)).max(4.0 * delta);
+    let mut i = 0;
+    while i + 1 < ends.len() {
+        let ((lo, clo), (hi, chi)) = (ends[i], ends[i + 1]);
+        let c = chi.saturating_sub(clo);
+        if c > per && hi - lo > min_width {
+            let share = c as f64 / c.div_ceil(per) as f64;
+            let t = interpolate(lo, clo, hi, chi, clo as f64 + share);
+            let (t, ct) = count_at(k, mass, t, 1.0, delta, threads, comm, factored)?;
+            if t > lo && t < hi {
+                ends.insert(i + 1, (t, ct));
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let last = ends.len() - 1;
+    let mut merged = vec![ends[0]];
+    for w in 1..last {
+        if ends[w + 1].1.saturating_sub(merged[merged.len() - 1].1) > per {
+            merged.push(ends[w]);
+        }
+    }
+    merged.push(ends[last]);
+    Ok(merged)
+}
+
 /// [`run`] for [`Range::Values`].
 #[allow(clippy::too_many_arguments)]
 fn run_values<C: Comm + ?Sized>(
@@ -406,6 +492,7 @@ fn run_values<C: Comm + ?Sized>(
     mass: Option<&CsrMatrix>,
     lower: f64,
     upper: f64,
+    known: &Counted,
     comm: &C,
     params: &JdParams,
     slicing: &SliceParams,
@@ -441,40 +528,48 @@ fn run_values<C: Comm + ?Sized>(
     .max(upper.abs());
     let delta = END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
     let mut factored = 0;
-    let (a, below_a) = count_at(
-        k,
-        mass,
-        lower - delta,
-        -1.0,
-        delta,
-        threads,
-        comm,
-        &mut factored,
-    )?;
-    let (b, below_b) = count_at(
-        k,
-        mass,
-        upper + delta,
-        1.0,
-        delta,
-        threads,
-        comm,
-        &mut factored,
-    )?;
+    // The ends: counted a little outside [lower, upper], or as the caller
+    // counted them (an index range's bracket).
+    let (a, below_a) = match known.ends {
+        Some((lo, _)) => lo,
+        None => count_at(
+            k,
+            mass,
+            lower - delta,
+            -1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?,
+    };
+    let (b, below_b) = match known.ends {
+        Some((_, hi)) => hi,
+        None => count_at(
+            k,
+            mass,
+            upper + delta,
+            1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?,
+    };
     let total = below_b.saturating_sub(below_a);
-    // Equal widths, then halving where a slice holds too many.
-    let first = total.div_ceil(per).max(1);
-    let mut ends = vec![(a, below_a)];
-    for i in 1..first {
-        let t = a + (b - a) * i as f64 / first as f64;
-        let (t, c) = count_at(k, mass, t, 1.0, delta, threads, comm, &mut factored)?;
-        // a cut moved past the next one (or the end) is left out
-        if t > ends[ends.len() - 1].0 && t < b {
-            ends.push((t, c));
-        }
-    }
-    ends.push((b, below_b));
-    let mut slices: Vec<Slice> = ends
+    let ends = cuts(
+        k,
+        mass,
+        (a, below_a),
+        (b, below_b),
+        &known.inside,
+        per,
+        delta,
+        threads,
+        comm,
+        &mut factored,
+    )?;
+    let slices: Vec<Slice> = ends
         .windows(2)
         .map(|w| Slice {
             lo: w[0].0,
@@ -483,31 +578,6 @@ fn run_values<C: Comm + ?Sized>(
             below_hi: w[1].1,
         })
         .collect();
-    let mut i = 0;
-    while i < slices.len() {
-        let s = slices[i];
-        if s.count() > per && s.hi - s.lo > (MIN_SLICE * (b - a)).max(4.0 * delta) {
-            let mid = 0.5 * (s.lo + s.hi);
-            let (t, c) = count_at(k, mass, mid, 1.0, delta, threads, comm, &mut factored)?;
-            if t > s.lo && t < s.hi {
-                slices[i] = Slice {
-                    hi: t,
-                    below_hi: c,
-                    ..s
-                };
-                slices.insert(
-                    i + 1,
-                    Slice {
-                        lo: t,
-                        below_lo: c,
-                        ..s
-                    },
-                );
-                continue;
-            }
-        }
-        i += 1;
-    }
     let count_seconds = t0.elapsed().as_secs_f64();
     let mut report = IntervalReport {
         lower,
@@ -524,6 +594,38 @@ fn run_values<C: Comm + ?Sized>(
     };
     let mut out: Option<Solution> = None;
     let mut used = 0u64;
+    // M's rows on this process (the partition of every slice's solve), for
+    // the M-orthogonality across slices
+    let part = if comm.size() > 1 {
+        Some(
+            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
+                .map_err(|e| JdError::invalid("partition", e))?,
+        )
+    } else {
+        None
+    };
+    let mrows = match mass {
+        Some(m) => Some(crate::setup::rows(
+            m,
+            comm,
+            params,
+            crate::setup::RowsSpec {
+                part: part.as_ref(),
+                opts: precond::dist::DistOptions {
+                    threads,
+                    overlap: false,
+                    max_block: per.max(1),
+                },
+                precond: None,
+                precond_of: None,
+                field: "mass",
+            },
+        )?),
+        None => None,
+    };
+    let mop = mrows.as_ref().map(|r| &r.op as &dyn Operator);
+    // columns of the previous slice's pairs in the accumulated result
+    let mut prev = 0..0;
     for s in slices.iter().filter(|s| s.count() > 0) {
         report.slices += 1;
         let budget = params.max_matvecs.saturating_sub(used);
@@ -545,9 +647,18 @@ fn run_values<C: Comm + ?Sized>(
             Err(e) => return Err(e),
         };
         used += sol.stats.matvecs;
+        let mut sol = sol;
         let acc = match out.take() {
-            None => sol,
-            Some(acc) => append(acc, sol),
+            None => {
+                prev = 0..sol.eigenvalues.len();
+                sol
+            }
+            Some(acc) => {
+                orthogonalize_across(&acc, prev.clone(), &mut sol, mop, comm, threads);
+                let at = acc.eigenvalues.len();
+                prev = at..at + sol.eigenvalues.len();
+                append(acc, sol)
+            }
         };
         if failed.is_some() {
             // every pair found so far, the failed slice's flagged
@@ -669,6 +780,72 @@ fn solve_slice<C: Comm + ?Sized>(
             partial: Box::new(sol),
         })
     }
+}
+
+/// Makes the eigenvectors of `next` (one slice's) orthogonal (M-orthogonal)
+/// to those of the slice before it (columns `prev` of `acc`), then
+/// orthonormal again among themselves (Löwdin: X G^(−1/2), which moves each
+/// vector least). Eigenvectors of distinct eigenvalues from separate solves
+/// are orthogonal only to about (rᵢ + rⱼ)/|λᵢ − λⱼ|, which near a cut can
+/// exceed rounding; a vector moved by ε towards another moves its residual
+/// by ε·|λᵢ − λⱼ| at most. Slices further apart are a whole slice apart.
+/// Nothing is done when the overlap is already at rounding. Collective.
+fn orthogonalize_across<C: Comm + ?Sized>(
+    acc: &Solution,
+    prev: std::ops::Range<usize>,
+    next: &mut Solution,
+    mass: Option<&dyn Operator>,
+    comm: &C,
+    threads: usize,
+) {
+    use crate::dense::{gemm_nn_in_place, gemm_sub, gemm_tn, sym_eig, IN_PLACE_ROWS};
+    let nl = next.n_local;
+    let (p, q) = (prev.len(), next.eigenvalues.len());
+    if p == 0 || q == 0 {
+        return;
+    }
+    let pv = &acc.eigenvectors[prev.start * nl..prev.end * nl];
+    let x = &mut next.eigenvectors[..q * nl];
+    let image = |x: &[f64]| -> Vec<f64> {
+        match mass {
+            Some(m) => {
+                let mut y = vec![0.0; x.len()];
+                m.apply_block(x, &mut y, x.len() / nl.max(1));
+                y
+            }
+            None => x.to_vec(),
+        }
+    };
+    let mx = image(x);
+    let mut c = vec![0.0; p * q];
+    gemm_tn(&mut c, pv, nl, p, &mx, q, threads);
+    comm.all_reduce(&mut c, ReduceOp::Sum);
+    if c.iter().all(|v| v.abs() <= 64.0 * f64::EPSILON) {
+        return;
+    }
+    gemm_sub(x, pv, nl, p, &c, q, threads);
+    let mx = image(x);
+    let mut g = vec![0.0; q * q];
+    gemm_tn(&mut g, x, nl, q, &mx, q, threads);
+    comm.all_reduce(&mut g, ReduceOp::Sum);
+    let Some((w, u)) = sym_eig(&g, q) else {
+        return;
+    };
+    if w.iter().any(|&v| !(v > 0.5)) {
+        // far from orthonormal: not a correction of rounding, left alone
+        return;
+    }
+    // G^(−1/2) = U diag(w^(−1/2)) Uᵀ
+    let mut h = vec![0.0; q * q];
+    for j in 0..q {
+        for i in 0..q {
+            h[j * q + i] = (0..q)
+                .map(|l| u[l * q + i] * u[l * q + j] / w[l].sqrt())
+                .sum();
+        }
+    }
+    let mut buf = vec![0.0; IN_PLACE_ROWS * q];
+    gemm_nn_in_place(x, nl, q, &h, q, &mut buf, threads);
 }
 
 /// The observer for one more solve.
