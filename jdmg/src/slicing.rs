@@ -848,6 +848,32 @@ fn orthogonalize_across<C: Comm + ?Sized>(
     gemm_nn_in_place(x, nl, q, &h, q, &mut buf, threads);
 }
 
+/// The pairs of an interval solve (or its partial result) in descending
+/// order, as `Target::Largest` returns them.
+pub(crate) fn descending(res: Result<Solution, JdError>) -> Result<Solution, JdError> {
+    let flip = |mut s: Solution| {
+        let nl = s.n_local;
+        s.eigenvalues.reverse();
+        s.residual_norms.reverse();
+        s.converged.reverse();
+        let p = s.eigenvectors.len().checked_div(nl).unwrap_or(0);
+        let mut v = Vec::with_capacity(s.eigenvectors.len());
+        for j in (0..p).rev() {
+            v.extend_from_slice(&s.eigenvectors[j * nl..(j + 1) * nl]);
+        }
+        s.eigenvectors = v;
+        s
+    };
+    match res {
+        Ok(s) => Ok(flip(s)),
+        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
+            wanted,
+            partial: Box::new(flip(*partial)),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
 /// The observer for one more solve.
 fn reborrow<'a>(o: &'a mut Option<Observer<'_>>) -> Option<Observer<'a>> {
     o.as_mut().map(|f| &mut **f as Observer<'a>)

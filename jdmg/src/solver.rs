@@ -392,6 +392,35 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             shift,
             interval,
         } = self.input;
+        // Many pairs at one end: slices over their indices.
+        let nev = self.params.nev;
+        let n = if self.params.slice_from > 0
+            && nev >= self.params.slice_from
+            && matches!(self.params.target, Target::Smallest | Target::Largest)
+        {
+            a.as_csr()?.nrows()
+        } else {
+            0
+        };
+        let by_index = match self.params.target {
+            Target::Smallest => Some((0, nev.wrapping_sub(1))),
+            Target::Largest => Some((n.wrapping_sub(nev), n.wrapping_sub(1))),
+            _ => None,
+        }
+        .filter(|_| {
+            interval.is_none()
+                && shift.is_none()
+                && self.params.slice_from > 0
+                && nev >= self.params.slice_from
+                && nev <= n
+                && self.sinks.is_empty()
+                && self.resume.is_none()
+                && spaces.initial.is_empty()
+                && spaces.deflation.is_empty()
+        });
+        let descending = by_index.is_some() && self.params.target == Target::Largest;
+        let interval =
+            interval.or(by_index.map(|(i, j)| (Range::Indices(i, j), SliceParams::default())));
         if let Some((range, slicing)) = interval {
             let refused = if shift.is_some() {
                 Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
@@ -422,13 +451,18 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                     observer,
                 )
             };
-            return match (groups, comm) {
+            let res = match (groups, comm) {
                 (_, Some(c)) => run(c, observer),
                 (Some((base, mg)), None) => {
                     let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
                     run(&w, observer)
                 }
                 (None, None) => run(&SelfComm::new(), observer),
+            };
+            return if descending {
+                crate::slicing::descending(res)
+            } else {
+                res
             };
         }
         let mut hooks = HookSet {

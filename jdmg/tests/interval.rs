@@ -243,3 +243,45 @@ fn index_ranges_return_the_eigenvalues_of_those_indices() {
     assert!(orth < 1e-9, "‖XᵀMX − I‖ = {orth:e}");
     assert!(back.iter().all(|&b| b < 1e-9), "{back:?}");
 }
+
+/// From `slice_from` wanted pairs on, the smallest or largest of a matrix
+/// come from slicing over their indices: the exact set, ascending for
+/// `Smallest`, descending for `Largest`, with the interval report; below
+/// it, the Davidson loop (no report).
+#[test]
+fn many_pairs_at_one_end_are_solved_by_slicing_over_their_indices() {
+    use jdmg::params::Target;
+    let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
+    let all = common::lap3d_spectrum(10);
+    let bound = 1e-10 * common::norm1(&a);
+    for target in [Target::Smallest, Target::Largest] {
+        let p = JdParams {
+            nev: 20,
+            target,
+            slice_from: 10,
+            ..params()
+        };
+        let sol = Solver::new(&a, &p)
+            .run()
+            .unwrap_or_else(|e| panic!("{target:?}: {e}"));
+        let want: Vec<f64> = match target {
+            Target::Smallest => all[..20].to_vec(),
+            _ => all.iter().rev().take(20).copied().collect(),
+        };
+        assert_set(&sol.eigenvalues, &want, 1e-9, &format!("{target:?}"));
+        common::assert_pairs(&a, &sol, bound);
+        let iv = sol.stats.interval.expect("slicing's report");
+        assert_eq!(iv.count, 20);
+    }
+    let sol = Solver::new(
+        &a,
+        &JdParams {
+            nev: 20,
+            ..params()
+        },
+    )
+    .run()
+    .unwrap();
+    assert!(sol.stats.interval.is_none());
+    assert_set(&sol.eigenvalues, &all[..20], 1e-9, "Davidson");
+}
