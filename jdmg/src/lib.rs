@@ -218,7 +218,7 @@ pub mod generalized;
 pub mod input;
 pub mod jd;
 mod jdqmr;
-mod lanczos;
+pub mod lanczos;
 pub mod multigrain;
 pub mod names;
 pub mod optimal_m;

@@ -14,13 +14,24 @@
 //! counted are in the report, and every eigenvalue between them is returned.
 //!
 //! **Slices.** [a⁻, b⁺) is cut into slices of at most
-//! [`SliceParams::per_slice`] eigenvalues: equal widths first, then a slice
-//! holding more is halved (one count per cut), down to a thousandth of the
-//! interval (a multiple eigenvalue cannot be cut). Each slice [tᵢ, tᵢ₊₁) holding
-//! cᵢ eigenvalues is solved by shift-and-invert ([`crate::st`]) at its lower
-//! end σ = tᵢ for the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹,
-//! one end of its spectrum): they are the slice's. Empty slices cost nothing
-//! but their count.
+//! [`SliceParams::per_slice`] eigenvalues, where the counts, interpolated
+//! linearly between the points counted so far, reach equal shares (one
+//! count per cut, down to a thousandth of the interval: a multiple
+//! eigenvalue cannot be cut); neighbours that hold at most `per_slice`
+//! together are merged. Each slice [tᵢ, tᵢ₊₁) holding cᵢ eigenvalues is
+//! solved by shift-and-invert ([`crate::st`]) at its lower end σ = tᵢ for
+//! the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹, one end of its
+//! spectrum): they are the slice's. [`SliceMethod::Lanczos`] (the default)
+//! runs block thick-restart Lanczos on B ([`crate::lanczos`]), `Davidson`
+//! the Davidson loop. Empty slices cost nothing but their count. Each
+//! slice's vectors are made orthogonal (M-orthogonal) to the slice before
+//! (eigenvectors from separate solves are orthogonal only to about their
+//! residuals over the gap).
+//!
+//! **Index ranges** ([`Range::Indices`]): the interval holding the
+//! eigenvalues of indices i..=j is bracketed by counts first (Gershgorin's
+//! bounds, then counts interpolated towards i and j + 1), and those counts
+//! serve as cuts.
 //!
 //! **Certificate.** A slice is accepted when its cᵢ converged pairs (whose
 //! vectors are orthonormal, or M-orthonormal) lie in the slice, each within
@@ -831,7 +842,7 @@ fn orthogonalize_across<C: Comm + ?Sized>(
     let Some((w, u)) = sym_eig(&g, q) else {
         return;
     };
-    if w.iter().any(|&v| !(v > 0.5)) {
+    if w.iter().any(|&v| v.is_nan() || v <= 0.5) {
         // far from orthonormal: not a correction of rounding, left alone
         return;
     }
