@@ -269,8 +269,8 @@ pub(crate) fn solve<C: Comm + ?Sized>(
     let mut w = vec![0.0; nl * pb];
     let mut buf = vec![0.0; IN_PLACE_ROWS * cap];
     loop {
-        // Expand the last block until the basis is full.
-        while j + pb <= cap {
+        // Expand the last block until the basis is full (or the budget spent).
+        while j + pb <= cap && b.out.products + pb as u64 <= p.max_products {
             let q = j - pb;
             let t0 = Instant::now();
             inv.apply_block(&b.mv()[q * nl..j * nl], &mut w, pb);
@@ -297,6 +297,9 @@ pub(crate) fn solve<C: Comm + ?Sized>(
             j += pb;
         }
         let m = j - pb;
+        if m == 0 {
+            return finish(b, &[], &[], 0, &[], 0);
+        }
         // Rayleigh-Ritz on the symmetric part of T[..m, ..m].
         let t2 = Instant::now();
         let mut tm = vec![0.0; m * m];

@@ -228,6 +228,7 @@ pub mod repartition;
 pub mod report;
 mod scaling;
 mod setup;
+pub mod slice_groups;
 pub mod slicing;
 pub mod solution;
 pub mod solver;

@@ -72,6 +72,9 @@ pub struct SliceParams {
     pub per_slice: usize,
     /// The method on each slice's B = (A − σI)⁻¹ (default Lanczos).
     pub method: SliceMethod,
+    /// With solve groups: how the interval is shared among them (default
+    /// by measured rates; see [`crate::slice_groups`]).
+    pub split: crate::slice_groups::GroupSplit,
 }
 
 impl Default for SliceParams {
@@ -79,6 +82,7 @@ impl Default for SliceParams {
         Self {
             per_slice: 96,
             method: SliceMethod::Lanczos,
+            split: crate::slice_groups::GroupSplit::Rates,
         }
     }
 }
@@ -129,6 +133,12 @@ pub struct IntervalReport {
     /// (0-based, ascending); `lower` and `upper` are then the bracket found
     /// by inertia, and `count` the pairs returned.
     pub first_index: Option<usize>,
+    /// Solve groups the slices were spread over (0: every slice over all
+    /// the processes).
+    pub groups: usize,
+    /// With groups: (slowest − mean)/slowest of the groups' seconds in the
+    /// last round, in percent (0 when all finish together).
+    pub imbalance_percent: f64,
 }
 
 /// Which eigenvalues an interval solve returns.
@@ -173,7 +183,7 @@ const MOVES: usize = 16;
 /// as 2 for a grid Laplacian, gives a tiny pivot); the point used and the
 /// count. Collective.
 #[allow(clippy::too_many_arguments)]
-fn count_at<C: Comm + ?Sized>(
+pub(crate) fn count_at<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     t: f64,
@@ -316,7 +326,7 @@ fn bracket_slack(wanted: usize) -> usize {
 /// at each end, or the bracket is a thousandth of the spectrum's width. The
 /// ends with their counts, every point counted (cuts for the slices), and
 /// the LDLᵀ factorizations spent. Collective.
-fn bracket<C: Comm + ?Sized>(
+pub(crate) fn bracket<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     first: usize,
@@ -407,7 +417,7 @@ fn bracket<C: Comm + ?Sized>(
 
 /// The point where the counts, linear between (a, ca) and (b, cb), reach
 /// `target`, kept at least a sixteenth of the width from either end.
-fn interpolate(a: f64, ca: usize, b: f64, cb: usize, target: f64) -> f64 {
+pub(crate) fn interpolate(a: f64, ca: usize, b: f64, cb: usize, target: f64) -> f64 {
     let f = if cb > ca {
         (target - ca as f64) / (cb - ca) as f64
     } else {
@@ -439,9 +449,9 @@ fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
 /// below it), used instead of counting at [lower − δ, upper + δ], and points
 /// inside that may serve as cuts.
 #[derive(Debug, Clone, Default)]
-struct Counted {
-    ends: Option<((f64, usize), (f64, usize))>,
-    inside: Vec<(f64, usize)>,
+pub(crate) struct Counted {
+    pub ends: Option<((f64, usize), (f64, usize))>,
+    pub inside: Vec<(f64, usize)>,
 }
 
 /// The slice ends from `a` to `b` (points and eigenvalues below them): the
@@ -496,9 +506,22 @@ fn cuts<C: Comm + ?Sized>(
     Ok(merged)
 }
 
+/// δ of the module documentation: [`END_ROUNDINGS`] roundings of the
+/// spectrum's scale (‖K‖₁/‖M‖₁ bounds it for a pencil within κ(M)).
+pub(crate) fn end_delta(k: &CsrMatrix, mass: Option<&CsrMatrix>, lower: f64, upper: f64) -> f64 {
+    let knorm = crate::st::norm1(k);
+    let scale = match mass {
+        Some(m) => knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE),
+        None => knorm,
+    }
+    .max(lower.abs())
+    .max(upper.abs());
+    END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE)
+}
+
 /// [`run`] for [`Range::Values`].
 #[allow(clippy::too_many_arguments)]
-fn run_values<C: Comm + ?Sized>(
+pub(crate) fn run_values<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     lower: f64,
@@ -529,15 +552,7 @@ fn run_values<C: Comm + ?Sized>(
     }
     let per = slicing.per_slice.max(1);
     let threads = params.threads;
-    // The spectrum's scale: ‖K‖₁/‖M‖₁ bounds it for a pencil within κ(M).
-    let knorm = crate::st::norm1(k);
-    let scale = match mass {
-        Some(m) => knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE),
-        None => knorm,
-    }
-    .max(lower.abs())
-    .max(upper.abs());
-    let delta = END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
+    let delta = end_delta(k, mass, lower, upper);
     let mut factored = 0;
     // The ends: counted a little outside [lower, upper], or as the caller
     // counted them (an index range's bracket).
@@ -602,38 +617,13 @@ fn run_values<C: Comm + ?Sized>(
         count_seconds,
         below: below_a,
         first_index: None,
+        groups: 0,
+        imbalance_percent: 0.0,
     };
     let mut out: Option<Solution> = None;
     let mut used = 0u64;
-    // M's rows on this process (the partition of every slice's solve), for
-    // the M-orthogonality across slices
-    let part = if comm.size() > 1 {
-        Some(
-            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
-                .map_err(|e| JdError::invalid("partition", e))?,
-        )
-    } else {
-        None
-    };
-    let mrows = match mass {
-        Some(m) => Some(crate::setup::rows(
-            m,
-            comm,
-            params,
-            crate::setup::RowsSpec {
-                part: part.as_ref(),
-                opts: precond::dist::DistOptions {
-                    threads,
-                    overlap: false,
-                    max_block: per.max(1),
-                },
-                precond: None,
-                precond_of: None,
-                field: "mass",
-            },
-        )?),
-        None => None,
-    };
+    // M's rows on this process, for the M-orthogonality across slices
+    let mrows = mass_rows(k, mass, comm, params, per)?;
     let mop = mrows.as_ref().map(|r| &r.op as &dyn Operator);
     // columns of the previous slice's pairs in the accumulated result
     let mut prev = 0..0;
@@ -809,14 +799,36 @@ fn orthogonalize_across<C: Comm + ?Sized>(
     comm: &C,
     threads: usize,
 ) {
-    use crate::dense::{gemm_nn_in_place, gemm_sub, gemm_tn, sym_eig, IN_PLACE_ROWS};
     let nl = next.n_local;
-    let (p, q) = (prev.len(), next.eigenvalues.len());
+    let q = next.eigenvalues.len();
+    orthogonalize_block(
+        &acc.eigenvectors[prev.start * nl..prev.end * nl],
+        &mut next.eigenvectors[..q * nl],
+        nl,
+        mass,
+        comm,
+        threads,
+    );
+}
+
+/// [`orthogonalize_across`] on blocks: `x` (nl rows, column-major) against
+/// `pv`, then orthonormalized.
+pub(crate) fn orthogonalize_block<C: Comm + ?Sized>(
+    pv: &[f64],
+    x: &mut [f64],
+    nl: usize,
+    mass: Option<&dyn Operator>,
+    comm: &C,
+    threads: usize,
+) {
+    use crate::dense::{gemm_nn_in_place, gemm_sub, gemm_tn, sym_eig, IN_PLACE_ROWS};
+    let (p, q) = (
+        pv.len().checked_div(nl).unwrap_or(0),
+        x.len().checked_div(nl).unwrap_or(0),
+    );
     if p == 0 || q == 0 {
         return;
     }
-    let pv = &acc.eigenvectors[prev.start * nl..prev.end * nl];
-    let x = &mut next.eigenvectors[..q * nl];
     let image = |x: &[f64]| -> Vec<f64> {
         match mass {
             Some(m) => {
@@ -883,6 +895,46 @@ pub(crate) fn descending(res: Result<Solution, JdError>) -> Result<Solution, JdE
         }),
         Err(e) => Err(e),
     }
+}
+
+/// M's rows on this process of the partition of every slice's solve
+/// (balanced by K's nonzeros; the whole of M on one process), for products
+/// with blocks of up to `max_block` columns; None without M.
+pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&'m CsrMatrix>,
+    comm: &'c C,
+    params: &JdParams,
+    max_block: usize,
+) -> Result<Option<crate::setup::Rows<'m, 'c, C>>, JdError> {
+    let Some(m) = mass else {
+        return Ok(None);
+    };
+    let part = if comm.size() > 1 {
+        Some(
+            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
+                .map_err(|e| JdError::invalid("partition", e))?,
+        )
+    } else {
+        None
+    };
+    crate::setup::rows(
+        m,
+        comm,
+        params,
+        crate::setup::RowsSpec {
+            part: part.as_ref(),
+            opts: precond::dist::DistOptions {
+                threads: params.threads,
+                overlap: false,
+                max_block: max_block.max(1),
+            },
+            precond: None,
+            precond_of: None,
+            field: "mass",
+        },
+    )
+    .map(Some)
 }
 
 /// The observer for one more solve.
@@ -967,7 +1019,7 @@ fn absorb(total: &mut Stats, s: &Stats) {
 
 /// The pairs of an interval holding no eigenvalue: none, on this process's
 /// rows (those of every slice's solve).
-fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError> {
+pub(crate) fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError> {
     let (n_local, row_offset) = if comm.size() > 1 {
         let part = matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
             .map_err(|e| JdError::invalid("partition", e))?;
@@ -990,7 +1042,7 @@ fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError>
 
 /// The result with the report and the seconds in its statistics;
 /// `NotConverged` when fewer than `total` converged pairs are there.
-fn finish(
+pub(crate) fn finish(
     mut sol: Solution,
     total: usize,
     report: IntervalReport,

@@ -274,8 +274,11 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// (see [`crate::slicing`], which says what is counted and how the
     /// interval is cut). `params.nev` and `params.target` are not used;
     /// `stats.interval` reports the count and the slices. With
-    /// [`comm`](Solver::comm) or [`groups`](Solver::groups) every slice runs
-    /// fine grain over all the processes. Not with
+    /// [`comm`](Solver::comm) every slice runs fine grain over all the
+    /// processes; with [`groups`](Solver::groups) (two or more) each group
+    /// solves its own slices, their shares set by measured rates
+    /// ([`crate::slice_groups`], `SliceParams::split`), and every process
+    /// gets its rows of all the pairs. Not with
     /// [`shift_invert`](Solver::shift_invert), start vectors, checkpoints or
     /// a resume (`InvalidParams`).
     pub fn interval(mut self, lower: f64, upper: f64, slicing: SliceParams) -> Self {
@@ -452,6 +455,17 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 )
             };
             let res = match (groups, comm) {
+                // slices spread over the solve groups, by their rates
+                (Some((base, mg)), _) if mg.groups.len() > 1 => crate::slice_groups::run(
+                    &csr,
+                    mass,
+                    range,
+                    base,
+                    &mg.groups,
+                    self.params,
+                    &slicing,
+                    spaces,
+                ),
                 (_, Some(c)) => run(c, observer),
                 (Some((base, mg)), None) => {
                     let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);

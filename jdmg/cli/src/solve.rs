@@ -1114,9 +1114,11 @@ fn run_distributed<B: Comm>(
     // --checkpoint (or a StopWhen sink) makes a signal's stop collective
     let mut sink = NotedSink::new(a, world.rank(), world.size());
     let mut stop = StopWhen(interrupted);
+    // (an interval solve takes no sink: its slices stop where they stop)
+    let ranged = a.interval.is_some() || a.indices.is_some();
     let ck = Checkpointing {
         resume,
-        sink: Some(match sink.as_mut() {
+        sink: (!ranged).then(|| match sink.as_mut() {
             Some(s) => s as &mut dyn CheckpointSink,
             None => &mut stop,
         }),
