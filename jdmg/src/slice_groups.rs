@@ -57,8 +57,9 @@ const PROBE_SHARE: f64 = 0.125;
 /// Every eigenpair of the interval or index range, with the slices spread
 /// over the solve groups `groups` (ranks of `base`, every rank in one),
 /// balanced by measured rates (module documentation). Collective over
-/// `base`; the eigenvectors hold this process's rows of a partition of all
-/// of `base` (balanced by nonzeros).
+/// `base`; the eigenvectors hold this process's rows of the partition over
+/// `out` (the fine-grain world of the same processes, or `base`; balanced by
+/// nonzeros), as every solve over `out` returns them.
 ///
 /// # Errors
 /// As [`crate::slicing`]'s interval solve; `InvalidParams` when this rank is
@@ -70,6 +71,7 @@ pub(crate) fn run<B: Comm>(
     mass: Option<&CsrMatrix>,
     range: Range,
     base: &B,
+    out: &dyn Comm,
     groups: &[Vec<usize>],
     params: &JdParams,
     slicing: &SliceParams,
@@ -224,7 +226,9 @@ pub(crate) fn run<B: Comm>(
         pieces.push(settled(base, sol)?);
     }
     // Assembly: every part's pairs on every process, ascending.
-    let assembled = assemble(k, mass, base, &gc, groups, g, pos, &rounds, &pieces, params)?;
+    let assembled = assemble(
+        k, mass, base, out, &gc, groups, g, pos, &rounds, &pieces, params,
+    )?;
     let mut sol = assembled;
     let times = round_seconds.last().cloned().unwrap_or_default();
     let tmax = times.iter().copied().fold(0.0, f64::max);
@@ -366,7 +370,7 @@ fn solve_part<C: Comm>(
     slicing: &SliceParams,
     spaces: Spaces<'_>,
 ) -> (Result<Solution, JdError>, f64) {
-    let t = Instant::now();
+    let t = gc.wtime();
     let (lo, hi) = part;
     let known = Counted {
         ends: Some((lo, hi)),
@@ -383,18 +387,19 @@ fn solve_part<C: Comm>(
         Err(JdError::NotConverged { partial, .. }) => Ok(*partial),
         r => r,
     };
-    (res, t.elapsed().as_secs_f64())
+    (res, gc.wtime() - t)
 }
 
 /// The parts' pairs of every group (`pieces`: this group's, one per round)
-/// in ascending order on every process of `base`, this process's rows of a
-/// partition of `base`, each part's vectors made orthogonal to the part
+/// in ascending order on every process of `base`, this process's rows of
+/// the partition over `out`, each part's vectors made orthogonal to the part
 /// before; the counters summed over the groups.
 #[allow(clippy::too_many_arguments)]
 fn assemble<B: Comm, C: Comm>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     base: &B,
+    out: &dyn Comm,
     gc: &C,
     groups: &[Vec<usize>],
     g: usize,
@@ -458,11 +463,11 @@ fn assemble<B: Comm, C: Comm>(
     base.all_reduce(&mut vals, ReduceOp::Sum);
     base.all_reduce(&mut vecs, ReduceOp::Sum);
     base.all_reduce_u64(&mut counters, ReduceOp::Sum);
-    // this process's rows of base
-    let (n_local, row_offset) = if base.size() > 1 {
-        let part = matrices::partition::RowPartition::balanced_by_nnz(k, base.size())
+    // this process's rows of the partition over `out`
+    let (n_local, row_offset) = if out.size() > 1 {
+        let part = matrices::partition::RowPartition::balanced_by_nnz(k, out.size())
             .map_err(|e| JdError::invalid("partition", e))?;
-        let r = part.range(base.rank());
+        let r = part.range(out.rank());
         (r.len(), r.start)
     } else {
         (n, 0)
@@ -474,7 +479,7 @@ fn assemble<B: Comm, C: Comm>(
     }
     drop(vecs);
     // each part orthogonal to the one before
-    let mrows = mass_rows(k, mass, base, params, total.max(1))?;
+    let mrows = mass_rows(k, mass, out, params, total.max(1))?;
     let mop = mrows.as_ref().map(|r| &r.op as &dyn Operator);
     let mut bounds: Vec<usize> = offsets.iter().flatten().copied().collect();
     bounds.push(total);
@@ -488,7 +493,7 @@ fn assemble<B: Comm, C: Comm>(
                 &mut next[..(p2 - p1) * n_local],
                 n_local,
                 mop,
-                base,
+                out,
                 params.threads,
             );
         }

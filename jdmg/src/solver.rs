@@ -456,11 +456,12 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             };
             let res = match (groups, comm) {
                 // slices spread over the solve groups, by their rates
-                (Some((base, mg)), _) if mg.groups.len() > 1 => crate::slice_groups::run(
+                (Some((base, mg)), world) if mg.groups.len() > 1 => crate::slice_groups::run(
                     &csr,
                     mass,
                     range,
                     base,
+                    world.map_or(base as &dyn Comm, |w| w as &dyn Comm),
                     &mg.groups,
                     self.params,
                     &slicing,

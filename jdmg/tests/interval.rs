@@ -66,6 +66,7 @@ fn lap3d_interval_returns_the_exact_set_whatever_the_slicing() {
                 SliceParams {
                     per_slice: per,
                     method,
+                    ..SliceParams::default()
                 },
             )
             .run()
@@ -284,4 +285,53 @@ fn many_pairs_at_one_end_are_solved_by_slicing_over_their_indices() {
     .unwrap();
     assert!(sol.stats.interval.is_none());
     assert_set(&sol.eigenvalues, &all[..20], 1e-9, "Davidson");
+}
+
+/// Solve groups (2 ranks in 2 groups, 4 ranks in 2 groups of 2 with the
+/// hierarchical fine-grain world): each group solves its own slices, shared
+/// by measured rates (a probe round, then the rest) or equally; every
+/// process gets its rows of all the pairs: the exact set, orthonormal,
+/// within the tolerance, as one process finds it.
+#[test]
+fn solve_groups_share_the_slices_and_return_the_serial_set() {
+    use jdmg::slice_groups::GroupSplit;
+    use jdmg::MultigrainParams;
+    let a = generate(&"lap3d:10".parse().unwrap()).unwrap();
+    let all = common::lap3d_spectrum(10);
+    let want: Vec<f64> = all.iter().copied().filter(|&l| l <= 1.9).collect();
+    assert!(want.len() >= 32, "{}", want.len());
+    for (ranks, ngroups) in [(2, 2), (4, 2)] {
+        for split in [GroupSplit::Rates, GroupSplit::Equal] {
+            let g = jdmg::parse_groups(&ngroups.to_string(), ranks, 1).unwrap();
+            let out = ThreadComm::run(ranks, |comm| {
+                let mg = MultigrainParams {
+                    groups: g.clone(),
+                    hierarchical: true,
+                    ..MultigrainParams::default()
+                };
+                let world = jdmg::fine_world(&comm, Some(&g), true, 0.0);
+                let s = Solver::new(&a, &params())
+                    .comm(&world)
+                    .groups(&comm, &mg)
+                    .interval(
+                        0.0,
+                        1.9,
+                        SliceParams {
+                            per_slice: 8,
+                            split,
+                            ..SliceParams::default()
+                        },
+                    )
+                    .run();
+                jdmg::gather_eigenvectors(&world, a.nrows(), s).unwrap_or_else(|e| panic!("{e}"))
+            });
+            for (r, sol) in out.iter().enumerate() {
+                let what = format!("{ranks} ranks, {ngroups} groups, {split:?}, rank {r}");
+                assert_set(&sol.eigenvalues, &want, 1e-9, &what);
+                common::assert_pairs(&a, sol, 1e-10 * common::norm1(&a));
+                let iv = sol.stats.interval.unwrap();
+                assert_eq!((iv.groups, iv.count), (ngroups, want.len()), "{what}");
+            }
+        }
+    }
 }

@@ -292,6 +292,11 @@ pub struct SolveArgs {
     /// With --interval or --indices: the method on each slice's (A − σI)⁻¹.
     #[arg(long, value_enum, requires = "range", default_value = "lanczos")]
     pub slice_method: crate::vectors::SliceMethod,
+    /// With --interval or --indices and --groups (two or more): how the
+    /// interval is shared among the solve groups, each solving its own
+    /// slices.
+    #[arg(long, value_enum, requires = "range", default_value = "rates")]
+    pub slice_split: crate::vectors::SliceSplit,
 }
 
 /// `A:B` with finite A ≤ B.
@@ -1016,6 +1021,7 @@ fn shift_invert_if_asked<'h, C: Comm>(
         slicing.per_slice = usize::try_from(p).unwrap_or(usize::MAX);
     }
     slicing.method = a.slice_method.into();
+    slicing.split = a.slice_split.into();
     if let Some((lo, hi)) = a.interval {
         return solver.interval(lo, hi, slicing);
     }

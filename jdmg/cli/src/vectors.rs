@@ -38,6 +38,25 @@ impl From<SliceMethod> for jdmg::slicing::SliceMethod {
     }
 }
 
+/// How `--interval` shares the interval among solve groups (`--slice-split`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SliceSplit {
+    /// A probe round of equal shares, then the rest by each group's measured
+    /// eigenvalues per second (default).
+    Rates,
+    /// Equal counts per group.
+    Equal,
+}
+
+impl From<SliceSplit> for jdmg::slice_groups::GroupSplit {
+    fn from(m: SliceSplit) -> Self {
+        match m {
+            SliceSplit::Rates => Self::Rates,
+            SliceSplit::Equal => Self::Equal,
+        }
+    }
+}
+
 /// The vectors of `--initial` and `--deflate`, n × p each (column-major).
 #[derive(Default)]
 pub struct Vectors {
