@@ -4,23 +4,22 @@
 //! slices of an interval.
 //!
 //! The interval (or index range) is counted once over every process
-//! ([`crate::slicing`]); then two rounds run, each group on its own
-//! sub-communicator with its own slices:
+//! ([`crate::slicing`]). A **flexible phase** (lblib) follows: every process
+//! runs products with K for the same short time, and the work done gives
+//! its rate. The interval is then cut where the counts (interpolated, then
+//! counted) give each group a share of its eigenvalues proportional to the
+//! rate of its first process (which factors and solves for the group); each
+//! group slices its part as [`crate::slicing`] does, on its own
+//! sub-communicator. (A probe round of equal shares, with the rest shared by
+//! the slices' measured rates, was slower: the fast groups idle through the
+//! probe.)
 //!
-//! 1. **Probe.** Each group solves an equal share of the eigenvalues at the
-//!    bottom of the interval (an eighth of the count over the groups) and
-//!    measures its rate, eigenvalues per second, factorizations included.
-//! 2. **Balanced round.** The rest of the interval is cut where the counts
-//!    (interpolated, then counted) give each group a share proportional to
-//!    its rate, so that the groups finish together; each group slices its
-//!    part as [`crate::slicing`] does.
-//!
-//! With [`GroupSplit::Equal`] the whole interval is cut into equal counts
-//! per group in one round (the reference that balancing is measured
-//! against). The pairs are assembled in ascending order on every process
-//! (this process's rows of every vector), each part's vectors made
-//! orthogonal to the part before, and the report gives the groups' times
-//! in the balanced round ([`IntervalReport::imbalance_percent`]).
+//! With [`GroupSplit::Equal`] the interval is cut into equal counts per
+//! group (the reference that balancing is measured against). The pairs are
+//! assembled in ascending order on every process (this process's rows of
+//! every vector), each part's vectors made orthogonal to the part before,
+//! and the report gives the spread of the groups' times
+//! ([`IntervalReport::imbalance_percent`]).
 
 use std::time::Instant;
 
@@ -43,16 +42,55 @@ use crate::solution::{Solution, Stats};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupSplit {
-    /// A probe round of equal shares, then the rest in shares proportional
-    /// to the rates measured (default).
+    /// Shares proportional to the rates of a flexible phase (default).
     #[default]
     Rates,
     /// Equal counts per group, one round.
     Equal,
 }
 
-/// Fraction of the count the probe round takes (over all groups).
-const PROBE_SHARE: f64 = 0.125;
+/// A part of the interval: its ends, each a point and the eigenvalues
+/// below it.
+type Part = ((f64, usize), (f64, usize));
+
+/// Seconds of the flexible phase (products with K, timed by lblib).
+const FLEXIBLE_SECONDS: f64 = 0.05;
+
+/// Each group's rate, measured by a flexible phase of lblib on every
+/// process (Kalinov and Lastovetsky; Lbs section, then the collective
+/// decide): products with K for [`FLEXIBLE_SECONDS`]; a group's rate is
+/// that of its first process, which factors and solves for its slices.
+/// Collective over `base`.
+fn flexible_rates<B: Comm>(
+    k: &CsrMatrix,
+    base: &B,
+    groups: &[Vec<usize>],
+) -> Result<Vec<f64>, JdError> {
+    let lb = |e: lblib::LbError| JdError::invalid("groups", format!("rates: {e}"));
+    let mut lbs = lblib::Lbs::new(base);
+    let n = k.nrows();
+    let (mut x, mut y) = (vec![1.0; n], vec![0.0; n]);
+    lbs.section_start().map_err(lb)?;
+    let t0 = base.wtime();
+    let mut products = 0u64;
+    while products == 0 || base.wtime() - t0 < FLEXIBLE_SECONDS {
+        k.mul_vec(&x, &mut y);
+        std::mem::swap(&mut x, &mut y);
+        let s = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if s > 0.0 && s.is_finite() {
+            x.iter_mut().for_each(|v| *v /= s);
+        }
+        products += 1;
+    }
+    lbs.section_end(products as f64).map_err(lb)?;
+    lbs.decide(1.0, lblib::Method::Fastest).map_err(lb)?;
+    let (rates, index) = (lbs.rates().map_err(lb)?, lbs.index().map_err(lb)?);
+    let mut by_rank = vec![0.0; base.size()];
+    for (&r, &i) in rates.iter().zip(index) {
+        by_rank[i] = r;
+    }
+    Ok(groups.iter().map(|gr| by_rank[gr[0]].max(0.0)).collect())
+}
 
 /// Every eigenpair of the interval or index range, with the slices spread
 /// over the solve groups `groups` (ranks of `base`, every rank in one),
@@ -159,17 +197,22 @@ pub(crate) fn run<B: Comm>(
     known.sort_by(|x, y| x.0.total_cmp(&y.0));
     known.dedup_by(|x, y| x.0 == y.0);
     let count_seconds = t0.elapsed().as_secs_f64();
-    let mut rounds: Vec<Vec<((f64, usize), (f64, usize))>> = Vec::new();
+    let mut rounds: Vec<Vec<Part>> = Vec::new();
     let mut round_seconds = Vec::new();
     let mut pieces: Vec<Solution> = Vec::new();
-    let probe = slicing.split == GroupSplit::Rates && ng > 1 && total >= 8 * ng;
-    // Round 1: equal shares (the probe, or everything).
-    let first_total = if probe {
-        ((total as f64 * PROBE_SHARE).round() as usize).max(ng)
+    let by_rates = slicing.split == GroupSplit::Rates && ng > 1;
+    // One round: shares by the flexible phase's rates (or equal).
+    let shares = if by_rates {
+        let r = flexible_rates(k, base, groups)?;
+        let sum: f64 = r.iter().sum();
+        if sum > 0.0 && sum.is_finite() {
+            r.iter().map(|x| total as f64 * x / sum).collect()
+        } else {
+            vec![total as f64 / ng as f64; ng]
+        }
     } else {
-        total
+        vec![total as f64 / ng as f64; ng]
     };
-    let shares = vec![first_total as f64 / ng as f64; ng];
     let parts = split_counts(
         k,
         mass,
@@ -187,44 +230,6 @@ pub(crate) fn run<B: Comm>(
     let times = all_group_values(base, groups, secs);
     round_seconds.push(times.clone());
     pieces.push(settled(base, sol)?);
-    // Round 2: the rest, by rates.
-    let last_end = parts[ng - 1].1;
-    if probe && last_end.1 < b.1 {
-        let rate: Vec<f64> = (0..ng)
-            .map(|h| {
-                let c = (parts[h].1 .1.saturating_sub(parts[h].0 .1)) as f64;
-                let s = times[h];
-                if s > 0.0 && s.is_finite() && c > 0.0 {
-                    c / s
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let sum: f64 = rate.iter().sum();
-        let rest = (b.1 - last_end.1) as f64;
-        let shares: Vec<f64> = if sum > 0.0 {
-            rate.iter().map(|r| rest * r / sum).collect()
-        } else {
-            vec![rest / ng as f64; ng]
-        };
-        let parts2 = split_counts(
-            k,
-            mass,
-            last_end,
-            b,
-            &shares,
-            &mut known,
-            delta,
-            threads,
-            base,
-            &mut factored,
-        )?;
-        let (sol, secs) = solve_part(k, mass, parts2[g], &gc, params, slicing, spaces);
-        round_seconds.push(all_group_values(base, groups, secs));
-        rounds.push(parts2);
-        pieces.push(settled(base, sol)?);
-    }
     // Assembly: every part's pairs on every process, ascending.
     let assembled = assemble(
         k, mass, base, out, &gc, groups, g, pos, &rounds, &pieces, params,
@@ -308,7 +313,7 @@ fn split_counts<C: Comm + ?Sized>(
     threads: usize,
     comm: &C,
     factored: &mut usize,
-) -> Result<Vec<((f64, usize), (f64, usize))>, JdError> {
+) -> Result<Vec<Part>, JdError> {
     let mut parts = Vec::with_capacity(shares.len());
     let mut lo = a;
     let mut target = a.1 as f64;
@@ -364,7 +369,7 @@ fn split_counts<C: Comm + ?Sized>(
 fn solve_part<C: Comm>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
-    part: ((f64, usize), (f64, usize)),
+    part: Part,
     gc: &C,
     params: &JdParams,
     slicing: &SliceParams,
@@ -404,7 +409,7 @@ fn assemble<B: Comm, C: Comm>(
     groups: &[Vec<usize>],
     g: usize,
     pos: usize,
-    rounds: &[Vec<((f64, usize), (f64, usize))>],
+    rounds: &[Vec<Part>],
     pieces: &[Solution],
     params: &JdParams,
 ) -> Result<Solution, JdError> {

@@ -1124,10 +1124,14 @@ fn run_distributed<B: Comm>(
     let ranged = a.interval.is_some() || a.indices.is_some();
     let ck = Checkpointing {
         resume,
-        sink: (!ranged).then(|| match sink.as_mut() {
-            Some(s) => s as &mut dyn CheckpointSink,
-            None => &mut stop,
-        }),
+        sink: if ranged {
+            None
+        } else {
+            Some(match sink.as_mut() {
+                Some(s) => s as &mut dyn CheckpointSink,
+                None => &mut stop,
+            })
+        },
     };
     let mut watch = watch.map(|w| w.lock().unwrap_or_else(|e| e.into_inner()));
     let mut obs = |ev: &IterationEvent| {

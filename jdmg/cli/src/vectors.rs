@@ -41,8 +41,8 @@ impl From<SliceMethod> for jdmg::slicing::SliceMethod {
 /// How `--interval` shares the interval among solve groups (`--slice-split`).
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SliceSplit {
-    /// A probe round of equal shares, then the rest by each group's measured
-    /// eigenvalues per second (default).
+    /// Shares proportional to each group's rate, measured by a flexible
+    /// phase of lblib (default).
     Rates,
     /// Equal counts per group.
     Equal,
