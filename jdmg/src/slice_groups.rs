@@ -33,8 +33,8 @@ use crate::error::JdError;
 use crate::jd::Spaces;
 use crate::params::JdParams;
 use crate::slicing::{
-    count_at, end_delta, finish, interpolate, mass_rows, orthogonalize_block, run_values, Counted,
-    IntervalReport, Range, SliceParams,
+    count_at, end_delta, finish, interpolate, keep_pairs, mass_rows, orthogonalize_block,
+    run_values, Counted, IntervalReport, Range, SliceParams,
 };
 use crate::solution::{Solution, Stats};
 
@@ -260,11 +260,7 @@ pub(crate) fn run<B: Comm>(
     if let Some((first, last)) = indices {
         let from = first.saturating_sub(a.1).min(sol.eigenvalues.len());
         let to = (last + 1).saturating_sub(a.1).min(sol.eigenvalues.len());
-        let nl = sol.n_local;
-        sol.eigenvalues = sol.eigenvalues[from..to].to_vec();
-        sol.residual_norms = sol.residual_norms[from..to].to_vec();
-        sol.converged = sol.converged[from..to].to_vec();
-        sol.eigenvectors = sol.eigenvectors[from * nl..to * nl].to_vec();
+        keep_pairs(&mut sol, from..to);
         report.count = last + 1 - first;
         report.first_index = Some(first);
     }

@@ -275,11 +275,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
                 let to = (last + 1)
                     .saturating_sub(iv.below)
                     .min(sol.eigenvalues.len());
-                let nl = sol.n_local;
-                sol.eigenvalues = sol.eigenvalues[from..to].to_vec();
-                sol.residual_norms = sol.residual_norms[from..to].to_vec();
-                sol.converged = sol.converged[from..to].to_vec();
-                sol.eigenvectors = sol.eigenvectors[from * nl..to * nl].to_vec();
+                keep_pairs(&mut sol, from..to);
                 iv.count = last + 1 - first;
                 iv.first_index = Some(first);
                 iv.counts += counts;
@@ -935,6 +931,16 @@ pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
         },
     )
     .map(Some)
+}
+
+/// Keeps the pairs `keep` of `sol` (positions in its order), dropping the
+/// others.
+pub(crate) fn keep_pairs(sol: &mut Solution, keep: std::ops::Range<usize>) {
+    let nl = sol.n_local;
+    sol.eigenvalues = sol.eigenvalues[keep.clone()].to_vec();
+    sol.residual_norms = sol.residual_norms[keep.clone()].to_vec();
+    sol.converged = sol.converged[keep.clone()].to_vec();
+    sol.eigenvectors = sol.eigenvectors[keep.start * nl..keep.end * nl].to_vec();
 }
 
 /// The observer for one more solve.

@@ -428,7 +428,10 @@ fn interval_slices_over_two_solve_groups_give_the_exact_set() {
         let got = values(&par, "eigenvalues");
         assert_eq!(got.len(), want.len(), "{split}: {got:?}");
         for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() <= 1e-9 * w, "{split}: {got:?} against {want:?}");
+            assert!(
+                (g - w).abs() <= 1e-9 * w,
+                "{split}: {got:?} against {want:?}"
+            );
         }
     }
 }
