@@ -14,13 +14,24 @@
 //! counted are in the report, and every eigenvalue between them is returned.
 //!
 //! **Slices.** [a⁻, b⁺) is cut into slices of at most
-//! [`SliceParams::per_slice`] eigenvalues: equal widths first, then a slice
-//! holding more is halved (one count per cut), down to a thousandth of the
-//! interval (a multiple eigenvalue cannot be cut). Each slice [tᵢ, tᵢ₊₁) holding
-//! cᵢ eigenvalues is solved by shift-and-invert ([`crate::st`]) at its lower
-//! end σ = tᵢ for the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹,
-//! one end of its spectrum): they are the slice's. Empty slices cost nothing
-//! but their count.
+//! [`SliceParams::per_slice`] eigenvalues, where the counts, interpolated
+//! linearly between the points counted so far, reach equal shares (one
+//! count per cut, down to a thousandth of the interval: a multiple
+//! eigenvalue cannot be cut); neighbours that hold at most `per_slice`
+//! together are merged. Each slice [tᵢ, tᵢ₊₁) holding cᵢ eigenvalues is
+//! solved by shift-and-invert ([`crate::st`]) at its lower end σ = tᵢ for
+//! the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹, one end of its
+//! spectrum): they are the slice's. [`SliceMethod::Lanczos`] (the default)
+//! runs block thick-restart Lanczos on B ([`crate::lanczos`]), `Davidson`
+//! the Davidson loop. Empty slices cost nothing but their count. Each
+//! slice's vectors are made orthogonal (M-orthogonal) to the slice before
+//! (eigenvectors from separate solves are orthogonal only to about their
+//! residuals over the gap).
+//!
+//! **Index ranges** ([`Range::Indices`]): the interval holding the
+//! eigenvalues of indices i..=j is bracketed by counts first (Gershgorin's
+//! bounds, then counts interpolated towards i and j + 1), and those counts
+//! serve as cuts.
 //!
 //! **Certificate.** A slice is accepted when its cᵢ converged pairs (whose
 //! vectors are orthonormal, or M-orthonormal) lie in the slice, each within
@@ -34,8 +45,9 @@
 
 use std::time::Instant;
 
-use lblib::Comm;
+use lblib::{Comm, ReduceOp};
 use matrices::CsrMatrix;
+use precond::Operator;
 use serde::{Deserialize, Serialize};
 
 use crate::certify::{count_below, error_bounds, global_block};
@@ -53,16 +65,42 @@ pub const END_ROUNDINGS: f64 = 1e3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SliceParams {
-    /// The most eigenvalues a slice holds (default 48): fewer cost more
-    /// factorizations (one per slice and one per cut), more cost more
-    /// orthogonalization per slice (n·cᵢ² per restart).
+    /// The most eigenvalues a slice holds (default 96): fewer cost more
+    /// factorizations (one per slice and one per cut) and more solves per
+    /// eigenvalue, more cost more orthogonalization per slice (n·cᵢ² per
+    /// restart).
     pub per_slice: usize,
+    /// The method on each slice's B = (A − σI)⁻¹ (default Lanczos).
+    pub method: SliceMethod,
+    /// With solve groups: how the interval is shared among them (default
+    /// by measured rates; see [`crate::slice_groups`]).
+    pub split: crate::slice_groups::GroupSplit,
 }
 
 impl Default for SliceParams {
     fn default() -> Self {
-        Self { per_slice: 48 }
+        Self {
+            per_slice: 96,
+            method: SliceMethod::Lanczos,
+            split: crate::slice_groups::GroupSplit::Rates,
+        }
     }
+}
+
+/// The method that finds a slice's eigenvalues, the largest of B = (A − σI)⁻¹
+/// (of (K − σM)⁻¹M) with σ at the slice's lower end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SliceMethod {
+    /// Block thick-restart Lanczos (Krylov-Schur) with full
+    /// reorthogonalization: one solve with the factors and one product with
+    /// M per basis column.
+    #[default]
+    Lanczos,
+    /// The block Davidson loop of [`crate::Solver::run`] on B (GD+k steps, a
+    /// Rayleigh-Ritz projection per block), also what a second solve from
+    /// the first one's vectors runs.
+    Davidson,
 }
 
 /// What an interval solve counted and did ([`crate::Stats::interval`]).
@@ -89,6 +127,29 @@ pub struct IntervalReport {
     pub retried: usize,
     /// Seconds of the counts.
     pub count_seconds: f64,
+    /// Eigenvalues below `counted_lower`, by inertia.
+    pub below: usize,
+    /// For an index range ([`Range::Indices`]): the first index returned
+    /// (0-based, ascending); `lower` and `upper` are then the bracket found
+    /// by inertia, and `count` the pairs returned.
+    pub first_index: Option<usize>,
+    /// Solve groups the slices were spread over (0: every slice over all
+    /// the processes).
+    pub groups: usize,
+    /// With groups: (slowest − mean)/slowest of the groups' seconds in the
+    /// last round, in percent (0 when all finish together).
+    pub imbalance_percent: f64,
+}
+
+/// Which eigenvalues an interval solve returns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Range {
+    /// Every eigenvalue in [lower, upper].
+    Values(f64, f64),
+    /// λ_first ≤ … ≤ λ_last of the ascending spectrum (0-based indices,
+    /// multiplicities counted; `scipy.linalg.eigh`'s `subset_by_index`).
+    Indices(usize, usize),
 }
 
 /// One slice: [lo, hi) and the eigenvalues below each end.
@@ -122,7 +183,7 @@ const MOVES: usize = 16;
 /// as 2 for a grid Laplacian, gives a tiny pivot); the point used and the
 /// count. Collective.
 #[allow(clippy::too_many_arguments)]
-fn count_at<C: Comm + ?Sized>(
+pub(crate) fn count_at<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     t: f64,
@@ -167,8 +228,301 @@ fn count_at<C: Comm + ?Sized>(
 pub(crate) fn run<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
+    range: Range,
+    comm: &C,
+    params: &JdParams,
+    slicing: &SliceParams,
+    spaces: Spaces<'_>,
+    observer: Option<Observer<'_>>,
+) -> Result<Solution, JdError> {
+    match range {
+        Range::Values(lower, upper) => run_values(
+            k,
+            mass,
+            lower,
+            upper,
+            &Counted::default(),
+            comm,
+            params,
+            slicing,
+            spaces,
+            observer,
+        ),
+        Range::Indices(first, last) => {
+            let t0 = Instant::now();
+            crate::setup::check_matrix(k, params)?;
+            if let Some(m) = mass {
+                crate::setup::check_pair(k, m, params)?;
+            }
+            let n = k.nrows();
+            if first > last || last >= n {
+                return Err(JdError::invalid(
+                    "interval",
+                    format!("the index range {first}..={last} must have first ≤ last < n = {n}"),
+                ));
+            }
+            let (known, counts) = bracket(k, mass, first, last, params.threads, comm)?;
+            let Some(((lower, _), (upper, _))) = known.ends else {
+                unreachable!("a bracket has its ends")
+            };
+            let res = run_values(
+                k, mass, lower, upper, &known, comm, params, slicing, spaces, observer,
+            );
+            let pick = |mut sol: Solution| {
+                let mut iv = sol.stats.interval.unwrap_or_default();
+                // pair j of the interval has index iv.below + j
+                let from = first.saturating_sub(iv.below).min(sol.eigenvalues.len());
+                let to = (last + 1)
+                    .saturating_sub(iv.below)
+                    .min(sol.eigenvalues.len());
+                keep_pairs(&mut sol, from..to);
+                iv.count = last + 1 - first;
+                iv.first_index = Some(first);
+                iv.counts += counts;
+                iv.count_seconds += t0.elapsed().as_secs_f64() - sol.stats.wall_seconds;
+                sol.stats.interval = Some(iv);
+                sol.stats.wall_seconds = t0.elapsed().as_secs_f64();
+                sol
+            };
+            match res {
+                Ok(sol) => {
+                    let sol = pick(sol);
+                    if sol.eigenvalues.len() == last + 1 - first
+                        && sol.nconverged() == sol.eigenvalues.len()
+                    {
+                        Ok(sol)
+                    } else {
+                        Err(JdError::NotConverged {
+                            wanted: last + 1 - first,
+                            partial: Box::new(sol),
+                        })
+                    }
+                }
+                Err(JdError::NotConverged { partial, .. }) => Err(JdError::NotConverged {
+                    wanted: last + 1 - first,
+                    partial: Box::new(pick(*partial)),
+                }),
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// How many more eigenvalues than asked an index range's bracket may hold
+/// at each end before its search stops: 2, or 2 % of the range.
+fn bracket_slack(wanted: usize) -> usize {
+    (wanted / 50).max(2)
+}
+
+/// Bounds [lower, upper] holding the eigenvalues of indices `first..=last`
+/// (ascending, 0-based), found by inertia: from the spectrum's Gershgorin
+/// bounds (for a pencil, ±‖K‖₁/‖M‖₁ doubled until the counts bracket), a
+/// search by interpolation of the counts (safeguarded towards bisection)
+/// until at most [`bracket_slack`] eigenvalues more than asked lie inside
+/// at each end, or the bracket is a thousandth of the spectrum's width. The
+/// ends with their counts, every point counted (cuts for the slices), and
+/// the LDLᵀ factorizations spent. Collective.
+pub(crate) fn bracket<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    first: usize,
+    last: usize,
+    threads: usize,
+    comm: &C,
+) -> Result<(Counted, usize), JdError> {
+    let mut factored = 0;
+    let knorm = crate::st::norm1(k);
+    let (mut lo, mut hi) = match mass {
+        None => gershgorin(k),
+        Some(m) => {
+            let s = knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE);
+            (-s, s)
+        }
+    };
+    let width0 = (hi - lo).max(f64::MIN_POSITIVE);
+    let delta =
+        END_ROUNDINGS * f64::EPSILON * knorm.max(lo.abs()).max(hi.abs()).max(f64::MIN_POSITIVE);
+    lo -= delta;
+    hi += delta;
+    let seen = std::cell::RefCell::new(Vec::new());
+    let count = |t: f64, dir: f64, f: &mut usize| {
+        let p = count_at(k, mass, t, dir, delta, threads, comm, f)?;
+        seen.borrow_mut().push(p);
+        Ok::<_, JdError>(p)
+    };
+    let (mut lo, mut c_lo) = count(lo, -1.0, &mut factored)?;
+    let (mut hi, mut c_hi) = count(hi, 1.0, &mut factored)?;
+    // a pencil's ends: doubled out until nothing is below lo and all below hi
+    for _ in 0..64 {
+        if c_lo <= first && c_hi > last {
+            break;
+        }
+        let w = hi - lo;
+        if c_lo > first {
+            (lo, c_lo) = count(lo - w, -1.0, &mut factored)?;
+        }
+        if c_hi <= last {
+            (hi, c_hi) = count(hi + w, 1.0, &mut factored)?;
+        }
+    }
+    if c_lo > first || c_hi <= last {
+        return Err(JdError::Factorization(format!(
+            "no bracket of the eigenvalues {first}..={last} found by inertia in [{lo:e}, {hi:e}]"
+        )));
+    }
+    let slack = bracket_slack(last + 1 - first);
+    let min_width = MIN_SLICE * width0;
+    // Upper end: the least t with count(t) > last, to within the slack.
+    let (mut a, mut ca, mut b, mut cb) = (lo, c_lo, hi, c_hi);
+    while cb > last + 1 + slack && b - a > min_width {
+        let t = interpolate(a, ca, b, cb, last as f64 + 1.0 + 0.5 * slack as f64);
+        let (t, c) = count(t, 1.0, &mut factored)?;
+        if t <= a || t >= b {
+            break;
+        }
+        if c > last {
+            (b, cb) = (t, c);
+        } else {
+            (a, ca) = (t, c);
+        }
+    }
+    let upper = b;
+    // Lower end: the greatest t with count(t) ≤ first, to within the slack.
+    let (mut a, mut ca, mut b2, mut cb2) = (lo, c_lo, b, cb);
+    while ca + slack < first && b2 - a > min_width {
+        let t = interpolate(a, ca, b2, cb2, first as f64 - 0.5 * slack as f64);
+        let (t, c) = count(t, -1.0, &mut factored)?;
+        if t <= a || t >= b2 {
+            break;
+        }
+        if c <= first {
+            (a, ca) = (t, c);
+        } else {
+            (b2, cb2) = (t, c);
+        }
+    }
+    let inside = seen.into_inner();
+    Ok((
+        Counted {
+            ends: Some(((a, ca), (upper, cb))),
+            inside,
+        },
+        factored,
+    ))
+}
+
+/// The point where the counts, linear between (a, ca) and (b, cb), reach
+/// `target`, kept at least a sixteenth of the width from either end.
+pub(crate) fn interpolate(a: f64, ca: usize, b: f64, cb: usize, target: f64) -> f64 {
+    let f = if cb > ca {
+        (target - ca as f64) / (cb - ca) as f64
+    } else {
+        0.5
+    };
+    a + (b - a) * f.clamp(1.0 / 16.0, 15.0 / 16.0)
+}
+
+/// Gershgorin's bounds of the spectrum of a symmetric matrix.
+fn gershgorin(a: &CsrMatrix) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        let (mut d, mut r) = (0.0, 0.0);
+        for (&j, &v) in cols.iter().zip(vals) {
+            if j as usize == i {
+                d += v;
+            } else {
+                r += v.abs();
+            }
+        }
+        lo = lo.min(d - r);
+        hi = hi.max(d + r);
+    }
+    (lo, hi)
+}
+
+/// Counts already made by the caller: the ends (point and eigenvalues
+/// below it), used instead of counting at [lower − δ, upper + δ], and points
+/// inside that may serve as cuts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counted {
+    pub ends: Option<((f64, usize), (f64, usize))>,
+    pub inside: Vec<(f64, usize)>,
+}
+
+/// The slice ends from `a` to `b` (points and eigenvalues below them): the
+/// `known` counts inside, then a cut wherever a slice holds more than
+/// `per` eigenvalues, where the counts, interpolated linearly between its
+/// ends, reach an equal share of its eigenvalues (a cut that lands off the
+/// share is cut again; slices narrower than [`MIN_SLICE`] of the interval
+/// are not); last, neighbours that hold at most `per` together are merged.
+/// Collective.
+#[allow(clippy::too_many_arguments)]
+fn cuts<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    a: (f64, usize),
+    b: (f64, usize),
+    known: &[(f64, usize)],
+    per: usize,
+    delta: f64,
+    threads: usize,
+    comm: &C,
+    factored: &mut usize,
+) -> Result<Vec<(f64, usize)>, JdError> {
+    let mut ends = vec![a];
+    ends.extend(known.iter().copied().filter(|&(t, _)| t > a.0 && t < b.0));
+    ends.push(b);
+    ends.sort_by(|x, y| x.0.total_cmp(&y.0));
+    ends.dedup_by(|x, y| x.0 == y.0);
+    let min_width = (MIN_SLICE * (b.0 - a.0)).max(4.0 * delta);
+    let mut i = 0;
+    while i + 1 < ends.len() {
+        let ((lo, clo), (hi, chi)) = (ends[i], ends[i + 1]);
+        let c = chi.saturating_sub(clo);
+        if c > per && hi - lo > min_width {
+            let share = c as f64 / c.div_ceil(per) as f64;
+            let t = interpolate(lo, clo, hi, chi, clo as f64 + share);
+            let (t, ct) = count_at(k, mass, t, 1.0, delta, threads, comm, factored)?;
+            if t > lo && t < hi {
+                ends.insert(i + 1, (t, ct));
+                continue;
+            }
+        }
+        i += 1;
+    }
+    let last = ends.len() - 1;
+    let mut merged = vec![ends[0]];
+    for w in 1..last {
+        if ends[w + 1].1.saturating_sub(merged[merged.len() - 1].1) > per {
+            merged.push(ends[w]);
+        }
+    }
+    merged.push(ends[last]);
+    Ok(merged)
+}
+
+/// δ of the module documentation: [`END_ROUNDINGS`] roundings of the
+/// spectrum's scale (‖K‖₁/‖M‖₁ bounds it for a pencil within κ(M)).
+pub(crate) fn end_delta(k: &CsrMatrix, mass: Option<&CsrMatrix>, lower: f64, upper: f64) -> f64 {
+    let knorm = crate::st::norm1(k);
+    let scale = match mass {
+        Some(m) => knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE),
+        None => knorm,
+    }
+    .max(lower.abs())
+    .max(upper.abs());
+    END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE)
+}
+
+/// [`run`] for [`Range::Values`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_values<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
     lower: f64,
     upper: f64,
+    known: &Counted,
     comm: &C,
     params: &JdParams,
     slicing: &SliceParams,
@@ -194,50 +548,50 @@ pub(crate) fn run<C: Comm + ?Sized>(
     }
     let per = slicing.per_slice.max(1);
     let threads = params.threads;
-    // The spectrum's scale: ‖K‖₁/‖M‖₁ bounds it for a pencil within κ(M).
-    let knorm = crate::st::norm1(k);
-    let scale = match mass {
-        Some(m) => knorm / crate::st::norm1(m).max(f64::MIN_POSITIVE),
-        None => knorm,
-    }
-    .max(lower.abs())
-    .max(upper.abs());
-    let delta = END_ROUNDINGS * f64::EPSILON * scale.max(f64::MIN_POSITIVE);
+    let delta = end_delta(k, mass, lower, upper);
     let mut factored = 0;
-    let (a, below_a) = count_at(
-        k,
-        mass,
-        lower - delta,
-        -1.0,
-        delta,
-        threads,
-        comm,
-        &mut factored,
-    )?;
-    let (b, below_b) = count_at(
-        k,
-        mass,
-        upper + delta,
-        1.0,
-        delta,
-        threads,
-        comm,
-        &mut factored,
-    )?;
+    // The ends: counted a little outside [lower, upper], or as the caller
+    // counted them (an index range's bracket).
+    let (a, below_a) = match known.ends {
+        Some((lo, _)) => lo,
+        None => count_at(
+            k,
+            mass,
+            lower - delta,
+            -1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?,
+    };
+    let (b, below_b) = match known.ends {
+        Some((_, hi)) => hi,
+        None => count_at(
+            k,
+            mass,
+            upper + delta,
+            1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?,
+    };
     let total = below_b.saturating_sub(below_a);
-    // Equal widths, then halving where a slice holds too many.
-    let first = total.div_ceil(per).max(1);
-    let mut ends = vec![(a, below_a)];
-    for i in 1..first {
-        let t = a + (b - a) * i as f64 / first as f64;
-        let (t, c) = count_at(k, mass, t, 1.0, delta, threads, comm, &mut factored)?;
-        // a cut moved past the next one (or the end) is left out
-        if t > ends[ends.len() - 1].0 && t < b {
-            ends.push((t, c));
-        }
-    }
-    ends.push((b, below_b));
-    let mut slices: Vec<Slice> = ends
+    let ends = cuts(
+        k,
+        mass,
+        (a, below_a),
+        (b, below_b),
+        &known.inside,
+        per,
+        delta,
+        threads,
+        comm,
+        &mut factored,
+    )?;
+    let slices: Vec<Slice> = ends
         .windows(2)
         .map(|w| Slice {
             lo: w[0].0,
@@ -246,31 +600,6 @@ pub(crate) fn run<C: Comm + ?Sized>(
             below_hi: w[1].1,
         })
         .collect();
-    let mut i = 0;
-    while i < slices.len() {
-        let s = slices[i];
-        if s.count() > per && s.hi - s.lo > (MIN_SLICE * (b - a)).max(4.0 * delta) {
-            let mid = 0.5 * (s.lo + s.hi);
-            let (t, c) = count_at(k, mass, mid, 1.0, delta, threads, comm, &mut factored)?;
-            if t > s.lo && t < s.hi {
-                slices[i] = Slice {
-                    hi: t,
-                    below_hi: c,
-                    ..s
-                };
-                slices.insert(
-                    i + 1,
-                    Slice {
-                        lo: t,
-                        below_lo: c,
-                        ..s
-                    },
-                );
-                continue;
-            }
-        }
-        i += 1;
-    }
     let count_seconds = t0.elapsed().as_secs_f64();
     let mut report = IntervalReport {
         lower,
@@ -282,9 +611,18 @@ pub(crate) fn run<C: Comm + ?Sized>(
         counts: factored,
         retried: 0,
         count_seconds,
+        below: below_a,
+        first_index: None,
+        groups: 0,
+        imbalance_percent: 0.0,
     };
     let mut out: Option<Solution> = None;
     let mut used = 0u64;
+    // M's rows on this process, for the M-orthogonality across slices
+    let mrows = mass_rows(k, mass, comm, params, per)?;
+    let mop = mrows.as_ref().map(|r| &r.op as &dyn Operator);
+    // columns of the previous slice's pairs in the accumulated result
+    let mut prev = 0..0;
     for s in slices.iter().filter(|s| s.count() > 0) {
         report.slices += 1;
         let budget = params.max_matvecs.saturating_sub(used);
@@ -294,6 +632,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
             s,
             comm,
             params,
+            slicing,
             budget,
             spaces,
             reborrow(&mut observer),
@@ -305,9 +644,18 @@ pub(crate) fn run<C: Comm + ?Sized>(
             Err(e) => return Err(e),
         };
         used += sol.stats.matvecs;
+        let mut sol = sol;
         let acc = match out.take() {
-            None => sol,
-            Some(acc) => append(acc, sol),
+            None => {
+                prev = 0..sol.eigenvalues.len();
+                sol
+            }
+            Some(acc) => {
+                orthogonalize_across(&acc, prev.clone(), &mut sol, mop, comm, threads);
+                let at = acc.eigenvalues.len();
+                prev = at..at + sol.eigenvalues.len();
+                append(acc, sol)
+            }
         };
         if failed.is_some() {
             // every pair found so far, the failed slice's flagged
@@ -338,6 +686,7 @@ fn solve_slice<C: Comm + ?Sized>(
     s: &Slice,
     comm: &C,
     params: &JdParams,
+    slicing: &SliceParams,
     budget: u64,
     spaces: Spaces<'_>,
     mut observer: Option<Observer<'_>>,
@@ -373,6 +722,7 @@ fn solve_slice<C: Comm + ?Sized>(
             ..Hooks::default()
         },
         Wanted::Above,
+        slicing.method,
     )?;
     let (mut sol, inside) = keep_inside(first, s, mass.is_some(), comm);
     if inside == c {
@@ -407,6 +757,7 @@ fn solve_slice<C: Comm + ?Sized>(
             ..Hooks::default()
         },
         Wanted::Above,
+        slicing.method,
     );
     let again = match again {
         Ok(a) => a,
@@ -426,6 +777,170 @@ fn solve_slice<C: Comm + ?Sized>(
             partial: Box::new(sol),
         })
     }
+}
+
+/// Makes the eigenvectors of `next` (one slice's) orthogonal (M-orthogonal)
+/// to those of the slice before it (columns `prev` of `acc`), then
+/// orthonormal again among themselves (Löwdin: X G^(−1/2), which moves each
+/// vector least). Eigenvectors of distinct eigenvalues from separate solves
+/// are orthogonal only to about (rᵢ + rⱼ)/|λᵢ − λⱼ|, which near a cut can
+/// exceed rounding; a vector moved by ε towards another moves its residual
+/// by ε·|λᵢ − λⱼ| at most. Slices further apart are a whole slice apart.
+/// Nothing is done when the overlap is already at rounding. Collective.
+fn orthogonalize_across<C: Comm + ?Sized>(
+    acc: &Solution,
+    prev: std::ops::Range<usize>,
+    next: &mut Solution,
+    mass: Option<&dyn Operator>,
+    comm: &C,
+    threads: usize,
+) {
+    let nl = next.n_local;
+    let q = next.eigenvalues.len();
+    orthogonalize_block(
+        &acc.eigenvectors[prev.start * nl..prev.end * nl],
+        &mut next.eigenvectors[..q * nl],
+        nl,
+        mass,
+        comm,
+        threads,
+    );
+}
+
+/// [`orthogonalize_across`] on blocks: `x` (nl rows, column-major) against
+/// `pv`, then orthonormalized.
+pub(crate) fn orthogonalize_block<C: Comm + ?Sized>(
+    pv: &[f64],
+    x: &mut [f64],
+    nl: usize,
+    mass: Option<&dyn Operator>,
+    comm: &C,
+    threads: usize,
+) {
+    use crate::dense::{gemm_nn_in_place, gemm_sub, gemm_tn, sym_eig, IN_PLACE_ROWS};
+    let (p, q) = (
+        pv.len().checked_div(nl).unwrap_or(0),
+        x.len().checked_div(nl).unwrap_or(0),
+    );
+    if p == 0 || q == 0 {
+        return;
+    }
+    let image = |x: &[f64]| -> Vec<f64> {
+        match mass {
+            Some(m) => {
+                let mut y = vec![0.0; x.len()];
+                m.apply_block(x, &mut y, x.len() / nl.max(1));
+                y
+            }
+            None => x.to_vec(),
+        }
+    };
+    let mx = image(x);
+    let mut c = vec![0.0; p * q];
+    gemm_tn(&mut c, pv, nl, p, &mx, q, threads);
+    comm.all_reduce(&mut c, ReduceOp::Sum);
+    if c.iter().all(|v| v.abs() <= 64.0 * f64::EPSILON) {
+        return;
+    }
+    gemm_sub(x, pv, nl, p, &c, q, threads);
+    let mx = image(x);
+    let mut g = vec![0.0; q * q];
+    gemm_tn(&mut g, x, nl, q, &mx, q, threads);
+    comm.all_reduce(&mut g, ReduceOp::Sum);
+    let Some((w, u)) = sym_eig(&g, q) else {
+        return;
+    };
+    if w.iter().any(|&v| v.is_nan() || v <= 0.5) {
+        // far from orthonormal: not a correction of rounding, left alone
+        return;
+    }
+    // G^(−1/2) = U diag(w^(−1/2)) Uᵀ
+    let mut h = vec![0.0; q * q];
+    for j in 0..q {
+        for i in 0..q {
+            h[j * q + i] = (0..q)
+                .map(|l| u[l * q + i] * u[l * q + j] / w[l].sqrt())
+                .sum();
+        }
+    }
+    let mut buf = vec![0.0; IN_PLACE_ROWS * q];
+    gemm_nn_in_place(x, nl, q, &h, q, &mut buf, threads);
+}
+
+/// The pairs of an interval solve (or its partial result) in descending
+/// order, as `Target::Largest` returns them.
+pub(crate) fn descending(res: Result<Solution, JdError>) -> Result<Solution, JdError> {
+    let flip = |mut s: Solution| {
+        let nl = s.n_local;
+        s.eigenvalues.reverse();
+        s.residual_norms.reverse();
+        s.converged.reverse();
+        let p = s.eigenvectors.len().checked_div(nl).unwrap_or(0);
+        let mut v = Vec::with_capacity(s.eigenvectors.len());
+        for j in (0..p).rev() {
+            v.extend_from_slice(&s.eigenvectors[j * nl..(j + 1) * nl]);
+        }
+        s.eigenvectors = v;
+        s
+    };
+    match res {
+        Ok(s) => Ok(flip(s)),
+        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
+            wanted,
+            partial: Box::new(flip(*partial)),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// M's rows on this process of the partition of every slice's solve
+/// (balanced by K's nonzeros; the whole of M on one process), for products
+/// with blocks of up to `max_block` columns; None without M.
+pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&'m CsrMatrix>,
+    comm: &'c C,
+    params: &JdParams,
+    max_block: usize,
+) -> Result<Option<crate::setup::Rows<'m, 'c, C>>, JdError> {
+    let Some(m) = mass else {
+        return Ok(None);
+    };
+    let part = if comm.size() > 1 {
+        Some(
+            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
+                .map_err(|e| JdError::invalid("partition", e))?,
+        )
+    } else {
+        None
+    };
+    crate::setup::rows(
+        m,
+        comm,
+        params,
+        crate::setup::RowsSpec {
+            part: part.as_ref(),
+            opts: precond::dist::DistOptions {
+                threads: params.threads,
+                overlap: false,
+                max_block: max_block.max(1),
+            },
+            precond: None,
+            precond_of: None,
+            field: "mass",
+        },
+    )
+    .map(Some)
+}
+
+/// Keeps the pairs `keep` of `sol` (positions in its order), dropping the
+/// others.
+pub(crate) fn keep_pairs(sol: &mut Solution, keep: std::ops::Range<usize>) {
+    let nl = sol.n_local;
+    sol.eigenvalues = sol.eigenvalues[keep.clone()].to_vec();
+    sol.residual_norms = sol.residual_norms[keep.clone()].to_vec();
+    sol.converged = sol.converged[keep.clone()].to_vec();
+    sol.eigenvectors = sol.eigenvectors[keep.start * nl..keep.end * nl].to_vec();
 }
 
 /// The observer for one more solve.
@@ -510,7 +1025,7 @@ fn absorb(total: &mut Stats, s: &Stats) {
 
 /// The pairs of an interval holding no eigenvalue: none, on this process's
 /// rows (those of every slice's solve).
-fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError> {
+pub(crate) fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError> {
     let (n_local, row_offset) = if comm.size() > 1 {
         let part = matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
             .map_err(|e| JdError::invalid("partition", e))?;
@@ -533,7 +1048,7 @@ fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solution, JdError>
 
 /// The result with the report and the seconds in its statistics;
 /// `NotConverged` when fewer than `total` converged pairs are there.
-fn finish(
+pub(crate) fn finish(
     mut sol: Solution,
     total: usize,
     report: IntervalReport,

@@ -46,7 +46,7 @@ use crate::multigrain::MultigrainParams;
 use crate::params::{JdParams, Target};
 use crate::repartition::RepartitionEvent;
 use crate::setup::{check_matrix, precond_shift, rows, with_setup, RowsSpec};
-use crate::slicing::SliceParams;
+use crate::slicing::{Range, SliceParams};
 use crate::solution::{IterationEvent, Solution, Stats};
 
 /// A solve on a CSR matrix (any [`AsCsr`]): on one process, over the ranks
@@ -61,7 +61,7 @@ pub struct OnMatrix<'h, M: ?Sized, C = SelfComm, B = SelfComm> {
     /// σ of shift-and-invert ([`Solver::shift_invert`]).
     shift: Option<f64>,
     /// [a, b] of an interval solve ([`Solver::interval`]) and its slicing.
-    interval: Option<(f64, f64, SliceParams)>,
+    interval: Option<(Range, SliceParams)>,
 }
 
 /// A solve on a [`Problem`] of one's own (matrix-free). See
@@ -274,12 +274,26 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// (see [`crate::slicing`], which says what is counted and how the
     /// interval is cut). `params.nev` and `params.target` are not used;
     /// `stats.interval` reports the count and the slices. With
-    /// [`comm`](Solver::comm) or [`groups`](Solver::groups) every slice runs
-    /// fine grain over all the processes. Not with
+    /// [`comm`](Solver::comm) every slice runs fine grain over all the
+    /// processes; with [`groups`](Solver::groups) (two or more) each group
+    /// solves its own slices, their shares set by measured rates
+    /// ([`crate::slice_groups`], `SliceParams::split`), and every process
+    /// gets its rows of all the pairs. Not with
     /// [`shift_invert`](Solver::shift_invert), start vectors, checkpoints or
     /// a resume (`InvalidParams`).
     pub fn interval(mut self, lower: f64, upper: f64, slicing: SliceParams) -> Self {
-        self.input.interval = Some((lower, upper, slicing));
+        self.input.interval = Some((Range::Values(lower, upper), slicing));
+        self
+    }
+
+    /// The eigenpairs λ_first ≤ … ≤ λ_last of the ascending spectrum (0-based
+    /// indices, multiplicities counted; SciPy's `subset_by_index`), as
+    /// [`interval`](Solver::interval) on bounds found by inertia: a search
+    /// over LDLᵀ counts brackets the indices, then the interval's pairs of
+    /// those indices are returned. `stats.interval` gives the bracket and
+    /// `first_index`. `InvalidParams` unless first ≤ last < n.
+    pub fn indices(mut self, first: usize, last: usize, slicing: SliceParams) -> Self {
+        self.input.interval = Some((Range::Indices(first, last), slicing));
         self
     }
 
@@ -381,7 +395,36 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             shift,
             interval,
         } = self.input;
-        if let Some((lower, upper, slicing)) = interval {
+        // Many pairs at one end: slices over their indices.
+        let nev = self.params.nev;
+        let n = if self.params.slice_from > 0
+            && nev >= self.params.slice_from
+            && matches!(self.params.target, Target::Smallest | Target::Largest)
+        {
+            a.as_csr()?.nrows()
+        } else {
+            0
+        };
+        let by_index = match self.params.target {
+            Target::Smallest => Some((0, nev.wrapping_sub(1))),
+            Target::Largest => Some((n.wrapping_sub(nev), n.wrapping_sub(1))),
+            _ => None,
+        }
+        .filter(|_| {
+            interval.is_none()
+                && shift.is_none()
+                && self.params.slice_from > 0
+                && nev >= self.params.slice_from
+                && nev <= n
+                && self.sinks.is_empty()
+                && self.resume.is_none()
+                && spaces.initial.is_empty()
+                && spaces.deflation.is_empty()
+        });
+        let descending = by_index.is_some() && self.params.target == Target::Largest;
+        let interval =
+            interval.or(by_index.map(|(i, j)| (Range::Indices(i, j), SliceParams::default())));
+        if let Some((range, slicing)) = interval {
             let refused = if shift.is_some() {
                 Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
             } else if !self.sinks.is_empty() || self.resume.is_some() {
@@ -403,8 +446,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 crate::slicing::run(
                     &csr,
                     mass,
-                    lower,
-                    upper,
+                    range,
                     c,
                     self.params,
                     &slicing,
@@ -412,13 +454,30 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                     observer,
                 )
             };
-            return match (groups, comm) {
+            let res = match (groups, comm) {
+                // slices spread over the solve groups, by their rates
+                (Some((base, mg)), world) if mg.groups.len() > 1 => crate::slice_groups::run(
+                    &csr,
+                    mass,
+                    range,
+                    base,
+                    world.map_or(base as &dyn Comm, |w| w as &dyn Comm),
+                    &mg.groups,
+                    self.params,
+                    &slicing,
+                    spaces,
+                ),
                 (_, Some(c)) => run(c, observer),
                 (Some((base, mg)), None) => {
                     let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
                     run(&w, observer)
                 }
                 (None, None) => run(&SelfComm::new(), observer),
+            };
+            return if descending {
+                crate::slicing::descending(res)
+            } else {
+                res
             };
         }
         let mut hooks = HookSet {

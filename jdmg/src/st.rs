@@ -64,8 +64,10 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::CheckpointSink;
 use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
+use crate::lanczos::{End, LanczosParams};
 use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, Target};
 use crate::setup::{rows, RowsSpec};
+use crate::slicing::SliceMethod;
 use crate::solution::{IterationEvent, Solution, Stats};
 
 /// Largest backward error ‖Cz − b‖∞ / (‖C‖∞‖z‖∞ + ‖b‖∞) of a test solve with
@@ -616,7 +618,17 @@ pub(crate) fn run<C: Comm + ?Sized>(
     spaces: Spaces<'_>,
     hooks: Hooks<'_>,
 ) -> Result<Solution, JdError> {
-    run_on_side(k, mass, sigma, comm, params, spaces, hooks, Wanted::Nearest)
+    run_on_side(
+        k,
+        mass,
+        sigma,
+        comm,
+        params,
+        spaces,
+        hooks,
+        Wanted::Nearest,
+        SliceMethod::Davidson,
+    )
 }
 
 /// Which eigenvalues of A a shift-and-invert solve wants.
@@ -630,7 +642,10 @@ pub(crate) enum Wanted {
     Above,
 }
 
-/// [`run`] for the eigenvalues on `side` of σ.
+/// [`run`] for the eigenvalues on `side` of σ, by `method` on B: with
+/// `Lanczos`, a solve from no start vectors, without deflation vectors or
+/// checkpoints, runs block thick-restart Lanczos ([`crate::lanczos`]; the
+/// observer sees no iterations), the others the Davidson loop.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_on_side<C: Comm + ?Sized>(
     k: &CsrMatrix,
@@ -641,6 +656,7 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
     spaces: Spaces<'_>,
     hooks: Hooks<'_>,
     side: Wanted,
+    method: SliceMethod,
 ) -> Result<Solution, JdError> {
     crate::setup::check_matrix(k, params)?;
     if let Some(m) = mass {
@@ -766,8 +782,85 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
         below,
         setup,
     };
+    let krylov = method == SliceMethod::Lanczos
+        && deflation.is_empty()
+        && hooks.sink.is_none()
+        && hooks.resume.is_none();
+    let row_offset = kr.range.start;
+    // One Lanczos solve on B for p.nev pairs, mapped back; None where n
+    // leaves its Krylov space no room.
+    let lanczos = |p: &JdParams| -> Option<Result<Solution, JdError>> {
+        let block = p.block_size().min(p.nev).max(1);
+        let ncv = match p.max_basis {
+            0 => LanczosParams::basis_for(p.nev, block, n)?,
+            mb => mb.max(p.nev + 2 * block).min(n.checked_sub(block)?),
+        };
+        if ncv < p.nev + 2 * block {
+            return None;
+        }
+        let t0 = Instant::now();
+        let out = crate::lanczos::solve(
+            &root,
+            mr.as_ref().map(|r| &r.op as &dyn Operator),
+            comm,
+            row_offset,
+            LanczosParams {
+                nev: p.nev,
+                block,
+                ncv,
+                tol: p.tol,
+                max_products: p.max_matvecs,
+                end: match side {
+                    Wanted::Nearest => End::LargestMagnitude,
+                    Wanted::Above => End::Largest,
+                },
+                seed: p.seed,
+                threads: p.threads,
+            },
+        );
+        let stats = Stats {
+            matvecs: out.products,
+            outer_iterations: out.restarts + 1,
+            restarts: out.restarts,
+            global_sums: out.global_sums,
+            spmv_seconds: out.solve_seconds,
+            projection_seconds: out.solve_seconds + out.ortho_seconds + out.dense_seconds,
+            dense_seconds: out.dense_seconds,
+            wall_seconds: t0.elapsed().as_secs_f64(),
+            ..Stats::default()
+        };
+        let all = out.values.len() == p.nev && out.converged.iter().all(|&c| c);
+        let s = Solution {
+            eigenvalues: out.values,
+            residual_norms: out.residuals,
+            converged: out.converged,
+            eigenvectors: out.vectors,
+            n_local: kr.range.len(),
+            row_offset,
+            multigrain: None,
+            stats,
+        };
+        let mut s = pencil.map_back(pencil.polish(s, &root));
+        // map_back counts two products with M per product with B (the
+        // Davidson loop's operator); Lanczos takes one per basis column
+        s.stats.mass_matvecs =
+            s.stats.mass_matvecs.saturating_sub(2 * out.products) + out.mass_products;
+        Some(if all {
+            Ok(s)
+        } else {
+            Err(JdError::NotConverged {
+                wanted: p.nev,
+                partial: Box::new(s),
+            })
+        })
+    };
     // One solve on B from the local start vectors `x0`, its pairs mapped back.
     let solve = |p: &JdParams, x0: &[f64], hooks: Hooks<'_>| {
+        if krylov && x0.is_empty() {
+            if let Some(r) = lanczos(p) {
+                return r;
+            }
+        }
         let pb = Problem::new(&op, comm)?
             .with_initial(x0)?
             .with_deflation(&deflation)?;

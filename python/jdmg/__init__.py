@@ -13,6 +13,7 @@ the GIL, which is taken back only to call Python operators, preconditioners
 and to check for Ctrl-C.
 """
 
+import operator as _operator
 import json as _json
 import time as _time
 
@@ -240,6 +241,7 @@ def eigsh(
     seed=None,
     return_stats=False,
     subset_by_value=None,
+    subset_by_index=None,
     **options,
 ):
     """The ``k`` eigenpairs of the real symmetric matrix ``A`` that ``which``
@@ -333,6 +335,11 @@ def eigsh(
         in. Spectrum slicing, each slice by shift-and-invert. Needs A (and M)
         as matrices; no ``sigma``, ``OPinv``, ``v0``. The statistics'
         ``interval`` holds the count and the slices.
+    subset_by_index : (i, j), optional
+        The eigenpairs of ascending indices i to j (0-based, inclusive, as
+        ``scipy.linalg.eigh``; ``k`` and ``which`` are not used): an
+        interval holding them is bracketed by LDL^T counts, then solved as
+        ``subset_by_value``; the same conditions.
     **options
         Any other field of the Rust ``JdParams`` by name (``restart_size``,
         ``verify``, ``locking``, ``anorm``, ``precond_shift``, ``ilut_fill``,
@@ -478,6 +485,21 @@ def eigsh(
         if csr is None or (M is not None and mass is None):
             raise ValueError("subset_by_value needs A (and M) as matrices: it factors A - tM")
         interval = (lo, hi)
+    indices = None
+    if subset_by_index is not None:
+        if interval is not None:
+            raise ValueError("give subset_by_value or subset_by_index, not both")
+        try:
+            i, j = (_operator.index(x) for x in subset_by_index)
+        except (TypeError, ValueError):
+            raise ValueError(f"subset_by_index must be a pair of integers (i, j), got {subset_by_index!r}") from None
+        if not (0 <= i <= j < n):
+            raise ValueError(f"subset_by_index must have 0 <= i <= j < n = {n}, got {subset_by_index!r}")
+        if sigma is not None or OPinv is not None or start is not None:
+            raise ValueError("subset_by_index takes no sigma, OPinv, v0 or X0")
+        if csr is None or (M is not None and mass is None):
+            raise ValueError("subset_by_index needs A (and M) as matrices: it factors A - tM")
+        indices = (i, j)
 
     # --- the solves ---------------------------------------------------------
     def run(nev, target, shift_invert=None, op=None):
@@ -485,6 +507,8 @@ def eigsh(
         kw = dict(precond=pc_call, x0=start, deflation=defl, vectors=return_eigenvectors)
         if interval is not None:
             kw["interval"] = interval
+        if indices is not None:
+            kw["index_range"] = indices
         if op is not None:  # OPinv: no preconditioner
             kw.update(matvec=op, precond=None)
         elif csr is not None:
@@ -512,8 +536,8 @@ def eigsh(
         return [(k, {"LM": "largest_magnitude", "SM": {"closest": 0.0}, "LA": "largest", "SA": "smallest"}[which])]
 
     results = []
-    if interval is not None:
-        # every eigenpair in [a, b]: k and which are not used
+    if interval is not None or indices is not None:
+        # every eigenpair in [a, b] (of indices i..j): k and which are not used
         results.append(run(1, "smallest"))
     elif M is not None and (sigma is not None or which == "SM"):
         if sigma is not None and which != "LM":
@@ -611,7 +635,7 @@ def eigsh(
         ev = w[converged]
         vec = v[:, converged] if return_eigenvectors else None
         raise NoConvergence(
-            f"jdmg: {int(converged.sum())} of {len(w) if interval is not None else k} eigenpairs converged "
+            f"jdmg: {int(converged.sum())} of {len(w) if interval is not None or indices is not None else k} eigenpairs converged "
             f"after {stats['outer_iterations']} outer iterations and {stats['matvecs']} matvecs",
             ev,
             vec,

@@ -160,7 +160,7 @@ fn csr_matrix(
 /// `vectors` is false. The CSR matrix is built, and the solve runs, without
 /// the GIL.
 #[pyfunction(name = "solve")]
-#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true, mass_indptr=None, mass_indices=None, mass_data=None, mass_matvec=None, interval=None))]
+#[pyo3(signature = (n, params_json, indptr=None, indices=None, data=None, matvec=None, precond=None, x0=None, deflation=None, sigma=None, vectors=true, mass_indptr=None, mass_indices=None, mass_data=None, mass_matvec=None, interval=None, index_range=None))]
 #[allow(clippy::too_many_arguments)]
 fn solve_py<'py>(
     py: Python<'py>,
@@ -180,6 +180,7 @@ fn solve_py<'py>(
     mass_data: Option<PyReadonlyArray1<'py, f64>>,
     mass_matvec: Option<Py<PyAny>>,
     interval: Option<(f64, f64)>,
+    index_range: Option<(usize, usize)>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let params: JdParams = serde_json::from_str(params_json)
         .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
@@ -258,8 +259,14 @@ fn solve_py<'py>(
         let pc_dyn = pc
             .as_ref()
             .map(|p| p as &(dyn Preconditioner + Send + Sync));
-        if let Some((lo, hi)) = interval {
-            // Every eigenpair in [lo, hi], certified by inertia (spectrum slicing).
+        let range = match (interval, index_range) {
+            (Some((lo, hi)), _) => Some(jdmg::slicing::Range::Values(lo, hi)),
+            (None, Some((i, j))) => Some(jdmg::slicing::Range::Indices(i, j)),
+            (None, None) => None,
+        };
+        if let Some(range) = range {
+            // Every eigenpair in [lo, hi] (or of indices i..=j), certified by
+            // inertia (spectrum slicing).
             let Matrix::Csr(a) = &matrix else {
                 return Err(JdError::invalid(
                     "subset_by_value",
@@ -277,8 +284,12 @@ fn solve_py<'py>(
                     ))
                 }
             };
+            let slicing = jdmg::slicing::SliceParams::default();
+            let solver = match range {
+                jdmg::slicing::Range::Values(lo, hi) => solver.interval(lo, hi, slicing),
+                jdmg::slicing::Range::Indices(i, j) => solver.indices(i, j, slicing),
+            };
             return solver
-                .interval(lo, hi, jdmg::slicing::SliceParams::default())
                 .observer(&mut observer)
                 .spaces(Spaces {
                     initial: &[],

@@ -708,3 +708,27 @@ def test_subset_by_value_is_checked():
         jdmg.eigsh(a, sigma=1.0, subset_by_value=(0.0, 1.0))
     with pytest.raises(ValueError):
         jdmg.eigsh(sla.aslinearoperator(a), subset_by_value=(0.0, 1.0))
+
+
+def test_subset_by_index_returns_the_eigenvalues_of_those_indices():
+    # lap2d:12: indices 5..20 cut through double eigenvalues; and of a pencil.
+    a = lap2d(12)
+    ref = np.linalg.eigvalsh(a.toarray())
+    w, v, st = jdmg.eigsh(a, subset_by_index=(5, 20), tol=1e-10, return_stats=True)
+    np.testing.assert_allclose(w, ref[5:21], rtol=1e-9)
+    r = np.linalg.norm(a @ v - v * w, axis=0)
+    assert r.max() < 1e-9 * sla.norm(a, 1)
+    np.testing.assert_allclose(v.T @ v, np.eye(16), atol=1e-9)
+    assert st["interval"]["first_index"] == 5 and st["interval"]["count"] == 16
+    import scipy.linalg as sl
+
+    b = lap2d(10)
+    m = sp.diags(np.linspace(1.0, 2.0, 100), format="csr")
+    refm = sl.eigh(b.toarray(), m.toarray(), eigvals_only=True)
+    w, v = jdmg.eigsh(b, M=m, subset_by_index=(0, 9), tol=1e-10)
+    np.testing.assert_allclose(w, refm[:10], rtol=1e-9)
+    for bad in [(3, 2), (0, 100), (-1, 2), (0.5, 2)]:
+        with pytest.raises(ValueError):
+            jdmg.eigsh(b, subset_by_index=bad)
+    with pytest.raises(ValueError):
+        jdmg.eigsh(b, subset_by_index=(0, 1), subset_by_value=(0.0, 1.0))

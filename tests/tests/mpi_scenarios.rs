@@ -381,6 +381,61 @@ fn shift_invert_on_4_ranks_equals_the_serial_solve() {
     }
 }
 
+/// Every eigenvalue of lap3d:12 in [0, 1.2] on 4 MPI ranks in 2 solve
+/// groups, shared by measured rates and equally: the closed-form set,
+/// multiplicities included, from every rank's report, as the serial solve.
+#[test]
+fn interval_slices_over_two_solve_groups_give_the_exact_set() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(m) = mpi("interval_slices_over_two_solve_groups_give_the_exact_set") else {
+        return;
+    };
+    let e = |i: usize| 2.0 - 2.0 * (std::f64::consts::PI * i as f64 / 13.0).cos();
+    let mut want = Vec::new();
+    for i in 1..=12 {
+        for j in 1..=12 {
+            for k in 1..=12 {
+                let l = e(i) + e(j) + e(k);
+                if l <= 1.2 {
+                    want.push(l);
+                }
+            }
+        }
+    }
+    want.sort_by(f64::total_cmp);
+    assert!(want.len() > 20, "{}", want.len());
+    for split in ["rates", "equal"] {
+        let args = [
+            "solve",
+            "--generate",
+            "lap3d:12",
+            "--interval",
+            "0:1.2",
+            "--per-slice",
+            "12",
+            "--groups",
+            "2",
+            "--slice-split",
+            split,
+            "--tol",
+            "1e-10",
+            "--json",
+        ];
+        let par = ok_json(&output(m.jdmg(RANKS).args(args)));
+        assert_eq!(par["nprocs"], 4);
+        assert_eq!(par["converged"], Value::Bool(true), "{split}");
+        assert_eq!(par["stats"]["interval"]["groups"], 2, "{split}");
+        let got = values(&par, "eigenvalues");
+        assert_eq!(got.len(), want.len(), "{split}: {got:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-9 * w,
+                "{split}: {got:?} against {want:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn fine_grain_jdqmr_on_4_ranks_equals_the_analytic_spectrum() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());

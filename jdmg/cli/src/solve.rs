@@ -276,11 +276,27 @@ pub struct SolveArgs {
     /// slicing, each slice by shift-and-invert at its lower end. --nev, --which
     /// and --target are not used. With --mass: of the pencil.
     #[arg(long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
+          group = "range",
           conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
     pub interval: Option<(f64, f64)>,
-    /// With --interval: the most eigenvalues one slice holds (default 48).
-    #[arg(long, requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    /// The eigenvalues of ascending indices I to J (0-based, inclusive, e.g.
+    /// `--indices 0:999` for the 1 000 smallest; SciPy's `subset_by_index`):
+    /// an interval bracketing them is found by LDLᵀ counts, then solved as
+    /// --interval. --nev, --which and --target are not used.
+    #[arg(long, value_name = "I:J", value_parser = parse_indices, group = "range",
+          conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
+    pub indices: Option<(usize, usize)>,
+    /// With --interval or --indices: the most eigenvalues one slice holds (default 96).
+    #[arg(long, requires = "range", value_parser = clap::value_parser!(u64).range(1..))]
     pub per_slice: Option<u64>,
+    /// With --interval or --indices: the method on each slice's (A − σI)⁻¹.
+    #[arg(long, value_enum, requires = "range", default_value = "lanczos")]
+    pub slice_method: crate::vectors::SliceMethod,
+    /// With --interval or --indices and --groups (two or more): how the
+    /// interval is shared among the solve groups, each solving its own
+    /// slices.
+    #[arg(long, value_enum, requires = "range", default_value = "rates")]
+    pub slice_split: crate::vectors::SliceSplit,
 }
 
 /// `A:B` with finite A ≤ B.
@@ -293,6 +309,21 @@ fn parse_interval(s: &str) -> Result<(f64, f64), String> {
     );
     if a.is_finite() && b.is_finite() && a <= b {
         Ok((a, b))
+    } else {
+        Err(bad())
+    }
+}
+
+/// `I:J` with I ≤ J.
+fn parse_indices(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("'{s}' is not an index range I:J of two integers with 0 <= I <= J");
+    let (i, j) = s.split_once(':').ok_or_else(bad)?;
+    let (i, j): (usize, usize) = (
+        i.trim().parse().map_err(|_| bad())?,
+        j.trim().parse().map_err(|_| bad())?,
+    );
+    if i <= j {
+        Ok((i, j))
     } else {
         Err(bad())
     }
@@ -985,12 +1016,17 @@ fn shift_invert_if_asked<'h, C: Comm>(
     a: &SolveArgs,
     params: &JdParams,
 ) -> jdmg::Solver<'h, jdmg::solver::OnMatrix<'h, CsrMatrix, C>> {
+    let mut slicing = jdmg::slicing::SliceParams::default();
+    if let Some(p) = a.per_slice {
+        slicing.per_slice = usize::try_from(p).unwrap_or(usize::MAX);
+    }
+    slicing.method = a.slice_method.into();
+    slicing.split = a.slice_split.into();
     if let Some((lo, hi)) = a.interval {
-        let mut slicing = jdmg::slicing::SliceParams::default();
-        if let Some(p) = a.per_slice {
-            slicing.per_slice = usize::try_from(p).unwrap_or(usize::MAX);
-        }
         return solver.interval(lo, hi, slicing);
+    }
+    if let Some((first, last)) = a.indices {
+        return solver.indices(first, last, slicing);
     }
     match (a.st, params.target) {
         (crate::vectors::St::Sinvert, Target::Closest(sigma)) => solver.shift_invert(sigma),
@@ -1084,12 +1120,18 @@ fn run_distributed<B: Comm>(
     // --checkpoint (or a StopWhen sink) makes a signal's stop collective
     let mut sink = NotedSink::new(a, world.rank(), world.size());
     let mut stop = StopWhen(interrupted);
+    // (an interval solve takes no sink: its slices stop where they stop)
+    let ranged = a.interval.is_some() || a.indices.is_some();
     let ck = Checkpointing {
         resume,
-        sink: Some(match sink.as_mut() {
-            Some(s) => s as &mut dyn CheckpointSink,
-            None => &mut stop,
-        }),
+        sink: if ranged {
+            None
+        } else {
+            Some(match sink.as_mut() {
+                Some(s) => s as &mut dyn CheckpointSink,
+                None => &mut stop,
+            })
+        },
     };
     let mut watch = watch.map(|w| w.lock().unwrap_or_else(|e| e.into_inner()));
     let mut obs = |ev: &IterationEvent| {
@@ -1375,13 +1417,23 @@ fn text_report(out: &mut String, rep: &SolveReport) {
         );
     }
     if let Some(iv) = &s.interval {
+        let what = match iv.first_index {
+            Some(i) => format!(
+                "indices {i}..={} in [{:e}, {:e}]: {} eigenvalues",
+                i + iv.count.saturating_sub(1),
+                iv.lower,
+                iv.upper,
+                iv.count
+            ),
+            None => format!(
+                "interval [{}, {}]: {} eigenvalues",
+                iv.lower, iv.upper, iv.count
+            ),
+        };
         let _ = writeln!(
             out,
-            "interval [{}, {}]: {} eigenvalues by inertia ({} LDLᵀ counts, {:.3} s), {} returned \
+            "{what} by inertia ({} LDLᵀ counts, {:.3} s), {} returned \
              from {} slice(s){}",
-            iv.lower,
-            iv.upper,
-            iv.count,
             iv.counts,
             iv.count_seconds,
             rep.eigenvalues.len(),

@@ -20,6 +20,43 @@ pub enum St {
     Sinvert,
 }
 
+/// The method on each slice of `--interval` (`--slice-method`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SliceMethod {
+    /// Block thick-restart Lanczos (Krylov-Schur) on (A − σI)⁻¹ (default).
+    Lanczos,
+    /// The block Davidson loop on (A − σI)⁻¹.
+    Davidson,
+}
+
+impl From<SliceMethod> for jdmg::slicing::SliceMethod {
+    fn from(m: SliceMethod) -> Self {
+        match m {
+            SliceMethod::Lanczos => Self::Lanczos,
+            SliceMethod::Davidson => Self::Davidson,
+        }
+    }
+}
+
+/// How `--interval` shares the interval among solve groups (`--slice-split`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SliceSplit {
+    /// Shares proportional to each group's rate, measured by a flexible
+    /// phase of lblib (default).
+    Rates,
+    /// Equal counts per group.
+    Equal,
+}
+
+impl From<SliceSplit> for jdmg::slice_groups::GroupSplit {
+    fn from(m: SliceSplit) -> Self {
+        match m {
+            SliceSplit::Rates => Self::Rates,
+            SliceSplit::Equal => Self::Equal,
+        }
+    }
+}
+
 /// The vectors of `--initial` and `--deflate`, n × p each (column-major).
 #[derive(Default)]
 pub struct Vectors {
