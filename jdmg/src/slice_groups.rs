@@ -142,12 +142,7 @@ pub(crate) fn run<B: Comm>(
     // The ends, over every process.
     let (a, b, inside, indices, asked) = match range {
         Range::Values(lower, upper) => {
-            if !(lower.is_finite() && upper.is_finite() && lower <= upper) {
-                return Err(JdError::invalid(
-                    "interval",
-                    format!("the interval [{lower}, {upper}] must be finite with lower ≤ upper"),
-                ));
-            }
+            range.check(n)?;
             let delta = end_delta(k, mass, lower, upper);
             let a = count_at(
                 k,
@@ -172,12 +167,7 @@ pub(crate) fn run<B: Comm>(
             (a, b, Vec::new(), None, (lower, upper))
         }
         Range::Indices(first, last) => {
-            if first > last || last >= n {
-                return Err(JdError::invalid(
-                    "interval",
-                    format!("the index range {first}..={last} must have first ≤ last < n = {n}"),
-                ));
-            }
+            range.check(n)?;
             let (known, counts) = crate::slicing::bracket(k, mass, first, last, threads, base)?;
             factored += counts;
             let Some((a, b)) = known.ends else {
@@ -197,11 +187,8 @@ pub(crate) fn run<B: Comm>(
     known.sort_by(|x, y| x.0.total_cmp(&y.0));
     known.dedup_by(|x, y| x.0 == y.0);
     let count_seconds = t0.elapsed().as_secs_f64();
-    let mut rounds: Vec<Vec<Part>> = Vec::new();
-    let mut round_seconds = Vec::new();
-    let mut pieces: Vec<Solution> = Vec::new();
     let by_rates = slicing.split == GroupSplit::Rates && ng > 1;
-    // One round: shares by the flexible phase's rates (or equal).
+    // Shares by the flexible phase's rates (or equal).
     let shares = if by_rates {
         let r = flexible_rates(k, base, groups)?;
         let sum: f64 = r.iter().sum();
@@ -226,16 +213,10 @@ pub(crate) fn run<B: Comm>(
         &mut factored,
     )?;
     let (sol, secs) = solve_part(k, mass, parts[g], &gc, params, slicing, spaces);
-    rounds.push(parts.clone());
     let times = all_group_values(base, groups, secs);
-    round_seconds.push(times.clone());
-    pieces.push(settled(base, sol)?);
+    let piece = settled(base, sol)?;
     // Assembly: every part's pairs on every process, ascending.
-    let assembled = assemble(
-        k, mass, base, out, &gc, groups, g, pos, &rounds, &pieces, params,
-    )?;
-    let mut sol = assembled;
-    let times = round_seconds.last().cloned().unwrap_or_default();
+    let mut sol = assemble(k, mass, base, out, &gc, groups, g, pos, &piece, params)?;
     let tmax = times.iter().copied().fold(0.0, f64::max);
     let tmean = times.iter().sum::<f64>() / times.len().max(1) as f64;
     let mut report = IntervalReport {
@@ -391,7 +372,7 @@ fn solve_part<C: Comm>(
     (res, gc.wtime() - t)
 }
 
-/// The parts' pairs of every group (`pieces`: this group's, one per round)
+/// The parts' pairs of every group (`p`: this group's)
 /// in ascending order on every process of `base`, this process's rows of
 /// the partition over `out`, each part's vectors made orthogonal to the part
 /// before; the counters summed over the groups.
@@ -405,40 +386,31 @@ fn assemble<B: Comm, C: Comm>(
     groups: &[Vec<usize>],
     g: usize,
     pos: usize,
-    rounds: &[Vec<Part>],
-    pieces: &[Solution],
+    p: &Solution,
     params: &JdParams,
 ) -> Result<Solution, JdError> {
     let n = k.nrows();
-    let ng = groups.len();
-    // pairs per (round, group), from each group's first process
-    let mut mine = vec![0u64; rounds.len()];
-    for (r, p) in pieces.iter().enumerate() {
-        mine[r] = p.eigenvalues.len() as u64;
-    }
-    let mut all = vec![0u64; rounds.len() * base.size()];
-    base.all_gather_u64(&mine, &mut all);
-    let len = |r: usize, h: usize| all[groups[h][0] * rounds.len() + r] as usize;
-    // column offsets: round by round, group by group
-    let mut offsets = vec![vec![0usize; ng]; rounds.len()];
+    // pairs of every group (from its first process) and the column offsets
+    let mut all = vec![0u64; base.size()];
+    base.all_gather_u64(&[p.eigenvalues.len() as u64], &mut all);
+    let mut offsets = Vec::with_capacity(groups.len() + 1);
     let mut at = 0;
-    for (r, off) in offsets.iter_mut().enumerate() {
-        for (h, o) in off.iter_mut().enumerate() {
-            *o = at;
-            at += len(r, h);
-        }
+    for gr in groups {
+        offsets.push(at);
+        at += all[gr[0]] as usize;
     }
+    offsets.push(at);
     let total = at;
     // values, residuals, flags and the vectors, zero but this group's
     // columns on its first process, summed over base
     let mut vals = vec![0.0; 3 * total];
     let mut vecs = vec![0.0; n * total];
     let mut counters = vec![0u64; 8];
-    for (r, p) in pieces.iter().enumerate() {
+    {
         let q = p.eigenvalues.len();
         let full = global_block(gc, &p.eigenvectors, p.n_local, p.row_offset, n, q);
         if pos == 0 {
-            let o = offsets[r][g];
+            let o = offsets[g];
             for j in 0..q {
                 vals[o + j] = p.eigenvalues[j];
                 vals[total + o + j] = p.residual_norms[j];
@@ -482,8 +454,7 @@ fn assemble<B: Comm, C: Comm>(
     // each part orthogonal to the one before
     let mrows = mass_rows(k, mass, out, params, total.max(1))?;
     let mop = mrows.as_ref().map(|r| &r.op as &dyn Operator);
-    let mut bounds: Vec<usize> = offsets.iter().flatten().copied().collect();
-    bounds.push(total);
+    let mut bounds = offsets;
     bounds.dedup();
     for w in bounds.windows(3) {
         let (p0, p1, p2) = (w[0], w[1], w[2]);

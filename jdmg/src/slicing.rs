@@ -255,12 +255,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
                 crate::setup::check_pair(k, m, params)?;
             }
             let n = k.nrows();
-            if first > last || last >= n {
-                return Err(JdError::invalid(
-                    "interval",
-                    format!("the index range {first}..={last} must have first ≤ last < n = {n}"),
-                ));
-            }
+            range.check(n)?;
             let (known, counts) = bracket(k, mass, first, last, params.threads, comm)?;
             let Some(((lower, _), (upper, _))) = known.ends else {
                 unreachable!("a bracket has its ends")
@@ -305,6 +300,25 @@ pub(crate) fn run<C: Comm + ?Sized>(
                 Err(e) => Err(e),
             }
         }
+    }
+}
+
+impl Range {
+    /// `InvalidParams` (field `interval`) unless the interval is finite with
+    /// lower ≤ upper, or the indices satisfy first ≤ last < n.
+    pub(crate) fn check(&self, n: usize) -> Result<(), JdError> {
+        let why = match *self {
+            Range::Values(lower, upper)
+                if !(lower.is_finite() && upper.is_finite() && lower <= upper) =>
+            {
+                format!("the interval [{lower}, {upper}] must be finite with lower ≤ upper")
+            }
+            Range::Indices(first, last) if first > last || last >= n => {
+                format!("the index range {first}..={last} must have first ≤ last < n = {n}")
+            }
+            _ => return Ok(()),
+        };
+        Err(JdError::invalid("interval", why))
     }
 }
 
@@ -530,12 +544,7 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
     mut observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
     let t0 = Instant::now();
-    if !(lower.is_finite() && upper.is_finite() && lower <= upper) {
-        return Err(JdError::invalid(
-            "interval",
-            format!("the interval [{lower}, {upper}] must be finite with lower ≤ upper"),
-        ));
-    }
+    Range::Values(lower, upper).check(k.nrows())?;
     if !spaces.initial.is_empty() {
         return Err(JdError::invalid(
             "initial",
