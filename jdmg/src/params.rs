@@ -150,7 +150,8 @@ pub enum PrecondChoice {
 pub enum Extraction {
     /// Harmonic for `Target::Closest(σ)` on a standard problem (no mass
     /// matrix), standard Rayleigh-Ritz otherwise (extreme targets, generalized
-    /// problems K x = λ M x). The default. A harmonic solve whose best wanted
+    /// problems K x = λ M x, where harmonic extraction pays solves with M).
+    /// The default. A harmonic solve whose best wanted
     /// residual has not halved without a lock in 1000 outer iterations (and in
     /// as many as it had run before) goes on with Rayleigh-Ritz (a safeguard; [`crate::Stats::harmonic_stalled_at`]).
     /// [`crate::Stats::extraction`] records the one used (at the end).
@@ -160,9 +161,11 @@ pub enum Extraction {
     Ritz,
     /// Harmonic Ritz extraction with respect to σ of `Target::Closest(σ)`; the
     /// eigenvalue estimate of each harmonic vector Vy is its Rayleigh quotient.
-    /// Kept to the end (no stagnation fallback).
-    /// Needs `Target::Closest` and a standard problem: the solve fails with
-    /// `InvalidParams` for another target or with a mass matrix.
+    /// Kept to the end (no stagnation fallback). With a mass matrix, the test
+    /// space is (K − σM)V in the M⁻¹ inner product (solves with M by
+    /// conjugate gradients for each new block).
+    /// Needs `Target::Closest`: the solve fails with `InvalidParams` for
+    /// another target.
     Harmonic,
 }
 

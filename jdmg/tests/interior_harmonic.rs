@@ -2,8 +2,8 @@
 //! without a spectral transformation (issue #23): closed-form spectra (1-D
 //! Laplacian, diag(1..1000)), a whole multiplet of a 3-D Laplacian near σ,
 //! residuals and orthonormality recomputed from the returned vectors, the
-//! matvec counts against standard Rayleigh-Ritz, the refusal with a mass
-//! matrix, and a resumed harmonic solve.
+//! matvec counts against standard Rayleigh-Ritz, pencils K x = λ M x, and a
+//! resumed harmonic solve.
 
 mod common;
 
@@ -222,10 +222,11 @@ fn harmonic_without_locking_returns_orthonormal_pairs() {
     }
 }
 
-/// Harmonic extraction needs a target σ; with a mass matrix it is refused (a
-/// typed error), and `Auto` uses Rayleigh-Ritz there, as the statistics say.
+/// Harmonic extraction needs a target σ (a typed error otherwise); `Auto`
+/// uses Rayleigh-Ritz with a mass matrix and for extreme targets, as the
+/// statistics say.
 #[test]
-fn harmonic_refusals_are_typed_errors() {
+fn harmonic_refusal_and_auto_choices() {
     let a = lap1d(50);
     let p = JdParams {
         target: Target::Smallest,
@@ -237,19 +238,7 @@ fn harmonic_refusals_are_typed_errors() {
         other => panic!("expected InvalidParams, got {other:?}"),
     }
     let m = diag(&vec![2.0; 50]);
-    let mut p = interior(2, 1.0, Extraction::Harmonic);
-    match solve_matrix_generalized(
-        &a,
-        &m,
-        &p,
-        None,
-        Checkpointing::default(),
-        Spaces::default(),
-    ) {
-        Err(JdError::InvalidParams { field, .. }) => assert_eq!(field, "extraction"),
-        other => panic!("expected InvalidParams, got {other:?}"),
-    }
-    p.extraction = Extraction::Auto;
+    let p = interior(2, 1.0, Extraction::Auto);
     let sol = solve_matrix_generalized(
         &a,
         &m,
@@ -263,6 +252,52 @@ fn harmonic_refusals_are_typed_errors() {
     // Extreme targets keep Rayleigh-Ritz under Auto.
     let sol = solve_matrix(&a, &JdParams::default(), None).unwrap();
     assert_eq!(sol.stats.extraction, Extraction::Ritz);
+}
+
+/// Harmonic extraction of a pencil K x = λ M x (the M⁻¹ inner product):
+/// fem2d:20 and fem3d:8 at interior σ, with locking and with soft locking, one
+/// and two threads: the closest eigenvalues of the closed form, small backward
+/// errors, M-orthonormal vectors, solves with M counted.
+#[test]
+fn harmonic_with_a_mass_matrix_matches_closed_form() {
+    for (spec, nev) in [("fem2d:20", 4), ("fem3d:8", 3)] {
+        let (k, m, ex) = common::fem_pair_exact(spec);
+        let sigma = 0.6 * ex[10] + 0.4 * ex[11];
+        let sorted = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let want = sorted(closest(&ex, sigma, nev));
+        for (locking, threads) in [(true, 1), (false, 1), (true, 2)] {
+            let p = JdParams {
+                locking,
+                threads,
+                ..interior(nev, sigma, Extraction::Harmonic)
+            };
+            let what = format!("{spec} σ = {sigma} locking {locking} threads {threads}");
+            let sol = solve_matrix_generalized(
+                &k,
+                &m,
+                &p,
+                None,
+                Checkpointing::default(),
+                Spaces::default(),
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(sol.stats.extraction, Extraction::Harmonic, "{what}");
+            assert!(sol.converged.iter().all(|&c| c), "{what}");
+            let got = sorted(closest(&sol.eigenvalues, sigma, nev));
+            let lmax = ex.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-7 * lmax, "{what}: {got:?} vs {want:?}");
+            }
+            let (back, orth) = common::ghep_errors(&k, &m, &sol);
+            let worst = back.iter().fold(0.0f64, |a, &b| a.max(b));
+            assert!(worst <= 1e-8, "{what}: backward error {worst:e}");
+            assert!(orth <= 1e-10, "{what}: ‖XᵀMX − I‖ = {orth:e}");
+            assert!(sol.stats.mass_matvecs > 0, "{what}");
+        }
+    }
 }
 
 /// Takes one checkpoint at outer iteration `at` and stops there.

@@ -381,6 +381,44 @@ fn shift_invert_on_4_ranks_equals_the_serial_solve() {
     }
 }
 
+/// Harmonic extraction of a pencil (fem2d:20 with its mass matrix, σ = 5000)
+/// under mpirun: its solves with M are distributed conjugate gradients; the
+/// serial eigenvalues, harmonic extraction reported by both.
+#[test]
+fn harmonic_pencil_on_4_ranks_equals_the_serial_solve() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(m) = mpi("harmonic_pencil_on_4_ranks_equals_the_serial_solve") else {
+        return;
+    };
+    let args = [
+        "solve",
+        "--generate",
+        "fem2d:20",
+        "--mass-generate",
+        "--target",
+        "5000",
+        "--extraction",
+        "harmonic",
+        "--nev",
+        "4",
+        "--tol",
+        "1e-11",
+        "--json",
+    ];
+    let serial = ok_json(&output(m.jdmg_serial().args(args)));
+    let par = ok_json(&output(m.jdmg(RANKS).args(args)));
+    assert_eq!(par["nprocs"], 4);
+    assert_eq!(par["converged"], Value::Bool(true));
+    for r in [&serial, &par] {
+        assert_eq!(r["stats"]["extraction"], "harmonic");
+    }
+    let (s, p) = (values(&serial, "eigenvalues"), values(&par, "eigenvalues"));
+    assert_eq!(s.len(), 4);
+    for (a, b) in s.iter().zip(&p) {
+        assert!((a - b).abs() <= 1e-9 * a.abs(), "{s:?} against {p:?}");
+    }
+}
+
 /// Every eigenvalue of lap3d:12 in [0, 1.2] on 4 MPI ranks in 2 solve
 /// groups, shared by measured rates and equally: the closed-form set,
 /// multiplicities included, from every rank's report, as the serial solve.

@@ -136,7 +136,8 @@ pub struct SolveArgs {
     /// for --target without a mass matrix, going on with Rayleigh-Ritz if it
     /// stalls; Rayleigh-Ritz otherwise), ritz (standard Rayleigh-Ritz) or
     /// harmonic (needs --target; interior eigenvalues without a
-    /// factorization). Not used with --st sinvert.
+    /// factorization; with --mass, solves with M by conjugate gradients).
+    /// Not used with --st sinvert.
     #[arg(long, value_parser = named::<Extraction>())]
     pub extraction: Option<Extraction>,
     /// Matvec budget (all products, inner steps included; default 1e7). Checked

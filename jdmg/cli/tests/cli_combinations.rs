@@ -53,19 +53,15 @@ enum Hook {
     Initial,
 }
 
-/// The combinations refused, each with a word of the message and why:
-/// harmonic extraction with a mass matrix (the M-inner-product form is not
-/// built). (Shift-and-invert with solve groups runs fine grain over their
-/// ranks: its corrections are GD+k steps, nothing for groups to share.)
-fn refused(_mode: Mode, pb: Pb, want: Want) -> Option<&'static str> {
-    if want == Want::Harmonic && pb == Pb::Pencil {
-        return Some("harmonic");
-    }
+/// The combinations refused, each with a word of the message and why: none.
+/// (Shift-and-invert with solve groups runs fine grain over their ranks: its
+/// corrections are GD+k steps, nothing for groups to share.)
+fn refused(_mode: Mode, _pb: Pb, _want: Want) -> Option<&'static str> {
     None
 }
 
 /// The list of refusals, as documentation: kept in step with [`refused`].
-const REFUSED: [&str; 1] = ["--extraction harmonic with a mass matrix"];
+const REFUSED: [&str; 0] = [];
 
 fn jdmg() -> Command {
     Command::new(env!("CARGO_BIN_EXE_jdmg"))

@@ -41,6 +41,18 @@
 //! to CᵀGC ([`State::harmonic_transform`]); when W is recomputed (drift,
 //! repairs, a resumed checkpoint) G is rebuilt from W (one global sum).
 //!
+//! **Generalized problems** K x = λ M x (V M-orthonormal, W = KV, H = VᵀKV):
+//! the test space is (K − σM)V in the M⁻¹ inner product, W_σᵀM⁻¹(K − θM)Vy
+//! = 0 with W_σ = (K − σM)V = W − σMV, i.e. the same pencil with
+//! W_σᵀM⁻¹W_σ in place of W_σᵀW_σ and W_σᵀV = H − σI: Rayleigh-Ritz for
+//! (K − σM)⁻¹M in the M inner product over (K − σM)V. G then holds
+//! W_σᵀM⁻¹W_σ itself (σ is fixed), not formed as G − 2σH + σ²I: the solves
+//! with M ([`State::mass_inverse`], preconditioned conjugate gradients on
+//! diag(M), relative residual 1e-10) are inexact, and that cancellation would
+//! amplify their error past the tolerance. They only steer the extraction,
+//! the test being on true residuals. Coefficient vectors of unit norm are
+//! M-normalized vectors, and everything below is in the M inner product.
+//!
 //! **Non-orthogonal vectors.** Harmonic vectors are not orthonormal. Restarts
 //! orthonormalize their coefficient block (as PRIMME: the span is what is
 //! kept, then G ← QᵀGQ and H ← QᵀHQ); pairs locked together are made
@@ -50,6 +62,7 @@
 //! span(V) ([`State::harmonic_remove_locked`]), so the locked vectors and the
 //! basis stay orthogonal.
 
+use super::mass::MASS_SOLVE_TOL;
 use super::*;
 use crate::params::Extraction;
 
@@ -81,20 +94,17 @@ pub(super) struct Harmonic {
 
 /// The extraction a solve uses (never `Auto`): see [`Extraction`].
 ///
+/// `Auto` takes Rayleigh-Ritz for a generalized problem (`mass`): harmonic
+/// extraction there pays solves with M for every new block.
+///
 /// # Errors
-/// `InvalidParams` for `Harmonic` with a mass matrix (`mass`) or with a target
-/// other than `Closest(σ)`.
+/// `InvalidParams` for `Harmonic` with a target other than `Closest(σ)`.
 pub(super) fn resolve_extraction(params: &JdParams, mass: bool) -> Result<Extraction, JdError> {
     let closest = matches!(params.target, Target::Closest(_));
     match params.extraction {
         Extraction::Ritz => Ok(Extraction::Ritz),
         Extraction::Auto if closest && !mass => Ok(Extraction::Harmonic),
         Extraction::Auto => Ok(Extraction::Ritz),
-        Extraction::Harmonic if mass => Err(JdError::invalid(
-            "extraction",
-            "harmonic extraction is for standard problems; with a mass matrix (K x = λ M x) \
-             choose extraction = ritz (or auto, which uses Rayleigh-Ritz there)",
-        )),
         Extraction::Harmonic if !closest => Err(JdError::invalid(
             "extraction",
             "harmonic extraction needs a target σ (Target::Closest)",
@@ -177,17 +187,38 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// The local part of G's new columns into `out` (length [`State::gram_len`]):
-    /// W_oldᵀW_T (m×b) then W_TᵀW_T (b×b), W_T = W's columns m..m+b.
+    /// W_oldᵀW_T (m×b) then W_TᵀW_T (b×b), W_T = W's columns m..m+b; with a
+    /// mass matrix the same with W_σ = W − σMV and M⁻¹ between (solves with M:
+    /// collective).
     pub(super) fn gram_local(&mut self, out: &mut [f64], m: usize, b: usize) {
         if self.harm.is_none() || out.is_empty() {
             return;
         }
         let n = self.n;
+        let th = self.prm.threads;
+        if self.has_mass() {
+            // W_σ,T = W_T − σ·M T, z = M⁻¹W_σ,T; W_σ,oldᵀz = W_oldᵀz − σ(MV_old)ᵀz.
+            let sigma = self.sigma();
+            let mut ws = self.w[m * n..(m + b) * n].to_vec();
+            ws.iter_mut()
+                .zip(&self.bt[..n * b])
+                .for_each(|(w, bt)| *w -= sigma * bt);
+            let mut z = vec![0.0; n * b];
+            self.mass_inverse(&ws, &mut z, b);
+            let (a, c) = out.split_at_mut(m * b);
+            gemm_tn(a, &self.w[..m * n], n, m, &z, b, th);
+            let mut bz = vec![0.0; m * b];
+            gemm_tn(&mut bz, &self.bv[..m * n], n, m, &z, b, th);
+            a.iter_mut().zip(&bz).for_each(|(a, bz)| *a -= sigma * bz);
+            gemm_tn(c, &ws, n, b, &z, b, th);
+            self.stats.basis_passes += 2;
+            return;
+        }
         let (old, new) = self.w.split_at(m * n);
         let wt = &new[..b * n];
         let (a, c) = out.split_at_mut(m * b);
-        gemm_tn(a, old, n, m, wt, b, self.prm.threads);
-        gemm_tn(c, wt, n, b, wt, b, self.prm.threads);
+        gemm_tn(a, old, n, m, wt, b, th);
+        gemm_tn(c, wt, n, b, wt, b, th);
         self.stats.basis_passes += 1;
     }
 
@@ -225,15 +256,26 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
     }
 
-    /// G = WᵀW recomputed from W (one global sum); nothing without harmonic
-    /// extraction. Collective.
+    /// G = WᵀW (W_σᵀM⁻¹W_σ with a mass matrix) recomputed from W (one global
+    /// sum); nothing without harmonic extraction. Collective.
     pub(super) fn harmonic_rebuild(&mut self) {
         if self.harm.is_none() {
             return;
         }
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         let mut g = vec![0.0; m * m];
-        gemm_tn(&mut g, &self.w, n, m, &self.w, m, self.prm.threads);
+        if self.has_mass() {
+            let sigma = self.sigma();
+            let mut ws = self.w[..n * m].to_vec();
+            ws.iter_mut()
+                .zip(&self.bv[..n * m])
+                .for_each(|(w, bv)| *w -= sigma * bv);
+            let mut z = vec![0.0; n * m];
+            self.mass_inverse(&ws, &mut z, m);
+            gemm_tn(&mut g, &ws, n, m, &z, m, self.prm.threads);
+        } else {
+            gemm_tn(&mut g, &self.w, n, m, &self.w, m, self.prm.threads);
+        }
         self.stats.basis_passes += 1;
         self.allreduce(&mut g);
         if let Some(h) = self.harm.as_mut() {
@@ -262,20 +304,30 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let hc = self.h_compact();
         let gc = compact(self.harm.as_ref().map_or(&[][..], |h| &h.g[..]), m, mb);
         // M = W_σᵀW_σ = G − 2σH + σ²I and N = H − σI.
-        let mut mm = vec![0.0; m * m];
+        let mass = self.has_mass();
         let mut nn = hc.clone();
         for j in 0..m {
-            for i in 0..m {
-                let s = if i == j { sigma * sigma } else { 0.0 };
-                mm[j * m + i] = gc[j * m + i] - 2.0 * sigma * hc[j * m + i] + s;
-            }
             nn[j * m + j] -= sigma;
         }
         let nonfinite = JdError::NonFinite("projected matrices G = WᵀW and H = VᵀW");
         let (gval, _) = sym_eig(&gc, m).ok_or(nonfinite)?;
         let gmax = gval.last().copied().unwrap_or(0.0).max(0.0);
+        // M = W_σᵀ(M⁻¹)W_σ: G itself with a mass matrix, else G − 2σH + σ²I.
+        let (mm, cut) = if mass {
+            let level = f64::EPSILON.max(MASS_SOLVE_TOL);
+            (gc.clone(), NULL_FACTOR * m as f64 * level * gmax)
+        } else {
+            let mut mm = vec![0.0; m * m];
+            for j in 0..m {
+                for i in 0..m {
+                    let s = if i == j { sigma * sigma } else { 0.0 };
+                    mm[j * m + i] = gc[j * m + i] - 2.0 * sigma * hc[j * m + i] + s;
+                }
+            }
+            let level = (gmax.sqrt() + sigma.abs()).powi(2);
+            (mm, NULL_FACTOR * m as f64 * f64::EPSILON * level)
+        };
         let (s, u) = sym_eig(&mm, m).ok_or(JdError::NonFinite("harmonic projection"))?;
-        let cut = NULL_FACTOR * m as f64 * f64::EPSILON * (gmax.sqrt() + sigma.abs()).powi(2);
         let nnull = s.iter().take_while(|&&v| v <= cut).count();
         let mut y = vec![0.0; m * m];
         let mut rho = vec![0.0; m];
@@ -335,7 +387,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             rho[j] = crate::dense::dot(col, &hy);
         }
         if self.prm.anorm.is_none() {
-            let mx = rho.iter().fold(gmax.sqrt(), |a, t| a.max(t.abs()));
+            // ‖AV‖ = √λmax(G) bounds ‖A‖ from below; not with a mass matrix.
+            let floor = if mass { 0.0 } else { gmax.sqrt() };
+            let mx = rho.iter().fold(floor, |a, t| a.max(t.abs()));
             self.anorm = self.anorm.max(mx);
         }
         Ok((rho, y))
@@ -502,12 +556,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             return plain;
         }
         let n = self.n;
-        let (mut x, mut r, mut nrm) = (vec![0.0; n * nev], vec![0.0; n * nev], vec![0.0; nev]);
+        let mass = self.has_mass();
+        let (mut x, mut r) = (vec![0.0; n * nev], vec![0.0; n * nev]);
+        // ‖R‖² then, with M, ‖X‖² (the test takes ‖r‖/‖x‖).
+        let mut nrm = vec![0.0; if mass { 2 * nev } else { nev }];
+        // R = W Y − (V Y) Θ, or W Y − (MV Y) Θ with M; X = V Y.
+        let basis = if mass { &self.bv } else { &self.v };
         crate::tall_skinny::ritz_residuals(
             &mut x,
             &mut r,
-            &mut nrm,
-            &self.v,
+            &mut nrm[..nev],
+            basis,
             &self.w,
             n,
             m,
@@ -516,10 +575,23 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.prm.threads,
         );
         self.stats.basis_passes += 2;
+        if mass {
+            gemm_nn(&mut x, &self.v, n, m, &y[..m * nev], nev, self.prm.threads);
+            for j in 0..nev {
+                nrm[nev + j] = crate::dense::dot(&x[j * n..(j + 1) * n], &x[j * n..(j + 1) * n]);
+            }
+            self.stats.basis_passes += 1;
+        }
         if self.residual_deflation() > 0 {
-            self.deflate_residuals(&mut r, &mut nrm);
+            self.deflate_residuals(&mut r, &mut nrm[..nev]);
         }
         self.allreduce(&mut nrm);
-        (th, nrm.iter().map(|v| v.max(0.0).sqrt()).collect())
+        let res = (0..nev)
+            .map(|j| {
+                let x2 = if mass { nrm[nev + j] } else { 1.0 };
+                (nrm[j].max(0.0) / if x2 > 0.0 { x2 } else { 1.0 }).sqrt()
+            })
+            .collect();
+        (th, res)
     }
 }

@@ -48,6 +48,11 @@ use super::*;
 /// Lanczos steps of the norm estimates of K and M.
 const NORM_STEPS: usize = 10;
 
+/// Relative residual at which [`State::mass_inverse`] stops.
+pub(super) const MASS_SOLVE_TOL: f64 = 1e-10;
+/// Most conjugate-gradient steps of [`State::mass_inverse`].
+const MASS_SOLVE_STEPS: usize = 500;
+
 /// The mass matrix of a generalized problem ([`Problem::with_mass`]).
 #[derive(Clone, Copy)]
 pub struct Mass<'a> {
@@ -160,6 +165,103 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.mass_apply(&t[from * n..to * n], &mut bt[from * n..to * n], to - from);
         self.bt = bt;
         self.t = t;
+    }
+
+    /// `x = M⁻¹ rhs` (scaled M) for `k` vectors by preconditioned conjugate
+    /// gradients (Hestenes and Stiefel 1952), all columns in lockstep with
+    /// diag(M) as preconditioner (the identity without it), from x = 0, to a
+    /// relative residual of [`MASS_SOLVE_TOL`] or [`MASS_SOLVE_STEPS`] steps.
+    /// Used by harmonic extraction, whose projected matrix W_σᵀM⁻¹W_σ only
+    /// steers the search (the convergence test is on true residuals), so an
+    /// inexact solve costs no accuracy. A step with pᵀMp ≤ 0 stops it and
+    /// records M as not positive definite. Products counted in
+    /// `mass_matvecs`. Collective (two global sums per step).
+    pub(super) fn mass_inverse(&mut self, rhs: &[f64], x: &mut [f64], k: usize) {
+        let n = self.n;
+        x[..n * k].iter_mut().for_each(|v| *v = 0.0);
+        let dinv: Vec<f64> = match (self.pb.mass.and_then(|m| m.diagonal), self.mop.as_ref()) {
+            (Some(d), Some(m)) => d.iter().map(|v| 1.0 / (v * m.scale())).collect(),
+            _ => vec![1.0; n],
+        };
+        let precondition = |r: &[f64], z: &mut [f64]| {
+            for (zc, rc) in z.chunks_exact_mut(n).zip(r.chunks_exact(n)) {
+                zc.iter_mut()
+                    .zip(rc)
+                    .zip(&dinv)
+                    .for_each(|((z, r), d)| *z = r * d);
+            }
+        };
+        let mut r = rhs[..n * k].to_vec();
+        let mut z = vec![0.0; n * k];
+        precondition(&r, &mut z);
+        let mut p = z.clone();
+        let mut q = vec![0.0; n * k];
+        // [rᵀz, rᵀr] per column.
+        let mut sums = vec![0.0; 2 * k];
+        let col_dots = |a: &[f64], b: &[f64], j: usize| {
+            crate::dense::dot(&a[j * n..(j + 1) * n], &b[j * n..(j + 1) * n])
+        };
+        for j in 0..k {
+            sums[j] = col_dots(&r, &z, j);
+            sums[k + j] = col_dots(&r, &r, j);
+        }
+        self.allreduce(&mut sums);
+        let goal: Vec<f64> = sums[k..]
+            .iter()
+            .map(|b| MASS_SOLVE_TOL * MASS_SOLVE_TOL * b)
+            .collect();
+        let mut active: Vec<bool> = (0..k).map(|j| sums[k + j] > goal[j]).collect();
+        let mut rz = sums[..k].to_vec();
+        for _ in 0..MASS_SOLVE_STEPS {
+            if !active.iter().any(|&a| a) {
+                break;
+            }
+            self.mass_apply(&p, &mut q, k);
+            let mut pq: Vec<f64> = (0..k).map(|j| col_dots(&p, &q, j)).collect();
+            self.allreduce(&mut pq);
+            for j in 0..k {
+                if !active[j] {
+                    continue;
+                }
+                if !(pq[j] > 0.0) {
+                    self.mass_failed(format!("a vector p has pᵀMp = {:e}", pq[j]));
+                    active[j] = false;
+                    continue;
+                }
+                let alpha = rz[j] / pq[j];
+                let c = j * n..(j + 1) * n;
+                x[c.clone()]
+                    .iter_mut()
+                    .zip(&p[c.clone()])
+                    .for_each(|(x, p)| *x += alpha * p);
+                r[c.clone()]
+                    .iter_mut()
+                    .zip(&q[c])
+                    .for_each(|(r, q)| *r -= alpha * q);
+            }
+            precondition(&r, &mut z);
+            for j in 0..k {
+                sums[j] = col_dots(&r, &z, j);
+                sums[k + j] = col_dots(&r, &r, j);
+            }
+            self.allreduce(&mut sums);
+            for j in 0..k {
+                if !active[j] {
+                    continue;
+                }
+                if sums[k + j] <= goal[j] {
+                    active[j] = false;
+                    continue;
+                }
+                let beta = sums[j] / rz[j];
+                rz[j] = sums[j];
+                let c = j * n..(j + 1) * n;
+                p[c.clone()]
+                    .iter_mut()
+                    .zip(&z[c])
+                    .for_each(|(p, z)| *p = z + beta * *p);
+            }
+        }
     }
 
     /// Records that M is not positive definite (the first time).
