@@ -386,16 +386,33 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// asked to stop; `Checkpoint` when the checkpoint to resume from does not
     /// fit (on every process when on one).
     pub fn run(self) -> Result<Solution, JdError> {
+        // Many pairs at one end: slices over their indices.
+        let by_index = self.slices_by_index()?;
+        let descending = by_index.is_some() && self.params.target == Target::Largest;
+        let interval = self
+            .input
+            .interval
+            .or(by_index.map(|(i, j)| (Range::Indices(i, j), SliceParams::default())));
+        match interval {
+            Some((range, slicing)) => self.run_interval(range, slicing, descending),
+            None => self.run_nev(),
+        }
+    }
+
+    /// The indices (first, last) of the `params.nev` pairs at one end when
+    /// they are to be found by slices over their indices (`params.slice_from`
+    /// or more, and nothing that slices refuse); `None` otherwise.
+    ///
+    /// # Errors
+    /// As [`AsCsr::as_csr`] when the matrix's size is needed.
+    fn slices_by_index(&self) -> Result<Option<(usize, usize)>, JdError> {
         let OnMatrix {
             a,
-            comm,
-            groups,
             spaces,
-            mass,
             shift,
             interval,
-        } = self.input;
-        // Many pairs at one end: slices over their indices.
+            ..
+        } = &self.input;
         let nev = self.params.nev;
         let n = if self.params.slice_from > 0
             && nev >= self.params.slice_from
@@ -421,65 +438,103 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
                 && spaces.initial.is_empty()
                 && spaces.deflation.is_empty()
         });
-        let descending = by_index.is_some() && self.params.target == Target::Largest;
-        let interval =
-            interval.or(by_index.map(|(i, j)| (Range::Indices(i, j), SliceParams::default())));
-        if let Some((range, slicing)) = interval {
-            let refused = if shift.is_some() {
-                Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
-            } else if !self.sinks.is_empty() || self.resume.is_some() {
-                Some("an interval solve takes no checkpoints and resumes none")
-            } else {
-                None
-            };
-            if let Some(why) = refused {
-                return Err(JdError::invalid("interval", why));
-            }
-            let mut hooks = HookSet {
-                observers: self.observers,
-                sinks: Vec::new(),
-            };
-            let (mut observer, _) = hooks.both();
-            let observer = observer.as_deref_mut().map(|o| o as Observer<'_>);
-            let csr = a.as_csr()?;
-            let run = |c: &dyn Comm, observer| {
-                crate::slicing::run(
-                    &csr,
-                    mass,
-                    range,
-                    c,
-                    self.params,
-                    &slicing,
-                    spaces,
-                    observer,
-                )
-            };
-            let res = match (groups, comm) {
-                // slices spread over the solve groups, by their rates
-                (Some((base, mg)), world) if mg.groups.len() > 1 => crate::slice_groups::run(
-                    &csr,
-                    mass,
-                    range,
-                    base,
-                    world.map_or(base as &dyn Comm, |w| w as &dyn Comm),
-                    &mg.groups,
-                    self.params,
-                    &slicing,
-                    spaces,
-                ),
-                (_, Some(c)) => run(c, observer),
-                (Some((base, mg)), None) => {
-                    let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
-                    run(&w, observer)
-                }
-                (None, None) => run(&SelfComm::new(), observer),
-            };
-            return if descending {
-                crate::slicing::descending(res)
-            } else {
-                res
-            };
+        Ok(by_index)
+    }
+
+    /// The pairs of `range` by spectrum slicing ([`crate::slicing`]; over the
+    /// solve groups by [`crate::slice_groups`] when there are two or more),
+    /// in descending order when `descending`.
+    ///
+    /// # Errors
+    /// `InvalidParams` with a shift, a checkpoint sink or a resume; otherwise
+    /// as the slicing.
+    fn run_interval(
+        self,
+        range: Range,
+        slicing: SliceParams,
+        descending: bool,
+    ) -> Result<Solution, JdError> {
+        let OnMatrix {
+            a,
+            comm,
+            groups,
+            spaces,
+            mass,
+            shift,
+            ..
+        } = self.input;
+        let refused = if shift.is_some() {
+            Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
+        } else if !self.sinks.is_empty() || self.resume.is_some() {
+            Some("an interval solve takes no checkpoints and resumes none")
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(JdError::invalid("interval", why));
         }
+        let mut hooks = HookSet {
+            observers: self.observers,
+            sinks: Vec::new(),
+        };
+        let (mut observer, _) = hooks.both();
+        let observer = observer.as_deref_mut().map(|o| o as Observer<'_>);
+        let csr = a.as_csr()?;
+        let run = |c: &dyn Comm, observer| {
+            crate::slicing::run(
+                &csr,
+                mass,
+                range,
+                c,
+                self.params,
+                &slicing,
+                spaces,
+                observer,
+            )
+        };
+        let res = match (groups, comm) {
+            // slices spread over the solve groups, by their rates
+            (Some((base, mg)), world) if mg.groups.len() > 1 => crate::slice_groups::run(
+                &csr,
+                mass,
+                range,
+                base,
+                world.map_or(base as &dyn Comm, |w| w as &dyn Comm),
+                &mg.groups,
+                self.params,
+                &slicing,
+                spaces,
+            ),
+            (_, Some(c)) => run(c, observer),
+            (Some((base, mg)), None) => {
+                let w = fine_world(base, Some(&mg.groups), mg.hierarchical, 0.0);
+                run(&w, observer)
+            }
+            (None, None) => run(&SelfComm::new(), observer),
+        };
+        if descending {
+            crate::slicing::descending(res)
+        } else {
+            res
+        }
+    }
+
+    /// The `params.nev` pairs of `params.target` (or closest to the shift of
+    /// shift-and-invert): serial, fine grain or in solve groups, with the
+    /// inertia certificate around σ when there is one.
+    ///
+    /// # Errors
+    /// See [`Solver::run`].
+    fn run_nev(self) -> Result<Solution, JdError> {
+        let OnMatrix {
+            a,
+            comm,
+            groups,
+            spaces,
+            mass,
+            shift,
+            ..
+        } = self.input;
         let mut hooks = HookSet {
             observers: self.observers,
             sinks: self.sinks,

@@ -119,8 +119,47 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         let steps: Vec<usize> = (0..s).map(|i| phase_steps(ctx, i)).collect();
         let m_phase = steps.first().copied().unwrap_or(1).max(1);
         self.stats.optimal_steps.push(m_phase);
-        // Control phase: T and the groups' ranking (fastest last in `index`).
         let balanced = self.balance != Balance::None && self.lbs.is_some();
+        let order = self.control_phase(balanced, m_phase, s);
+        // Pair i (extreme-most first) goes to the i-th fastest group, round robin.
+        let dest: Vec<usize> = (0..s).map(|i| order[i % self.ngroups]).collect();
+        let mine: Vec<usize> = (0..s).filter(|&i| dest[i] == self.my_group).collect();
+        let gxr = self.scatter_pairs(ctx, &dest, mine.len());
+        let flex = self.flexible_phase(ctx, &mine, &steps, &gxr, balanced);
+        // Back to the fine layout.
+        let t0 = Instant::now();
+        match self.a2a {
+            Some(c) => self
+                .mover
+                .gather(c, &flex.eps, ng, &dest, &mut t[..nf * s], nf),
+            None => self
+                .mover
+                .gather(self.world, &flex.eps, ng, &dest, &mut t[..nf * s], nf),
+        }
+        self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
+        self.reduce_counts(s, &mine, &flex, stats)
+    }
+}
+
+/// This group's part of a flexible phase.
+struct Flexible {
+    /// The corrections of its equations, in the group layout.
+    eps: Vec<f64>,
+    /// What the solve of each of its equations did.
+    outcomes: Vec<Outcome>,
+    /// Products with M in those solves.
+    mass_products: u64,
+    /// The phase's seconds on this group's clock (before any wait).
+    seconds: f64,
+}
+
+impl<W: Comm, G: Comm> Backend<'_, W, G> {
+    /// Control phase (§4, §7): T for a phase of `s` equations of `m_phase`
+    /// steps, and the groups in the order that receives the pairs (fastest
+    /// first; by group id when not `balanced` or not yet decided, or when the
+    /// balancer fails, which is recorded in the stats).
+    fn control_phase(&mut self, balanced: bool, m_phase: usize, s: usize) -> Vec<usize> {
+        // T and the groups' ranking (fastest last in `index`).
         let mut order: Vec<usize> = (0..self.ngroups).collect();
         if balanced && self.decided {
             let lbs = self.lbs.as_mut().expect("balanced");
@@ -152,27 +191,45 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 self.stats.group_rates = gr;
             }
         }
-        // Pair i (extreme-most first) goes to the i-th fastest group, round robin.
-        let dest: Vec<usize> = (0..s).map(|i| order[i % self.ngroups]).collect();
-        let mine: Vec<usize> = (0..s).filter(|&i| dest[i] == self.my_group).collect();
+        order
+    }
+
+    /// Sends the pairs' x and r to the groups of `dest` (pair i to group
+    /// `dest[i]`); returns this group's `nmine` items [x, r] in its layout.
+    fn scatter_pairs(&mut self, ctx: &CorrectionCtx<'_>, dest: &[usize], nmine: usize) -> Vec<f64> {
+        let s = dest.len();
+        let (nf, ng) = (self.nf, self.ng);
         // x and r travel together: item i = [x_i, r_i].
         let mut xr = vec![0.0; 2 * nf * s];
         for i in 0..s {
             xr[2 * i * nf..(2 * i + 1) * nf].copy_from_slice(&ctx.x[i * nf..(i + 1) * nf]);
             xr[(2 * i + 1) * nf..(2 * i + 2) * nf].copy_from_slice(&ctx.r[i * nf..(i + 1) * nf]);
         }
-        let mut gxr = vec![0.0; 2 * ng * mine.len()];
+        let mut gxr = vec![0.0; 2 * ng * nmine];
         let t0 = Instant::now();
         match self.a2a {
             Some(c) => self
                 .mover
-                .scatter(c, &xr, nf, &dest, self.my_group, &mut gxr, ng, 2),
+                .scatter(c, &xr, nf, dest, self.my_group, &mut gxr, ng, 2),
             None => self
                 .mover
-                .scatter(self.world, &xr, nf, &dest, self.my_group, &mut gxr, ng, 2),
+                .scatter(self.world, &xr, nf, dest, self.my_group, &mut gxr, ng, 2),
         }
         self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
-        // Flexible phase: this group's equations.
+        gxr
+    }
+
+    /// Flexible phase: this group's equations `mine` (items of `gxr`, `steps`
+    /// per equation), in a balancer section when `balanced`.
+    fn flexible_phase(
+        &mut self,
+        ctx: &CorrectionCtx<'_>,
+        mine: &[usize],
+        steps: &[usize],
+        gxr: &[f64],
+        balanced: bool,
+    ) -> Flexible {
+        let ng = self.ng;
         let mut eps = vec![0.0; ng * mine.len()];
         let mut done_mine = vec![Outcome::default(); mine.len()];
         let mut mass_products = 0u64;
@@ -180,13 +237,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         if !mine.is_empty() {
             let section = balanced;
             if section {
-                // A section already open (a failed earlier phase) is not fatal: the
-                // rates of this phase are then those of the open section.
-                if let Err(e) = self.lbs.as_mut().expect("balanced").section_start() {
-                    self.stats
-                        .balancer_errors
-                        .push(format!("section_start: {e}"));
-                }
+                self.open_section();
             }
             let mut ops = 0usize;
             let nmine = mine.len();
@@ -213,23 +264,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
                 done_mine[slot] = o;
             }
             if section {
-                match self
-                    .lbs
-                    .as_mut()
-                    .expect("balanced")
-                    .section_end(ops.max(1) as f64)
-                {
-                    Ok(_rate) => self.decided = true,
-                    Err(e) => self.stats.balancer_errors.push(format!("section_end: {e}")),
-                }
-                if let Some(mb) = self
-                    .lbs
-                    .as_mut()
-                    .and_then(|l| l.leader_lbs())
-                    .and_then(|l| l.memory_balancer())
-                {
-                    self.stats.memory = mb.stats();
-                }
+                self.close_section(ops);
             }
             if self.stats.group_inner_steps.len() < self.ngroups {
                 self.stats.group_inner_steps.resize(self.ngroups, 0);
@@ -237,28 +272,69 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
             self.stats.group_inner_steps[self.my_group] += ops as u64;
         }
         // this group's flexible-phase seconds (its leader's clock, before any wait)
-        let flex = self.group.wtime() - t_flex;
-        // Back to the fine layout.
-        let t0 = Instant::now();
-        match self.a2a {
-            Some(c) => self.mover.gather(c, &eps, ng, &dest, &mut t[..nf * s], nf),
-            None => self
-                .mover
-                .gather(self.world, &eps, ng, &dest, &mut t[..nf * s], nf),
+        let seconds = self.group.wtime() - t_flex;
+        Flexible {
+            eps,
+            outcomes: done_mine,
+            mass_products,
+            seconds,
         }
-        self.stats.alltoall_seconds += t0.elapsed().as_secs_f64();
-        // Steps per pair and the groups' matvecs and preconditioner applications,
-        // known everywhere (one reduction over the world; each group counted once).
+    }
+
+    /// Opens the balancer's section of a flexible phase. A section already
+    /// open (a failed earlier phase) is not fatal: the rates of this phase are
+    /// then those of the open section (the error goes to the stats).
+    fn open_section(&mut self) {
+        if let Err(e) = self.lbs.as_mut().expect("balanced").section_start() {
+            self.stats
+                .balancer_errors
+                .push(format!("section_start: {e}"));
+        }
+    }
+
+    /// Closes the balancer's section after `ops` inner steps (the rates are
+    /// then decided; an error goes to the stats), and takes the memory
+    /// balancer's figures.
+    fn close_section(&mut self, ops: usize) {
+        match self
+            .lbs
+            .as_mut()
+            .expect("balanced")
+            .section_end(ops.max(1) as f64)
+        {
+            Ok(_rate) => self.decided = true,
+            Err(e) => self.stats.balancer_errors.push(format!("section_end: {e}")),
+        }
+        if let Some(mb) = self
+            .lbs
+            .as_mut()
+            .and_then(|l| l.leader_lbs())
+            .and_then(|l| l.memory_balancer())
+        {
+            self.stats.memory = mb.stats();
+        }
+    }
+
+    /// Steps per pair and the groups' matvecs and preconditioner applications,
+    /// known everywhere (one reduction over the world; each group counted
+    /// once), added to `stats`; returns the steps of each of the `s` pairs.
+    fn reduce_counts(
+        &mut self,
+        s: usize,
+        mine: &[usize],
+        flex: &Flexible,
+        stats: &mut Stats,
+    ) -> Vec<usize> {
         let mut all = vec![0.0; s + 3 + self.ngroups];
         if self.group.rank() == 0 {
             for (slot, &i) in mine.iter().enumerate() {
-                let o = &done_mine[slot];
+                let o = &flex.outcomes[slot];
                 all[i] = o.steps as f64;
                 all[s] += o.matvecs as f64;
                 all[s + 1] += o.precond_applies as f64;
             }
-            all[s + 2] = mass_products as f64;
-            all[s + 3 + self.my_group] = flex;
+            all[s + 2] = flex.mass_products as f64;
+            all[s + 3 + self.my_group] = flex.seconds;
         }
         self.world.all_reduce(&mut all, lblib::ReduceOp::Sum);
         stats.global_sums += 1;
@@ -270,9 +346,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         stats.precond_applications += all[s + 1] as u64;
         all[..s].iter().map(|&v| v as usize).collect()
     }
-}
 
-impl<W: Comm, G: Comm> Backend<'_, W, G> {
     /// One correction equation on this group's communicator, by the shared
     /// [`CorrectionSolver`]: in a balanced section the group iterates until T (its
     /// `share` of T when it holds several equations); in the first section, which
