@@ -41,7 +41,7 @@ use precond::{Operator, Preconditioner};
 
 use crate::correction::{shifted_jacobi, shifted_jacobi_mass, Inner};
 use crate::dense::{dot, gemm_sub, gemm_tn};
-use crate::jdqmr::{QmrOutcome, QmrSetup, QmrStop};
+use crate::jdqmr::{stop_rule, Estimates, QmrOutcome, QmrSetup, QmrStop};
 use crate::params::Target;
 
 /// Scalar state of one equation's QMRs recurrences.
@@ -63,6 +63,72 @@ struct Recur {
     /// ‖g‖² (reduced) after the last step: ρ without a preconditioner.
     gg: f64,
     out: QmrOutcome,
+}
+
+impl Recur {
+    /// The estimates of x − s after a step with scalars `sc` (not broken
+    /// down) of the equation with setup `s`, the stopping rules, and the
+    /// recurrences moved on. Returns why the equation stops, if it does.
+    #[inline]
+    fn advance(&mut self, s: &QmrSetup, sc: &StepScalars) -> Option<QmrStop> {
+        let (th, tau, gamma) = (sc.th, sc.tau, sc.gamma);
+        let eta = sc.alpha / (1.0 + th * th);
+        self.out.steps += 1;
+        let ts = s.theta - s.shift;
+        let delta_c = gamma * self.delta_prev + eta * self.rho_prev;
+        let beta_c = self.beta_prev - delta_c;
+        let phi = gamma * gamma * self.phi_prev + eta * eta * sc.sigma;
+        let psi = gamma * self.psi_prev + gamma * self.phi_prev;
+        let gamma_c = self.gamma_prev + 2.0 * psi + phi;
+        let ssc = 1.0 + sc.ss;
+        let eval = s.shift + (ts + 2.0 * beta_c + gamma_c) / ssc;
+        let e2 = tau * tau / ssc + (ts + beta_c) * (ts + beta_c) / ssc
+            - (eval - s.shift) * (eval - s.shift);
+        let eres_prev = self.eres;
+        let eres = if e2 >= 0.0 {
+            e2.sqrt()
+        } else {
+            (tau * tau / ssc).sqrt()
+        };
+        self.eres = eres;
+        self.out.eval = eval;
+        self.out.eres = eres;
+        let prev = Estimates {
+            tau: self.tau_prev,
+            eval: self.eval_prev,
+            eres: eres_prev,
+        };
+        let now = Estimates { tau, eval, eres };
+        let stop = stop_rule(s, self.out.steps, self.rnorm, prev, now);
+        self.eval_prev = eval;
+        self.tau_prev = tau;
+        self.theta_prev = th;
+        self.delta_prev = delta_c;
+        self.beta_prev = beta_c;
+        self.phi_prev = phi;
+        self.psi_prev = psi;
+        self.gamma_prev = gamma_c;
+        stop
+    }
+}
+
+/// One active equation's scalars within a step of the block.
+#[derive(Clone, Copy, Default)]
+struct StepScalars {
+    /// σ = dᵀP(A − σ_j)d and x_jᵀw (reduced).
+    sigma: f64,
+    xw: f64,
+    /// α = ρ/σ (0 after a breakdown).
+    alpha: f64,
+    /// σ or α unusable: the equation stops.
+    broke: bool,
+    /// The QMRs coefficients θ, τ, γ and the solution update's η = αc².
+    th: f64,
+    tau: f64,
+    gamma: f64,
+    eta: f64,
+    /// ‖s‖² after the update (reduced).
+    ss: f64,
 }
 
 /// Inputs of one block solve.
@@ -940,14 +1006,53 @@ impl BlockJdQmr {
         comm: &C,
         out: &mut BlockOutcome,
     ) -> usize {
-        let (n, nl) = (self.n, eq.nl);
+        self.apply_operator(op, eq, na, out);
+        let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
+        self.project_operator_output(eq, &ids, comm, out);
+        let mut sc = self.step_lengths(&rec[..na], eq.nl);
+        self.reduce_residuals(eq, &ids, &mut rec[..na], &sc, comm, out);
+        self.advance_solutions(eq, &rec[..na], &mut sc, comm, out);
+        // Estimates and stops, per equation.
+        let stop: Vec<Option<QmrStop>> = rec[..na]
+            .iter_mut()
+            .zip(&sc)
+            .map(|(r, sc)| {
+                if sc.broke {
+                    Some(QmrStop::Breakdown)
+                } else {
+                    r.advance(&eq.setups[r.idx], sc)
+                }
+            })
+            .collect();
+        // Retire the stopped equations, from the back: a column swapped into
+        // position c comes from behind it and was examined already.
+        for c in (0..na).rev() {
+            if let Some(s) = stop[c] {
+                rec[c].out.stop = s;
+                self.retire(rec, c, na);
+                na -= 1;
+            }
+        }
+        na
+    }
+
+    /// w = A d for the first `na` directions, and M d into `md` with a mass
+    /// matrix (the shift multiplies M·d).
+    #[inline]
+    fn apply_operator<A: Operator + ?Sized>(
+        &mut self,
+        op: &A,
+        eq: &BlockEquations<'_>,
+        na: usize,
+        out: &mut BlockOutcome,
+    ) {
+        let n = self.n;
         op.apply_block(
             &self.d[..n * na],
             &mut self.w[self.wo..self.wo + n * na],
             na,
         );
         out.matvecs += na as u64;
-        // With M the shift multiplies M·d.
         if let Some(m) = eq.mass {
             if self.md.len() < n * na {
                 self.md.resize(n * self.kmax, 0.0);
@@ -955,11 +1060,23 @@ impl BlockJdQmr {
             m.op.apply_block(&self.d[..n * na], &mut self.md[..n * na], na);
             out.mass_matvecs += na as u64;
         }
+    }
+
+    /// Turns w = A d of the active equations `ids` into P_j(A − σ_j)d_j and
+    /// leaves the reduced [X_lockedᵀw (nl × na), (σ_j = dᵀP_jw, x_jᵀw) per
+    /// equation] in `buf` (one global sum).
+    fn project_operator_output<C: Comm + ?Sized>(
+        &mut self,
+        eq: &BlockEquations<'_>,
+        ids: &[usize],
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) {
+        let (n, nl, na) = (self.n, eq.nl, ids.len());
         // w −= σ d (σ Md); dᵀw, x_jᵀw and X_lockedᵀw (one global sum). With
         // the left projection only, also x_jᵀd and X_lockedᵀd (d is not
         // orthogonal to Q_j) for σ_j = dᵀ(I − Q_jQ_jᵀ)w.
         let left = self.left;
-        let ids: Vec<usize> = rec[..na].iter().map(|r| r.idx).collect();
         let (w, d) = (ColsMut::new(&mut self.w[self.wo..], n), &self.d);
         let shifted = if eq.mass.is_some() { &self.md } else { d };
         let tail: Vec<[f64; 3]> = run_cols(na, eq.threads, |c| {
@@ -1004,150 +1121,109 @@ impl BlockJdQmr {
                 eq.threads,
             );
         }
-        // g −= α P w and ‖g‖² (one global sum).
-        let mut alpha = vec![0.0; na];
-        let mut sig = vec![0.0; na];
-        let mut broke = vec![false; na];
-        let mut xws = vec![0.0; na];
-        for c in 0..na {
+    }
+
+    /// σ_j, x_jᵀw and α_j = ρ_j/σ_j of the active equations `rec` from the
+    /// sums [`Self::project_operator_output`] left in `buf`; an equation whose
+    /// σ vanishes or is not finite, or whose |α| is outside [ε, 1/ε], broke down.
+    fn step_lengths(&self, rec: &[Recur], nl: usize) -> Vec<StepScalars> {
+        let na = rec.len();
+        let mut sc = vec![StepScalars::default(); na];
+        for (c, (sc, r)) in sc.iter_mut().zip(rec).enumerate() {
             let (s, xw) = (self.buf[nl * na + 2 * c], self.buf[nl * na + 2 * c + 1]);
-            sig[c] = s;
-            xws[c] = xw;
-            let a = rec[c].rho_prev / s;
+            sc.sigma = s;
+            sc.xw = xw;
+            let a = r.rho_prev / s;
             if !s.is_finite()
                 || s == 0.0
                 || !a.is_finite()
                 || a.abs() < f64::EPSILON
                 || a.abs() > 1.0 / f64::EPSILON
             {
-                broke[c] = true;
+                sc.broke = true;
                 continue;
             }
-            alpha[c] = a;
+            sc.alpha = a;
         }
+        sc
+    }
+
+    /// g −= α P w for the active equations `ids` (`rec` their records, `sc`
+    /// their step lengths; broken ones are left) and ‖g‖² into their records
+    /// (one global sum).
+    fn reduce_residuals<C: Comm + ?Sized>(
+        &mut self,
+        eq: &BlockEquations<'_>,
+        ids: &[usize],
+        rec: &mut [Recur],
+        sc: &[StepScalars],
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) {
+        let n = self.n;
         let (g, w) = (ColsMut::new(&mut self.g, n), &self.w[self.wo..]);
         let mxs = eq.m_x();
-        let gg: Vec<f64> = run_cols(na, eq.threads, |c| {
-            if broke[c] {
+        let gg: Vec<f64> = run_cols(sc.len(), eq.threads, |c| {
+            let s = &sc[c];
+            if s.broke {
                 return 0.0;
             }
             // SAFETY: each call writes only column c of g.
             let g = unsafe { g.col(c) };
-            sub_proj_norm2(g, alpha[c], col(w, n, c), xws[c], col(mxs, n, ids[c]))
+            sub_proj_norm2(g, s.alpha, col(w, n, c), s.xw, col(mxs, n, ids[c]))
         });
         self.buf.clear();
         self.buf.extend_from_slice(&gg);
         self.reduce(comm, out);
-        let gg = self.buf.clone();
-        for (r, g) in rec[..na].iter_mut().zip(&gg) {
+        for (r, g) in rec.iter_mut().zip(&self.buf) {
             r.gg = *g;
         }
-        // Solution updates and ‖s‖² (one global sum).
-        let mut coefs = vec![(0.0f64, 0.0f64, 0.0f64); na];
-        let mut ge = vec![(0.0f64, 0.0f64); na];
-        for c in 0..na {
-            if broke[c] {
+    }
+
+    /// The QMRs coefficients θ, τ, γ, η of the active equations `rec` (after
+    /// [`Self::reduce_residuals`]), the updates δ = γδ + ηd, s += δ and ‖s‖²
+    /// (one global sum), all into `sc`; broken equations are left.
+    fn advance_solutions<C: Comm + ?Sized>(
+        &mut self,
+        eq: &BlockEquations<'_>,
+        rec: &[Recur],
+        sc: &mut [StepScalars],
+        comm: &C,
+        out: &mut BlockOutcome,
+    ) {
+        let n = self.n;
+        for (s, r) in sc.iter_mut().zip(rec) {
+            if s.broke {
                 continue;
             }
-            let r = &rec[c];
-            let th = gg[c].max(0.0).sqrt() / r.tau_prev;
+            let th = r.gg.max(0.0).sqrt() / r.tau_prev;
             let c2 = 1.0 / (1.0 + th * th);
-            let tau = r.tau_prev * th * c2.sqrt();
-            let gamma = c2 * r.theta_prev * r.theta_prev;
-            coefs[c] = (th, tau, gamma);
-            ge[c] = (gamma, alpha[c] * c2);
+            s.th = th;
+            s.tau = r.tau_prev * th * c2.sqrt();
+            s.gamma = c2 * r.theta_prev * r.theta_prev;
+            s.eta = s.alpha * c2;
         }
         let (delta, sol, d) = (
             ColsMut::new(&mut self.delta[self.so..], n),
             ColsMut::new(&mut self.sol, n),
             &self.d,
         );
-        let ss: Vec<f64> = run_cols(na, eq.threads, |c| {
-            if broke[c] {
+        let scs = &*sc;
+        let ss: Vec<f64> = run_cols(sc.len(), eq.threads, |c| {
+            let s = &scs[c];
+            if s.broke {
                 return 0.0;
             }
             // SAFETY: each call writes only column c of delta and sol.
             let (delta, sol) = unsafe { (delta.col(c), sol.col(c)) };
-            qmr_update(ge[c].0, ge[c].1, col(d, n, c), delta, sol)
+            qmr_update(s.gamma, s.eta, col(d, n, c), delta, sol)
         });
         self.buf.clear();
         self.buf.extend_from_slice(&ss);
         self.reduce(comm, out);
-        let ss = self.buf.clone();
-        // Estimates and stops, per equation.
-        let mut stop: Vec<Option<QmrStop>> = vec![None; na];
-        for c in 0..na {
-            if broke[c] {
-                stop[c] = Some(QmrStop::Breakdown);
-                continue;
-            }
-            let (th, tau, gamma) = coefs[c];
-            let r = &mut rec[c];
-            let s = &eq.setups[r.idx];
-            let eta = alpha[c] / (1.0 + th * th);
-            r.out.steps += 1;
-            let ts = s.theta - s.shift;
-            let delta_c = gamma * r.delta_prev + eta * r.rho_prev;
-            let beta_c = r.beta_prev - delta_c;
-            let phi = gamma * gamma * r.phi_prev + eta * eta * sig[c];
-            let psi = gamma * r.psi_prev + gamma * r.phi_prev;
-            let gamma_c = r.gamma_prev + 2.0 * psi + phi;
-            let ssc = 1.0 + ss[c];
-            let eval = s.shift + (ts + 2.0 * beta_c + gamma_c) / ssc;
-            let e2 = tau * tau / ssc + (ts + beta_c) * (ts + beta_c) / ssc
-                - (eval - s.shift) * (eval - s.shift);
-            let eres_prev = r.eres;
-            let eres = if e2 >= 0.0 {
-                e2.sqrt()
-            } else {
-                (tau * tau / ssc).sqrt()
-            };
-            r.eres = eres;
-            r.out.eval = eval;
-            r.out.eres = eres;
-            stop[c] = if !(tau.is_finite() && eval.is_finite() && eres.is_finite()) {
-                Some(QmrStop::Breakdown)
-            } else if tau <= s.ltol {
-                Some(QmrStop::Linear)
-            } else if r.out.steps >= s.maxits {
-                Some(QmrStop::Steps)
-            } else if s.fixed {
-                None
-            } else if r.out.steps > 1 && (r.tau_prev <= eres || eres_prev <= tau) {
-                Some(QmrStop::Stagnation)
-            } else if match s.target {
-                Target::Smallest => eval > r.eval_prev,
-                Target::Largest => eval < r.eval_prev,
-                Target::Closest(_) => (s.theta - eval).abs() > r.rnorm + eres,
-                Target::LargestMagnitude => eval.abs() < r.eval_prev.abs(),
-            } {
-                Some(QmrStop::Ritz)
-            } else if r.out.steps > 1 && eres <= s.conv_tol {
-                Some(QmrStop::Converged)
-            } else if r.out.steps > 1 && eres < s.etol_factor * r.rnorm {
-                Some(QmrStop::Reduced)
-            } else {
-                None
-            };
-            r.eval_prev = eval;
-            r.tau_prev = tau;
-            r.theta_prev = th;
-            r.delta_prev = delta_c;
-            r.beta_prev = beta_c;
-            r.phi_prev = phi;
-            r.psi_prev = psi;
-            r.gamma_prev = gamma_c;
+        for (s, v) in sc.iter_mut().zip(&self.buf) {
+            s.ss = *v;
         }
-        // Retire the stopped equations, from the back: a column swapped into
-        // position c comes from behind it and was examined already.
-        for c in (0..na).rev() {
-            if let Some(s) = stop[c] {
-                rec[c].out.stop = s;
-                self.retire(rec, c, na);
-                na -= 1;
-            }
-        }
-        na
     }
 
     /// Moves the equation at position `c` of the `na` active ones to position

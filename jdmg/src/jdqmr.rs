@@ -128,134 +128,255 @@ impl JdQmr {
             out.stop = QmrStop::Linear;
             return out;
         }
-        let sum = |buf: &mut [f64], out: &mut QmrOutcome| {
-            comm.all_reduce(buf, ReduceOp::Sum);
-            out.global_sums += 1;
+        let mut prev = Recurrences {
+            rho: self.start(pc, comm, r, &mut out),
+            tau: rnorm,
+            theta: 0.0,
+            delta: 0.0,
+            beta: 0.0,
+            phi: 0.0,
+            psi: 0.0,
+            gamma: 0.0,
+            eval: s.theta,
+            eres: rnorm,
         };
-        self.g.copy_from_slice(r);
-        pc.apply(&self.g, &mut self.d);
-        out.precond_applies += 1;
-        let mut buf = [dot(&self.g, &self.d)];
-        sum(&mut buf, &mut out);
-        let mut rho_prev = buf[0];
-        let (mut tau_prev, mut theta_prev) = (rnorm, 0.0f64);
-        let (mut delta_prev, mut beta_prev, mut phi_prev, mut psi_prev, mut gamma_prev) =
-            (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        let mut eval_prev = s.theta;
-        let mut eres = rnorm;
         let ts = s.theta - s.shift;
         loop {
-            op.apply(&self.d, &mut self.w);
-            out.matvecs += 1;
-            buf[0] = dot(&self.d, &self.w);
-            sum(&mut buf, &mut out);
-            let sigma = buf[0];
-            let alpha = rho_prev / sigma;
-            if !sigma.is_finite()
-                || sigma == 0.0
-                || !alpha.is_finite()
-                || alpha.abs() < f64::EPSILON
-                || alpha.abs() > 1.0 / f64::EPSILON
-            {
+            let Some((sigma, alpha)) = self.step_length(op, comm, &mut out, prev.rho) else {
                 out.stop = QmrStop::Breakdown;
                 break;
-            }
-            self.g
-                .iter_mut()
-                .zip(&self.w)
-                .for_each(|(g, w)| *g -= alpha * w);
-            buf[0] = dot(&self.g, &self.g);
-            sum(&mut buf, &mut out);
-            let th = buf[0].sqrt() / tau_prev;
+            };
+            let th = self.reduce_residual(alpha, comm, &mut out).sqrt() / prev.tau;
             let c2 = 1.0 / (1.0 + th * th);
-            let tau = tau_prev * th * c2.sqrt();
-            let gamma = c2 * theta_prev * theta_prev;
+            let tau = prev.tau * th * c2.sqrt();
+            let gamma = c2 * prev.theta * prev.theta;
             let eta = alpha * c2;
-            for ((dl, so), dd) in self.delta.iter_mut().zip(&mut self.sol).zip(&self.d) {
-                *dl = gamma * *dl + eta * dd;
-                *so += *dl;
-            }
+            self.advance_solution(gamma, eta);
             out.steps += 1;
             // Eigenpair estimates of x − s (s ⟂ x): Rayleigh quotient and residual.
-            let delta_c = gamma * delta_prev + eta * rho_prev;
-            let beta_c = beta_prev - delta_c;
-            let phi = gamma * gamma * phi_prev + eta * eta * sigma;
-            let psi = gamma * psi_prev + gamma * phi_prev;
-            let gamma_c = gamma_prev + 2.0 * psi + phi;
-            buf[0] = dot(&self.sol, &self.sol);
-            sum(&mut buf, &mut out);
-            let ss = 1.0 + buf[0];
+            let delta_c = gamma * prev.delta + eta * prev.rho;
+            let beta_c = prev.beta - delta_c;
+            let phi = gamma * gamma * prev.phi + eta * eta * sigma;
+            let psi = gamma * prev.psi + gamma * prev.phi;
+            let gamma_c = prev.gamma + 2.0 * psi + phi;
+            let ss = 1.0 + self.solution_norm2(comm, &mut out);
             let eval = s.shift + (ts + 2.0 * beta_c + gamma_c) / ss;
             let e2 = tau * tau / ss + (ts + beta_c) * (ts + beta_c) / ss
                 - (eval - s.shift) * (eval - s.shift);
-            let eres_prev = eres;
-            eres = if e2 >= 0.0 {
+            let eres = if e2 >= 0.0 {
                 e2.sqrt()
             } else {
                 (tau * tau / ss).sqrt()
             };
             out.eval = eval;
             out.eres = eres;
-            if !(tau.is_finite() && eval.is_finite() && eres.is_finite()) {
+            let now = Estimates { tau, eval, eres };
+            if let Some(st) = stop_rule(s, out.steps, rnorm, prev.estimates(), now) {
+                out.stop = st;
+                break;
+            }
+            let Some(rho) = self.next_direction(pc, comm, &mut out, prev.rho) else {
                 out.stop = QmrStop::Breakdown;
                 break;
-            }
-            if tau <= s.ltol {
-                out.stop = QmrStop::Linear;
-                break;
-            }
-            if out.steps >= s.maxits {
-                out.stop = QmrStop::Steps;
-                break;
-            }
-            if !s.fixed {
-                let stop = if out.steps > 1 && (tau_prev <= eres || eres_prev <= tau) {
-                    Some(QmrStop::Stagnation)
-                } else if match s.target {
-                    Target::Smallest => eval > eval_prev,
-                    Target::Largest => eval < eval_prev,
-                    Target::Closest(_) => (s.theta - eval).abs() > rnorm + eres,
-                    Target::LargestMagnitude => eval.abs() < eval_prev.abs(),
-                } {
-                    Some(QmrStop::Ritz)
-                } else if out.steps > 1 && eres <= s.conv_tol {
-                    Some(QmrStop::Converged)
-                } else if out.steps > 1 && eres < s.etol_factor * rnorm {
-                    Some(QmrStop::Reduced)
-                } else {
-                    None
-                };
-                if let Some(st) = stop {
-                    out.stop = st;
-                    break;
-                }
-            }
-            eval_prev = eval;
-            // Next direction.
-            pc.apply(&self.g, &mut self.w);
-            out.precond_applies += 1;
-            buf[0] = dot(&self.g, &self.w);
-            sum(&mut buf, &mut out);
-            let rho = buf[0];
-            if !rho.is_finite() || rho == 0.0 {
-                out.stop = QmrStop::Breakdown;
-                break;
-            }
-            let beta = rho / rho_prev;
-            for (w, d) in self.w.iter_mut().zip(&self.d) {
-                *w += beta * d;
-            }
-            std::mem::swap(&mut self.d, &mut self.w);
-            rho_prev = rho;
-            tau_prev = tau;
-            theta_prev = th;
-            delta_prev = delta_c;
-            beta_prev = beta_c;
-            phi_prev = phi;
-            psi_prev = psi;
-            gamma_prev = gamma_c;
+            };
+            prev = Recurrences {
+                rho,
+                tau,
+                theta: th,
+                delta: delta_c,
+                beta: beta_c,
+                phi,
+                psi,
+                gamma: gamma_c,
+                eval,
+                eres,
+            };
         }
         out
+    }
+
+    /// g = r, d = K⁻¹g; returns ρ = gᵀd (one global sum).
+    fn start<M, C>(&mut self, pc: &M, comm: &C, r: &[f64], out: &mut QmrOutcome) -> f64
+    where
+        M: Preconditioner + ?Sized,
+        C: Comm + ?Sized,
+    {
+        self.g.copy_from_slice(r);
+        pc.apply(&self.g, &mut self.d);
+        out.precond_applies += 1;
+        global_sum(comm, dot(&self.g, &self.d), out)
+    }
+
+    /// w = A d and σ = dᵀw (one global sum); returns (σ, α = ρ/σ), `None` on a
+    /// breakdown (σ vanishing or not finite, |α| outside [ε, 1/ε]).
+    #[inline]
+    fn step_length<A, C>(
+        &mut self,
+        op: &A,
+        comm: &C,
+        out: &mut QmrOutcome,
+        rho: f64,
+    ) -> Option<(f64, f64)>
+    where
+        A: Operator + ?Sized,
+        C: Comm + ?Sized,
+    {
+        op.apply(&self.d, &mut self.w);
+        out.matvecs += 1;
+        let sigma = global_sum(comm, dot(&self.d, &self.w), out);
+        let alpha = rho / sigma;
+        if !sigma.is_finite()
+            || sigma == 0.0
+            || !alpha.is_finite()
+            || alpha.abs() < f64::EPSILON
+            || alpha.abs() > 1.0 / f64::EPSILON
+        {
+            return None;
+        }
+        Some((sigma, alpha))
+    }
+
+    /// g −= α w; returns ‖g‖² (one global sum).
+    #[inline]
+    fn reduce_residual<C: Comm + ?Sized>(
+        &mut self,
+        alpha: f64,
+        comm: &C,
+        out: &mut QmrOutcome,
+    ) -> f64 {
+        self.g
+            .iter_mut()
+            .zip(&self.w)
+            .for_each(|(g, w)| *g -= alpha * w);
+        global_sum(comm, dot(&self.g, &self.g), out)
+    }
+
+    /// δ = γ δ + η d and s += δ.
+    #[inline]
+    fn advance_solution(&mut self, gamma: f64, eta: f64) {
+        for ((dl, so), dd) in self.delta.iter_mut().zip(&mut self.sol).zip(&self.d) {
+            *dl = gamma * *dl + eta * dd;
+            *so += *dl;
+        }
+    }
+
+    /// ‖s‖² (one global sum).
+    #[inline]
+    fn solution_norm2<C: Comm + ?Sized>(&self, comm: &C, out: &mut QmrOutcome) -> f64 {
+        global_sum(comm, dot(&self.sol, &self.sol), out)
+    }
+
+    /// The next direction: w = K⁻¹g, ρ = gᵀw (one global sum), d = w + (ρ/ρ_prev) d.
+    /// Returns ρ, `None` on a breakdown (ρ vanishing or not finite; d unchanged).
+    #[inline]
+    fn next_direction<M, C>(
+        &mut self,
+        pc: &M,
+        comm: &C,
+        out: &mut QmrOutcome,
+        rho_prev: f64,
+    ) -> Option<f64>
+    where
+        M: Preconditioner + ?Sized,
+        C: Comm + ?Sized,
+    {
+        pc.apply(&self.g, &mut self.w);
+        out.precond_applies += 1;
+        let rho = global_sum(comm, dot(&self.g, &self.w), out);
+        if !rho.is_finite() || rho == 0.0 {
+            return None;
+        }
+        let beta = rho / rho_prev;
+        for (w, d) in self.w.iter_mut().zip(&self.d) {
+            *w += beta * d;
+        }
+        std::mem::swap(&mut self.d, &mut self.w);
+        Some(rho)
+    }
+}
+
+/// The sum of `local` over the processes of `comm`, counted in `out`.
+#[inline]
+fn global_sum<C: Comm + ?Sized>(comm: &C, local: f64, out: &mut QmrOutcome) -> f64 {
+    let mut buf = [local];
+    comm.all_reduce(&mut buf, ReduceOp::Sum);
+    out.global_sums += 1;
+    buf[0]
+}
+
+/// Scalars of the QMRs recurrences and the eigenpair estimates after a step,
+/// which the next step starts from.
+#[derive(Clone, Copy)]
+struct Recurrences {
+    rho: f64,
+    tau: f64,
+    theta: f64,
+    delta: f64,
+    beta: f64,
+    phi: f64,
+    psi: f64,
+    gamma: f64,
+    eval: f64,
+    eres: f64,
+}
+
+impl Recurrences {
+    /// The step's linear residual norm and eigenpair estimates.
+    #[inline]
+    fn estimates(&self) -> Estimates {
+        Estimates {
+            tau: self.tau,
+            eval: self.eval,
+            eres: self.eres,
+        }
+    }
+}
+
+/// What the stopping rules of a QMRs step look at: the linear residual norm τ
+/// and the estimated Rayleigh quotient and eigenresidual of x − s.
+#[derive(Clone, Copy)]
+pub(crate) struct Estimates {
+    pub tau: f64,
+    pub eval: f64,
+    pub eres: f64,
+}
+
+/// The stopping rules after step `steps` of a solve with setup `s` and
+/// right-hand side norm `rnorm`: `now` the step's estimates, `prev` the previous
+/// step's (τ = `rnorm`, the Rayleigh quotient θ and eigenresidual `rnorm` before
+/// the first). `None`: go on.
+#[inline]
+pub(crate) fn stop_rule(
+    s: &QmrSetup,
+    steps: usize,
+    rnorm: f64,
+    prev: Estimates,
+    now: Estimates,
+) -> Option<QmrStop> {
+    let Estimates { tau, eval, eres } = now;
+    if !(tau.is_finite() && eval.is_finite() && eres.is_finite()) {
+        Some(QmrStop::Breakdown)
+    } else if tau <= s.ltol {
+        Some(QmrStop::Linear)
+    } else if steps >= s.maxits {
+        Some(QmrStop::Steps)
+    } else if s.fixed {
+        None
+    } else if steps > 1 && (prev.tau <= eres || prev.eres <= tau) {
+        Some(QmrStop::Stagnation)
+    } else if match s.target {
+        Target::Smallest => eval > prev.eval,
+        Target::Largest => eval < prev.eval,
+        Target::Closest(_) => (s.theta - eval).abs() > rnorm + eres,
+        Target::LargestMagnitude => eval.abs() < prev.eval.abs(),
+    } {
+        Some(QmrStop::Ritz)
+    } else if steps > 1 && eres <= s.conv_tol {
+        Some(QmrStop::Converged)
+    } else if steps > 1 && eres < s.etol_factor * rnorm {
+        Some(QmrStop::Reduced)
+    } else {
+        None
     }
 }
 

@@ -557,58 +557,15 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
     }
     let per = slicing.per_slice.max(1);
     let threads = params.threads;
-    let delta = end_delta(k, mass, lower, upper);
-    let mut factored = 0;
-    // The ends: counted a little outside [lower, upper], or as the caller
-    // counted them (an index range's bracket).
-    let (a, below_a) = match known.ends {
-        Some((lo, _)) => lo,
-        None => count_at(
-            k,
-            mass,
-            lower - delta,
-            -1.0,
-            delta,
-            threads,
-            comm,
-            &mut factored,
-        )?,
-    };
-    let (b, below_b) = match known.ends {
-        Some((_, hi)) => hi,
-        None => count_at(
-            k,
-            mass,
-            upper + delta,
-            1.0,
-            delta,
-            threads,
-            comm,
-            &mut factored,
-        )?,
-    };
+    let Sliced {
+        a,
+        below_a,
+        b,
+        below_b,
+        slices,
+        factored,
+    } = slice_interval(k, mass, (lower, upper), known, comm, threads, per)?;
     let total = below_b.saturating_sub(below_a);
-    let ends = cuts(
-        k,
-        mass,
-        (a, below_a),
-        (b, below_b),
-        &known.inside,
-        per,
-        delta,
-        threads,
-        comm,
-        &mut factored,
-    )?;
-    let slices: Vec<Slice> = ends
-        .windows(2)
-        .map(|w| Slice {
-            lo: w[0].0,
-            hi: w[1].0,
-            below_lo: w[0].1,
-            below_hi: w[1].1,
-        })
-        .collect();
     let count_seconds = t0.elapsed().as_secs_f64();
     let mut report = IntervalReport {
         lower,
@@ -653,19 +610,7 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
             Err(e) => return Err(e),
         };
         used += sol.stats.matvecs;
-        let mut sol = sol;
-        let acc = match out.take() {
-            None => {
-                prev = 0..sol.eigenvalues.len();
-                sol
-            }
-            Some(acc) => {
-                orthogonalize_across(&acc, prev.clone(), &mut sol, mop, comm, threads);
-                let at = acc.eigenvalues.len();
-                prev = at..at + sol.eigenvalues.len();
-                append(acc, sol)
-            }
-        };
+        let acc = accumulate(out.take(), sol, &mut prev, mop, comm, threads);
         if failed.is_some() {
             // every pair found so far, the failed slice's flagged
             return match finish(acc, total, report, t0) {
@@ -683,6 +628,120 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
         None => empty(comm, k)?,
     };
     finish(sol, total, report, t0)
+}
+
+/// The counted ends of an interval and its slices.
+struct Sliced {
+    /// The lower end counted and the eigenvalues below it.
+    a: f64,
+    below_a: usize,
+    /// The upper end counted and the eigenvalues below it.
+    b: f64,
+    below_b: usize,
+    slices: Vec<Slice>,
+    /// Factorizations done for the counts.
+    factored: usize,
+}
+
+/// Counts the eigenvalues below the ends of `interval` ([lower, upper], a
+/// little outside it, or as `known` counted them: an index range's bracket)
+/// and cuts it into slices of at most `per` eigenvalues (see [`cuts`]).
+/// Collective.
+///
+/// # Errors
+/// As [`count_at`].
+fn slice_interval<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    (lower, upper): (f64, f64),
+    known: &Counted,
+    comm: &C,
+    threads: usize,
+    per: usize,
+) -> Result<Sliced, JdError> {
+    let delta = end_delta(k, mass, lower, upper);
+    let mut factored = 0;
+    let (a, below_a) = match known.ends {
+        Some((lo, _)) => lo,
+        None => count_at(
+            k,
+            mass,
+            lower - delta,
+            -1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?,
+    };
+    let (b, below_b) = match known.ends {
+        Some((_, hi)) => hi,
+        None => count_at(
+            k,
+            mass,
+            upper + delta,
+            1.0,
+            delta,
+            threads,
+            comm,
+            &mut factored,
+        )?,
+    };
+    let ends = cuts(
+        k,
+        mass,
+        (a, below_a),
+        (b, below_b),
+        &known.inside,
+        per,
+        delta,
+        threads,
+        comm,
+        &mut factored,
+    )?;
+    let slices: Vec<Slice> = ends
+        .windows(2)
+        .map(|w| Slice {
+            lo: w[0].0,
+            hi: w[1].0,
+            below_lo: w[0].1,
+            below_hi: w[1].1,
+        })
+        .collect();
+    Ok(Sliced {
+        a,
+        below_a,
+        b,
+        below_b,
+        slices,
+        factored,
+    })
+}
+
+/// `sol`, the next slice's pairs, appended to `acc`, the pairs so far (or
+/// alone), after being made orthogonal (M-orthogonal with `mop`) to the
+/// previous slice's columns `prev` of `acc`; `prev` becomes its columns.
+/// Collective.
+fn accumulate<C: Comm + ?Sized>(
+    acc: Option<Solution>,
+    mut sol: Solution,
+    prev: &mut std::ops::Range<usize>,
+    mop: Option<&dyn Operator>,
+    comm: &C,
+    threads: usize,
+) -> Solution {
+    match acc {
+        None => {
+            *prev = 0..sol.eigenvalues.len();
+            sol
+        }
+        Some(acc) => {
+            orthogonalize_across(&acc, prev.clone(), &mut sol, mop, comm, threads);
+            let at = acc.eigenvalues.len();
+            *prev = at..at + sol.eigenvalues.len();
+            append(acc, sol)
+        }
+    }
 }
 
 /// Shift-and-invert at the slice's lower end for its count above it, and a second solve
