@@ -223,7 +223,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 if !active[j] {
                     continue;
                 }
-                if !(pq[j] > 0.0) {
+                if pq[j].is_nan() || pq[j] <= 0.0 {
                     self.mass_failed(format!("a vector p has pᵀMp = {:e}", pq[j]));
                     active[j] = false;
                     continue;
