@@ -308,9 +308,11 @@ fn repair<C: Comm + ?Sized>(
         k.nrows(),
         p,
     );
-    // The repaired pairs meet the solve's own test (its estimate of ‖A‖).
+    // The repaired pairs meet the solve's own test (its estimate of ‖A‖);
+    // hard locking, whose verification finds copies soft locking may miss.
     let sub = JdParams {
         nev: p,
+        locking: true,
         anorm: params
             .anorm
             .or(Some(sol.stats.anorm_estimate))

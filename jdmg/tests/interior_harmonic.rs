@@ -268,13 +268,18 @@ fn harmonic_with_a_mass_matrix_matches_closed_form() {
             v
         };
         let want = sorted(closest(&ex, sigma, nev));
-        for (locking, threads) in [(true, 1), (false, 1), (true, 2)] {
+        for (locking, threads, extraction) in [
+            (true, 1, Extraction::Harmonic),
+            (false, 1, Extraction::Ritz),
+            (false, 1, Extraction::Harmonic),
+            (true, 2, Extraction::Harmonic),
+        ] {
             let p = JdParams {
                 locking,
                 threads,
-                ..interior(nev, sigma, Extraction::Harmonic)
+                ..interior(nev, sigma, extraction)
             };
-            let what = format!("{spec} σ = {sigma} locking {locking} threads {threads}");
+            let what = format!("{spec} σ = {sigma} {extraction:?} locking {locking} threads {threads}");
             let sol = solve_matrix_generalized(
                 &k,
                 &m,
@@ -284,7 +289,7 @@ fn harmonic_with_a_mass_matrix_matches_closed_form() {
                 Spaces::default(),
             )
             .unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(sol.stats.extraction, Extraction::Harmonic, "{what}");
+            assert_eq!(sol.stats.extraction, extraction, "{what}");
             assert!(sol.converged.iter().all(|&c| c), "{what}");
             let got = sorted(closest(&sol.eigenvalues, sigma, nev));
             let lmax = ex.iter().fold(0.0f64, |a, v| a.max(v.abs()));
