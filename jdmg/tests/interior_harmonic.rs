@@ -279,7 +279,8 @@ fn harmonic_with_a_mass_matrix_matches_closed_form() {
                 threads,
                 ..interior(nev, sigma, extraction)
             };
-            let what = format!("{spec} σ = {sigma} {extraction:?} locking {locking} threads {threads}");
+            let what =
+                format!("{spec} σ = {sigma} {extraction:?} locking {locking} threads {threads}");
             let sol = solve_matrix_generalized(
                 &k,
                 &m,
