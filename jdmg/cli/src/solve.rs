@@ -35,10 +35,18 @@ use crate::resources::{
     MAX_RANKS, MAX_THREADS,
 };
 
+/// `--which`, with SciPy's names (`eigsh`'s `which`) as aliases.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Which {
+    /// The smallest (algebraic) eigenvalues; SciPy's SA.
+    #[value(alias = "SA", alias = "sa")]
     Smallest,
+    /// The largest (algebraic) eigenvalues; SciPy's LA.
+    #[value(alias = "LA", alias = "la")]
     Largest,
+    /// The largest in magnitude, from both ends; SciPy's LM (its default).
+    #[value(alias = "LM", alias = "lm")]
+    Magnitude,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -67,17 +75,18 @@ pub struct SolveArgs {
     /// Generate the matrix instead of reading a file (e.g. lap3d:40).
     #[arg(long, conflicts_with = "file")]
     pub generate: Option<String>,
-    /// Number of eigenpairs.
+    /// Number of eigenpairs [default: 4].
     #[arg(long)]
     pub nev: Option<usize>,
-    /// Which end of the spectrum.
+    /// Which eigenvalues [default: smallest]; SciPy's SA, LA and LM are
+    /// accepted.
     #[arg(long, value_enum)]
     pub which: Option<Which>,
     /// Interior target σ: eigenvalues closest to it (overrides --which).
     #[arg(long, allow_hyphen_values = true)]
     pub target: Option<f64>,
-    /// Convergence tolerance (a positive number; `--tol -1` is read as a value
-    /// and rejected).
+    /// Convergence tolerance [default: 1e-8] of the --conv test (a positive
+    /// number; `--tol -1` is read as a value and rejected).
     #[arg(long, allow_hyphen_values = true)]
     pub tol: Option<f64>,
     /// Convergence test: norm (‖r‖ ≤ tol‖A‖), rel (≤ tol|λ|), abs (≤ tol).
@@ -241,6 +250,11 @@ pub struct SolveArgs {
     /// No live progress display (it is shown only when stderr is a terminal).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print the solver's counters and timings after the eigenpairs (outer
+    /// iterations, inner steps, global sums, JDQMR stops, seconds per phase);
+    /// --json always has them.
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Skip the symmetry check of the input.
     #[arg(long)]
     pub no_symmetry_check: bool,
@@ -428,6 +442,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.target = match w {
             Which::Smallest => Target::Smallest,
             Which::Largest => Target::Largest,
+            Which::Magnitude => Target::LargestMagnitude,
         };
     }
     if let Some(s) = a.target {
@@ -1271,7 +1286,7 @@ fn report(
     if a.json {
         let _ = writeln!(out, "{}", rep.to_json());
     } else {
-        text_report(&mut out, &rep);
+        text_report(&mut out, &rep, a.verbose);
     }
     emit(&out)?;
     if let Some(path) = &a.eigenvectors {
@@ -1342,13 +1357,49 @@ fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// The human-readable report.
-fn text_report(out: &mut String, rep: &SolveReport) {
+/// What was asked for, and the convergence test with its threshold: "4
+/// smallest eigenpairs, tol 1e-8: ‖r‖ ≤ tol·‖A‖ = 8.620e-8".
+fn headline(rep: &SolveReport) -> String {
+    let (p, s) = (&rep.params, &rep.stats);
+    let pencil = s.mass_matvecs > 0;
+    let what = match (&s.interval, p.target) {
+        (Some(_), _) => "every eigenpair of the range below".to_string(),
+        (None, Target::Smallest) => format!("{} smallest eigenpairs", p.nev),
+        (None, Target::Largest) => format!("{} largest eigenpairs", p.nev),
+        (None, Target::LargestMagnitude) => {
+            format!("{} eigenpairs of largest magnitude", p.nev)
+        }
+        (None, Target::Closest(t)) => format!("{} eigenpairs closest to {t}", p.nev),
+    };
+    let anorm = p.anorm.unwrap_or(s.anorm_estimate);
+    let shifted = s.eigenvalues_below_shift.is_some() || s.interval.is_some();
+    let test = match (p.conv, pencil) {
+        (ConvTest::Norm, false) if shifted => "‖r‖ ≤ tol·(‖A‖₁ + |λ|)".to_string(),
+        (ConvTest::Norm, true) if shifted => "‖Kx − λMx‖/‖x‖ ≤ tol·(‖K‖₁ + |λ|·‖M‖₁)".to_string(),
+        (ConvTest::Norm, false) if anorm > 0.0 => {
+            format!("‖r‖ ≤ tol·‖A‖ = {:.3e}", p.tol * anorm)
+        }
+        (ConvTest::Norm, false) => "‖r‖ ≤ tol·‖A‖".to_string(),
+        (ConvTest::Norm, true) => "‖Kx − λMx‖/‖x‖ ≤ tol·(‖K‖ + |λ|·‖M‖)".to_string(),
+        (ConvTest::Rel, _) => "‖r‖ ≤ tol·|λ|".to_string(),
+        (ConvTest::Abs, _) => "‖r‖ ≤ tol".to_string(),
+    };
+    format!(
+        "{what}{}, tol {:e}: {test}",
+        if pencil { " of K x = λ M x" } else { "" },
+        p.tol
+    )
+}
+
+/// The human-readable report: what was solved, the pairs, how many converged
+/// and what else a user acts on; the counters and timings with `verbose`.
+fn text_report(out: &mut String, rep: &SolveReport, verbose: bool) {
     let _ = writeln!(
         out,
         "{}: n = {}, nnz = {}, {} process(es)",
         rep.source, rep.n, rep.nnz, rep.nprocs
     );
+    let _ = writeln!(out, "{}", headline(rep));
     let _ = writeln!(
         out,
         "{:>4}  {:>24}  {:>12}  converged",
@@ -1361,6 +1412,24 @@ fn text_report(out: &mut String, rep: &SolveReport) {
             rep.converged_each[j]
         );
     }
+    let s = &rep.stats;
+    let wanted = s.interval.map_or(rep.nev, |iv| iv.count);
+    let _ = writeln!(
+        out,
+        "{} of {wanted} converged in {:.3} s: {} products with the matrix, {} outer iterations",
+        rep.converged_each.iter().filter(|&&c| c).count(),
+        s.wall_seconds,
+        s.matvecs,
+        s.outer_iterations
+    );
+    if verbose {
+        counters(out, rep);
+    }
+    notes(out, rep);
+}
+
+/// The solver's counters and timings (`--verbose`).
+fn counters(out: &mut String, rep: &SolveReport) {
     let s = &rep.stats;
     let _ = writeln!(
         out,
@@ -1380,6 +1449,38 @@ fn text_report(out: &mut String, rep: &SolveReport) {
             q.steps, q.stagnation, q.ritz, q.converged, q.reduced, q.linear, q.breakdown
         );
     }
+    let _ = writeln!(
+        out,
+        "time {:.3} s (projection {:.3}, correction {:.3}, setup {:.3})  ‖A‖ est {:.4e}",
+        s.wall_seconds,
+        s.projection_seconds,
+        s.correction_seconds,
+        s.setup_seconds,
+        s.anorm_estimate
+    );
+    let ph = &s.phases;
+    if ph != &jdmg::PhaseSeconds::default() {
+        let steps: Vec<String> = jdmg::PhaseSeconds::NAMES
+            .iter()
+            .zip(ph.values())
+            .map(|(name, t)| format!("{name} {t:.3}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "projection steps: {} s;  SpMV {:.3}  preconditioner {:.3}  dense {:.3} s",
+            steps.join("  "),
+            s.spmv_seconds,
+            s.precond_seconds,
+            s.dense_seconds
+        );
+    }
+}
+
+/// What a user acts on beside the pairs: verification and certificates,
+/// ranges, shift-and-invert, pencils, given vectors, scaling, resumes,
+/// imbalance and solve groups.
+fn notes(out: &mut String, rep: &SolveReport) {
+    let s = &rep.stats;
     if s.verification_passes > 0 {
         let _ = writeln!(
             out,
@@ -1471,31 +1572,6 @@ fn text_report(out: &mut String, rep: &SolveReport) {
             out,
             "internal scale {:e} (‖A‖ outside [1e-100, 1e100])",
             s.scale
-        );
-    }
-    let _ = writeln!(
-        out,
-        "time {:.3} s (projection {:.3}, correction {:.3}, setup {:.3})  ‖A‖ est {:.4e}",
-        s.wall_seconds,
-        s.projection_seconds,
-        s.correction_seconds,
-        s.setup_seconds,
-        s.anorm_estimate
-    );
-    let ph = &s.phases;
-    if ph != &jdmg::PhaseSeconds::default() {
-        let steps: Vec<String> = jdmg::PhaseSeconds::NAMES
-            .iter()
-            .zip(ph.values())
-            .map(|(name, t)| format!("{name} {t:.3}"))
-            .collect();
-        let _ = writeln!(
-            out,
-            "projection steps: {} s;  SpMV {:.3}  preconditioner {:.3}  dense {:.3} s",
-            steps.join("  "),
-            s.spmv_seconds,
-            s.precond_seconds,
-            s.dense_seconds
         );
     }
     if let Some(r) = &rep.resumed_from {

@@ -224,3 +224,60 @@ fn inner_solver_qmrs_flag_and_config() {
     assert_eq!(j["stats"]["inner_solver"], "qmrs");
     assert_eq!(j["mode"], "multigrain");
 }
+
+/// The default text says what was solved, the test with its threshold and how
+/// many converged; the counters come with `--verbose` only.
+#[test]
+fn text_output_says_what_was_solved_and_counters_wait_for_verbose() {
+    let out = jdmg(&["solve", "--generate", "lap3d:8", "--nev", "3"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("3 smallest eigenpairs, tol 1e-8: ‖r‖ ≤ tol·‖A‖ = "),
+        "{text}"
+    );
+    assert!(text.contains("3 of 3 converged in "), "{text}");
+    assert!(!text.contains("global sums"), "{text}");
+    let out = jdmg(&["solve", "--generate", "lap3d:8", "--nev", "3", "-v"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("global sums") && text.contains("projection"),
+        "{text}"
+    );
+}
+
+/// `--which` takes SciPy's SA, LA and LM: the closed-form ends of lap3d:8 and,
+/// for LM, the largest in magnitude (its largest, the spectrum being positive).
+#[test]
+fn which_takes_scipy_names() {
+    let e = |i: f64| 2.0 - 2.0 * (std::f64::consts::PI * i / 9.0).cos();
+    let (lo, hi) = (3.0 * e(1.0), 3.0 * e(8.0));
+    for (which, want) in [
+        ("SA", lo),
+        ("sa", lo),
+        ("LA", hi),
+        ("LM", hi),
+        ("magnitude", hi),
+    ] {
+        let out = jdmg(&[
+            "solve",
+            "--generate",
+            "lap3d:8",
+            "--nev",
+            "1",
+            "--tol",
+            "1e-10",
+            "--which",
+            which,
+            "--json",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{which}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = json(&out)["eigenvalues"][0].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-8, "{which}: {got} vs {want}");
+    }
+}
