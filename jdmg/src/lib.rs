@@ -123,6 +123,52 @@
 //! # Ok::<(), JdError>(())
 //! ```
 //!
+//! # A generalized problem K x = λ M x, and shift-and-invert
+//!
+//! [`Solver`] takes the mass matrix M ([`Solver::mass`], symmetric positive
+//! definite) and the spectral transformation ([`Solver::shift_invert`]) as
+//! parts of one solve. Linear finite elements on (0, 1) with n interior nodes
+//! (h = 1/(n+1)): K = tridiag(−1, 2, −1)/h and M = h/6·tridiag(1, 4, 1), whose
+//! eigenvalues are 6(1 − cos θⱼ)/(h²(2 + cos θⱼ)), θⱼ = jπ/(n+1); the
+//! eigenvectors come out M-orthonormal:
+//!
+//! ```
+//! use jdmg::prelude::*;
+//!
+//! let n = 300;
+//! let h = 1.0 / (n + 1) as f64;
+//! let tri = |d: f64, o: f64| {
+//!     let mut t = Vec::new();
+//!     for i in 0..n {
+//!         t.push((i, i, d));
+//!         if i + 1 < n {
+//!             t.push((i, i + 1, o));
+//!             t.push((i + 1, i, o));
+//!         }
+//!     }
+//!     CsrMatrix::from_triplets(n, n, &t).expect("a tridiagonal matrix")
+//! };
+//! let (k, m) = (tri(2.0 / h, -1.0 / h), tri(4.0 * h / 6.0, h / 6.0));
+//! let exact = |j: usize| {
+//!     let c = (std::f64::consts::PI * j as f64 / (n + 1) as f64).cos();
+//!     6.0 * (1.0 - c) / (h * h * (2.0 + c))
+//! };
+//! let params = JdParams { nev: 3, tol: 1e-10, ..JdParams::default() };
+//! // The 3 smallest.
+//! let sol = Solver::new(&k, &params).mass(&m).run()?;
+//! for (j, lambda) in sol.eigenvalues.iter().enumerate() {
+//!     assert!((lambda - exact(j + 1)).abs() < 1e-7 * exact(j + 1));
+//! }
+//! // The 3 closest to σ = 2·10⁴, by a sparse LDLᵀ of K − σM.
+//! let sol = Solver::new(&k, &params).mass(&m).shift_invert(2.0e4).run()?;
+//! let mut want: Vec<f64> = (1..=n).map(exact).collect();
+//! want.sort_by(|a, b| (a - 2.0e4).abs().total_cmp(&(b - 2.0e4).abs()));
+//! for (lambda, w) in sol.eigenvalues.iter().zip(&want) {
+//!     assert!((lambda - w).abs() < 1e-7 * w, "{lambda} against {w}");
+//! }
+//! # Ok::<(), JdError>(())
+//! ```
+//!
 //! # Watching the iterations, and stopping
 //!
 //! An observer ([`jd::Observer`]) sees an [`IterationEvent`] after every outer
