@@ -593,6 +593,165 @@ impl Operator for Sandwich<'_> {
     }
 }
 
+/// Pseudo-inverse of the symmetric k×k `s` (column-major) by its
+/// eigendecomposition, dropping eigenvalues below 1e-12 of the largest (a
+/// rank-deficient block of deflation vectors); None when `s` holds NaN/Inf.
+fn sym_pinv(s: &[f64], k: usize) -> Option<Vec<f64>> {
+    let (w, q) = crate::dense::sym_eig(s, k)?;
+    let wmax = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let mut out = vec![0.0; k * k];
+    for (l, &v) in w.iter().enumerate() {
+        if v.abs() <= 1e-12 * wmax {
+            continue;
+        }
+        let ql = &q[l * k..(l + 1) * k];
+        for j in 0..k {
+            for i in 0..k {
+                out[j * k + i] += ql[i] * ql[j] / v;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `c = Xᵀ Y` for local row blocks X (nl×a) and Y (nl×b), summed over the
+/// processes: a×b, column-major. Collective.
+fn cross<C: Comm + ?Sized>(
+    x: &[f64],
+    a: usize,
+    y: &[f64],
+    b: usize,
+    nl: usize,
+    comm: &C,
+) -> Vec<f64> {
+    let mut c = vec![0.0; a * b];
+    for j in 0..b {
+        for i in 0..a {
+            c[j * a + i] = crate::dense::dot(&x[i * nl..(i + 1) * nl], &y[j * nl..(j + 1) * nl]);
+        }
+    }
+    comm.all_reduce(&mut c, ReduceOp::Sum);
+    c
+}
+
+/// `y −= X·c` for a local row block X (nl×a) and c (a×b).
+fn sub_times(y: &mut [f64], x: &[f64], a: usize, c: &[f64], b: usize, nl: usize) {
+    for j in 0..b {
+        let yj = &mut y[j * nl..(j + 1) * nl];
+        for i in 0..a {
+            crate::dense::axpy(-c[j * a + i], &x[i * nl..(i + 1) * nl], yj);
+        }
+    }
+}
+
+/// Deflation vectors Y of a shift-and-invert solve (this process's rows) and
+/// U = M·Y (Y without M): the problem is restricted to {x : Uᵀx = 0}, i.e.
+/// YᵀMx = 0, with the Galerkin condition (I − U(YᵀU)⁻¹Yᵀ)(K − λM)x = 0 —
+/// the problem the Jacobi-Davidson loop solves with deflation vectors, for
+/// any Y (an invariant subspace or not).
+struct DeflationSpace {
+    y: Vec<f64>,
+    u: Vec<f64>,
+    k: usize,
+    nl: usize,
+    /// (YᵀU)⁻¹.
+    g_inv: Vec<f64>,
+}
+
+impl DeflationSpace {
+    /// From the local rows of Y (`nl` rows, `y.len()/nl` columns) and M's rows.
+    /// Collective.
+    ///
+    /// # Errors
+    /// `NonFinite` for NaN/Inf in YᵀMY.
+    fn new<C: Comm + ?Sized>(
+        y: &[f64],
+        nl: usize,
+        m: Option<&dyn Operator>,
+        comm: &C,
+    ) -> Result<Self, JdError> {
+        let k = y.len().checked_div(nl).unwrap_or(0);
+        let u = match m {
+            Some(m) => {
+                let mut u = vec![0.0; nl * k];
+                m.apply_block(y, &mut u, k);
+                u
+            }
+            None => y.to_vec(),
+        };
+        let g = cross(y, k, &u, k, nl, comm);
+        let g_inv = sym_pinv(&g, k).ok_or(JdError::NonFinite("the deflation vectors' YᵀMY"))?;
+        Ok(Self {
+            y: y.to_vec(),
+            u,
+            k,
+            nl,
+            g_inv,
+        })
+    }
+
+    /// `r ← (I − U(YᵀU)⁻¹Yᵀ) r` for `p` local columns. Collective.
+    fn project<C: Comm + ?Sized>(&self, r: &mut [f64], p: usize, comm: &C) {
+        let c = cross(&self.y, self.k, r, p, self.nl, comm);
+        let mut d = vec![0.0; self.k * p];
+        crate::tall_skinny::gemm_nn(&mut d, &self.g_inv, self.k, self.k, &c, p, 1);
+        sub_times(r, &self.u, self.k, &d, p, self.nl);
+    }
+}
+
+/// The inverse of (K − σM) restricted to {x : Uᵀx = 0} ([`DeflationSpace`]):
+/// y = F b − Z S⁻¹ Uᵀ F b with F = (K − σM)⁻¹, Z = F U and S = UᵀZ, which
+/// solves (K − σM) y = b − U c with Uᵀy = 0 (a bordered system by its Schur
+/// complement; symmetric as F is). Its eigenpairs (with M) on that space are
+/// those of the deflated pencil, shifted and inverted. One solve with F and
+/// one global sum per block, after k solves to set up.
+struct DeflatedInverse<'a, C: ?Sized> {
+    inv: &'a dyn Operator,
+    u: &'a [f64],
+    z: Vec<f64>,
+    s_inv: Vec<f64>,
+    k: usize,
+    comm: &'a C,
+}
+
+impl<'a, C: Comm + ?Sized> DeflatedInverse<'a, C> {
+    /// Z = F U and S⁻¹ (pseudo-inverse). Collective.
+    ///
+    /// # Errors
+    /// `NonFinite` for NaN/Inf in UᵀFU.
+    fn new(inv: &'a dyn Operator, space: &'a DeflationSpace, comm: &'a C) -> Result<Self, JdError> {
+        let (k, nl) = (space.k, space.nl);
+        let mut z = vec![0.0; nl * k];
+        inv.apply_block(&space.u, &mut z, k);
+        let s = cross(&space.u, k, &z, k, nl, comm);
+        let s_inv = sym_pinv(&s, k).ok_or(JdError::NonFinite("Uᵀ(K − σM)⁻¹U of the deflation"))?;
+        Ok(Self {
+            inv,
+            u: &space.u,
+            z,
+            s_inv,
+            k,
+            comm,
+        })
+    }
+}
+
+impl<C: Comm + ?Sized> Operator for DeflatedInverse<'_, C> {
+    fn nrows(&self) -> usize {
+        self.inv.nrows()
+    }
+
+    /// Collective (the solve, and one global sum).
+    fn apply_block(&self, x: &[f64], y: &mut [f64], b: usize) {
+        let nl = self.nrows();
+        self.inv.apply_block(x, y, b);
+        let c = cross(self.u, self.k, &y[..nl * b], b, nl, self.comm);
+        let mut d = vec![0.0; self.k * b];
+        crate::tall_skinny::gemm_nn(&mut d, &self.s_inv, self.k, self.k, &c, b, 1);
+        sub_times(&mut y[..nl * b], &self.z, self.k, &d, b, nl);
+    }
+}
+
 /// Shift-and-invert for A x = λ x (`mass` None) or K x = λ M x over the
 /// processes of `comm` (one process with `SelfComm`): the solve behind
 /// [`crate::Solver::shift_invert`], whose documentation says what it takes and
@@ -682,10 +841,6 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
         counts,
         offsets,
     };
-    let op = Sandwich {
-        inv: &root,
-        mass: mr.as_ref().map(|r| &r.op as &dyn Operator),
-    };
     // The user's test on the true residuals, and B's test that meets it.
     let test = TrueTest::new(k, mass, sigma, params);
     let p = b_params(params, side, &test);
@@ -693,6 +848,28 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
     let range = kr.range.clone();
     let initial = local_rows("initial", spaces.initial, n, range.clone())?;
     let deflation = local_rows("deflation", spaces.deflation, n, range)?;
+    let mass_rows = mr.as_ref().map(|r| &r.op as &dyn Operator);
+    let space = match deflation.is_empty() {
+        true => None,
+        false => Some(DeflationSpace::new(
+            &deflation,
+            kr.range.len(),
+            mass_rows,
+            comm,
+        )?),
+    };
+    let deflated = match &space {
+        Some(sp) => Some(DeflatedInverse::new(&root, sp, comm)?),
+        None => None,
+    };
+    let inv: &dyn Operator = match &deflated {
+        Some(d) => d,
+        None => &root,
+    };
+    let op = Sandwich {
+        inv,
+        mass: mass_rows,
+    };
     let back = move |t: f64| sigma + 1.0 / t;
     let Hooks {
         observer,
@@ -717,17 +894,18 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
     let pencil = Pencil {
         sigma,
         k: &kr.op,
-        m: mr.as_ref().map(|r| &r.op as &dyn Operator),
+        m: mass_rows,
         comm,
         below,
         setup,
+        deflation: space.as_ref(),
     };
     let krylov = method == SliceMethod::Lanczos
         && deflation.is_empty()
         && hooks.sink.is_none()
         && hooks.resume.is_none();
     let on_b = OnB {
-        root: &root,
+        root: inv,
         op: &op,
         mr: mr.as_ref(),
         mjacobi: mjacobi.as_ref(),
@@ -862,7 +1040,8 @@ fn mass_jacobi(mass: Option<&CsrMatrix>, range: Range<usize>) -> Result<Option<J
 
 /// The solves on B of one [`run_on_side`] and what they share.
 struct OnB<'a, C: Comm + ?Sized> {
-    root: &'a RootSolve<'a, C>,
+    /// (K − σM)⁻¹, restricted to the deflation space when there is one.
+    root: &'a dyn Operator,
     op: &'a Sandwich<'a>,
     /// M's rows (`None` for A x = λ x).
     mr: Option<&'a Rows<'a, 'a, C>>,
@@ -1192,6 +1371,8 @@ struct Pencil<'a, C: ?Sized> {
     comm: &'a C,
     below: Option<usize>,
     setup: f64,
+    /// Residuals are projected on the deflation space's complement.
+    deflation: Option<&'a DeflationSpace>,
 }
 
 impl<C: Comm + ?Sized> Pencil<'_, C> {
@@ -1305,18 +1486,25 @@ impl<C: Comm + ?Sized> Pencil<'_, C> {
                 None => mx.copy_from_slice(x),
             }
         }
-        let mut sums = vec![0.0; 2 * p];
+        // kx ← Kx − λMx, projected with deflation vectors
         for j in 0..p {
             let lam = self.sigma + 1.0 / s.eigenvalues[j];
             let c = j * nl..(j + 1) * nl;
-            let x = &s.eigenvectors[c.clone()];
-            sums[2 * j] = kx[c.clone()]
-                .iter()
+            kx[c.clone()]
+                .iter_mut()
                 .zip(&mx[c])
-                .map(|(a, b)| (a - lam * b).powi(2))
-                .sum();
-            sums[2 * j + 1] = x.iter().map(|v| v * v).sum();
+                .for_each(|(a, b)| *a -= lam * b);
             s.eigenvalues[j] = lam;
+        }
+        if let Some(d) = self.deflation {
+            d.project(&mut kx, p, self.comm);
+        }
+        let mut sums = vec![0.0; 2 * p];
+        for j in 0..p {
+            let c = j * nl..(j + 1) * nl;
+            let x = &s.eigenvectors[c.clone()];
+            sums[2 * j] = kx[c].iter().map(|a| a * a).sum();
+            sums[2 * j + 1] = x.iter().map(|v| v * v).sum();
         }
         self.comm.all_reduce(&mut sums, ReduceOp::Sum);
         for j in 0..p {

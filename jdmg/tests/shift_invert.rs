@@ -9,6 +9,7 @@
 
 mod common;
 
+use faer::linalg::solvers::DenseSolveCore;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Mat, Par, Side};
 use jdmg::prelude::*;
@@ -316,4 +317,125 @@ fn a_singular_shift_fails_on_every_rank() {
             .run(),
         Err(JdError::InvalidParams { field: "mass", .. })
     ));
+}
+
+/// `a` as a dense matrix.
+fn dense_of(a: &CsrMatrix) -> Mat<f64> {
+    let mut d = Mat::zeros(a.nrows(), a.ncols());
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            d[(i, j as usize)] = v;
+        }
+    }
+    d
+}
+
+/// The eigenvalues of K x = λ M x restricted to {x : YᵀMx = 0} with the
+/// Galerkin condition there: those of (ZᵀKZ, ZᵀMZ) for Z a basis of MY's
+/// orthogonal complement (the last columns of a full QR of MY).
+fn restricted_eigenvalues(k: &CsrMatrix, m: &CsrMatrix, y: &Mat<f64>) -> Vec<f64> {
+    let (kd, md) = (dense_of(k), dense_of(m));
+    let u = &md * y;
+    let q = u.qr().compute_Q();
+    let z = q.get(.., y.ncols()..).to_owned();
+    let (kz, mz) = (z.transpose() * &kd * &z, z.transpose() * &md * &z);
+    let l = mz.llt(Side::Lower).unwrap().L().to_owned();
+    let linv = l.partial_piv_lu().inverse();
+    let c = &linv * &kz * linv.transpose();
+    let c = Mat::from_fn(c.nrows(), c.ncols(), |i, j| 0.5 * (c[(i, j)] + c[(j, i)]));
+    let e = c.self_adjoint_eigen(Side::Lower).unwrap();
+    (0..c.nrows()).map(|i| e.S()[i]).collect()
+}
+
+/// Deflation vectors that span no invariant subspace (pseudo-random Y, two
+/// columns) with shift-and-invert: the closest pairs of the problem restricted
+/// to {x : YᵀMx = 0} (the problem the Jacobi-Davidson loop solves with
+/// deflation vectors), against the dense restricted problem, for A x = λ x
+/// (lap3d:8, M = I) and K x = λ M x (fem2d:12), serial and on 2 thread ranks;
+/// the vectors M-orthogonal to Y, their projected residuals small. The solve
+/// on (K − σM)⁻¹ alone had returned values near σ with residuals of order 1.
+#[test]
+fn deflation_vectors_of_no_invariant_subspace() {
+    let lap = generate(&"lap3d:8".parse().unwrap()).unwrap();
+    let (fk, fm, _) = pair("fem2d:12");
+    let cases = [
+        (lap.clone(), CsrMatrix::identity(lap.nrows()), false, 1.0),
+        (fk, fm, true, 0.0),
+    ];
+    for (k, m, pencil, sigma0) in cases {
+        let n = k.nrows();
+        let y = Mat::from_fn(n, 2, |i, j| ((i * 7 + j * 13) as f64 * 0.37).sin());
+        let all = restricted_eigenvalues(&k, &m, &y);
+        // for the pencil, σ between the 6th and 7th restricted eigenvalues
+        let sigma = if pencil {
+            0.6 * all[5] + 0.4 * all[6]
+        } else {
+            sigma0
+        };
+        let want = closest(&all, sigma, 3);
+        let yv: Vec<f64> = (0..2)
+            .flat_map(|j| (0..n).map(move |i| (i, j)))
+            .map(|(i, j)| y[(i, j)])
+            .collect();
+        let prm = JdParams {
+            tol: 1e-10,
+            ..params(3)
+        };
+        let spaces = Spaces {
+            initial: &[],
+            deflation: &yv,
+        };
+        let solve = |comm: Option<&ThreadComm>| {
+            let s = Solver::new(&k, &prm).spaces(spaces).shift_invert(sigma);
+            let s = if pencil { s.mass(&m) } else { s };
+            match comm {
+                Some(c) => jdmg::gather_eigenvectors(c, n, s.comm(c).run()),
+                None => s.run(),
+            }
+        };
+        let serial = solve(None).unwrap_or_else(|e| panic!("pencil {pencil}: {e}"));
+        let threaded = ThreadComm::run(2, |comm| solve(Some(&comm)));
+        for (what, sol) in [
+            ("serial", &serial),
+            ("2 ranks", threaded[0].as_ref().unwrap()),
+        ] {
+            let what = format!("pencil {pencil}, {what}");
+            assert!(sol.converged.iter().all(|&c| c), "{what}");
+            let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            for (l, w) in sol.eigenvalues.iter().zip(&want) {
+                assert!(
+                    (l - w).abs() <= 1e-9 * scale,
+                    "{what}: {:?} vs {want:?}",
+                    sol.eigenvalues
+                );
+            }
+            // YᵀMx = 0 and (I − MY(YᵀMY)⁻¹Yᵀ)(Kx − λMx) small
+            let (kd, md) = (dense_of(&k), dense_of(&m));
+            let x = Mat::from_fn(n, 3, |i, j| sol.eigenvector(j)[i]);
+            let my = &md * &y;
+            let orth = my.transpose() * &x;
+            let xn = (0..3).map(|j| x.col(j).norm_l2()).fold(0.0f64, f64::max);
+            assert!(
+                orth.norm_max() <= 1e-9 * xn,
+                "{what}: YᵀMx = {:e}",
+                orth.norm_max()
+            );
+            let mut r = &kd * &x
+                - &md
+                    * &x
+                    * Mat::from_fn(3, 3, |i, j| if i == j { sol.eigenvalues[j] } else { 0.0 });
+            let g = y.transpose() * &my;
+            let ginv = g.partial_piv_lu().inverse();
+            r = &r - &my * (&ginv * (y.transpose() * &r));
+            let bound = 1e-10 * (norm1(&k) + scale * norm1(&m));
+            for j in 0..3 {
+                let rel = r.col(j).norm_l2() / x.col(j).norm_l2();
+                assert!(
+                    rel <= bound,
+                    "{what}: pair {j}: projected residual {rel:e} above {bound:e}"
+                );
+            }
+        }
+    }
 }
