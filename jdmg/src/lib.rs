@@ -325,3 +325,12 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 mod readme {}
+
+/// The user guide's Rust blocks (`docs/src/`), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/src/library.md")]
+mod guide_library {}
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/src/lblib.md")]
+mod guide_lblib {}
