@@ -303,7 +303,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let sigma = self.sigma();
         let hc = self.h_compact();
         let gc = compact(self.harm.as_ref().map_or(&[][..], |h| &h.g[..]), m, mb);
-        // M = W_σᵀW_σ = G − 2σH + σ²I and N = H − σI.
+        // N = H − σI.
         let mass = self.has_mass();
         let mut nn = hc.clone();
         for j in 0..m {
