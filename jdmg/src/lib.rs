@@ -279,6 +279,7 @@ pub mod slicing;
 pub mod solution;
 pub mod solver;
 pub mod st;
+pub mod svd;
 pub mod symmetry;
 pub mod tall_skinny;
 
@@ -303,6 +304,7 @@ pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
 pub use solution::{InnerStops, IterationEvent, PhaseSeconds, Solution, Stats};
 pub use solver::Solver;
+pub use svd::{svds, SvdError, SvdParams, SvdSolution, SvdWhich};
 
 /// What a user of the library needs, in one `use jdmg::prelude::*;`: the entry
 /// points, the parameters and results, the operator and preconditioner traits

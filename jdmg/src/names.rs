@@ -77,7 +77,7 @@ macro_rules! named {
     };
 }
 
-named!(ConvTest, "convergence test" { Norm = "norm", Rel = "rel", Abs = "abs" });
+named!(ConvTest, "convergence test" { Norm = "norm", Rel = "rel", Abs = "abs", Sqrt = "sqrt" });
 named!(PrecondChoice, "preconditioner" {
     Auto = "auto",
     None = "none",

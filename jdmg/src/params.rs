@@ -35,6 +35,11 @@ pub enum ConvTest {
     Rel,
     /// ‖r‖ ≤ tol.
     Abs,
+    /// ‖r‖ ≤ max(tol·√|θ|, 1e3·ε·‖A‖): the normal equations AᵀA of a singular
+    /// value solve ([`crate::svd`]), where the triplet (√θ, Ax/√θ, x) has the
+    /// residual ‖r‖/√θ, so tol is the triplet's bound; not below the rounding
+    /// of the products.
+    Sqrt,
 }
 
 /// How long each correction equation is iterated (§3, §4 of McCombs et al.).

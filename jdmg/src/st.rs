@@ -1253,6 +1253,7 @@ impl TrueTest {
             ConvTest::Norm => self.tol * (self.knorm + lam.abs() * self.mnorm),
             ConvTest::Rel => self.tol * lam.abs(),
             ConvTest::Abs => self.tol,
+            ConvTest::Sqrt => (self.tol * lam.abs().sqrt()).max(1e3 * f64::EPSILON * self.knorm),
         }
     }
 
@@ -1266,7 +1267,7 @@ impl TrueTest {
         let allowed = match self.conv {
             ConvTest::Norm => self.tol * (self.knorm + self.sigma.abs() * self.mnorm),
             ConvTest::Abs => self.tol,
-            ConvTest::Rel => return None,
+            ConvTest::Rel | ConvTest::Sqrt => return None,
         };
         let c = self.knorm + self.sigma.abs() * self.mnorm.max(f64::from(!self.pencil));
         Some((allowed / c).max(1e3 * f64::EPSILON))

@@ -6,6 +6,7 @@ pub mod generate;
 pub mod info;
 pub mod mm;
 pub mod partition;
+pub mod rectangular;
 pub mod shared;
 
 pub use csr::{CsrError, CsrMatrix};

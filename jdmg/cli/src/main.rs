@@ -18,6 +18,7 @@ mod plan_cmd;
 mod progress;
 mod resources;
 mod solve;
+mod svd_cmd;
 mod vectors;
 
 use std::fmt::Write as _;
@@ -90,6 +91,9 @@ enum Cmd {
     /// Computes eigenpairs of FILE.mtx or of a generated matrix.
     #[command(after_help = EXIT_CODES)]
     Solve(solve::SolveArgs),
+    /// Largest or smallest singular triplets of FILE.mtx (any shape) or of a generated matrix.
+    #[command(after_help = EXIT_CODES)]
+    Svd(svd_cmd::SvdArgs),
     /// Distributed dense LU / QR / GEMM laid out on measured rates (Boudet et al.).
     #[cfg(feature = "dense")]
     Dense(dense_cmd::DenseArgs),
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
             symmetric,
         } => gen_cmd(&spec, &output, symmetric),
         Cmd::Solve(a) => solve::solve_cmd(&a),
+        Cmd::Svd(a) => svd_cmd::svd_cmd(&a),
         #[cfg(feature = "dense")]
         Cmd::Dense(a) => dense_cmd::dense_cmd(&a),
         #[cfg(feature = "dense")]

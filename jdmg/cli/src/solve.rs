@@ -1298,7 +1298,7 @@ fn report(
         let threshold = match params.conv {
             ConvTest::Norm => Some(params.tol * params.anorm.unwrap_or(sol.stats.anorm_estimate)),
             ConvTest::Abs => Some(params.tol),
-            ConvTest::Rel => None,
+            ConvTest::Rel | ConvTest::Sqrt => None,
         };
         let title = format!(
             "{source}: residual history of {} eigenpairs",
@@ -1383,6 +1383,7 @@ fn headline(rep: &SolveReport) -> String {
         (ConvTest::Norm, true) => "‖Kx − λMx‖/‖x‖ ≤ tol·(‖K‖ + |λ|·‖M‖)".to_string(),
         (ConvTest::Rel, _) => "‖r‖ ≤ tol·|λ|".to_string(),
         (ConvTest::Abs, _) => "‖r‖ ≤ tol".to_string(),
+        (ConvTest::Sqrt, _) => "‖r‖ ≤ max(tol·√|λ|, 1e3·ε·‖A‖)".to_string(),
     };
     format!(
         "{what}{}, tol {:e}: {test}",

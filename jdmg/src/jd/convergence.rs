@@ -45,6 +45,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             ConvTest::Rel if self.has_mass() => self.prm.tol * theta.abs() * self.mnorm,
             ConvTest::Rel => self.prm.tol * theta.abs(),
             ConvTest::Abs => self.prm.tol * self.op.scale(),
+            ConvTest::Sqrt => (self.prm.tol * (theta.abs() * self.op.scale()).sqrt())
+                .max(1e3 * f64::EPSILON * self.res_scale(theta)),
         }
     }
 

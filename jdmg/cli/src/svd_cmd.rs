@@ -1,0 +1,176 @@
+//! `jdmg svd`: the largest or smallest singular triplets of a rectangular
+//! matrix (a MatrixMarket file or a `grad2d`/`grad3d` generator), by
+//! [`jdmg::svds`].
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use jdmg::{svds, SvdError, SvdParams, SvdSolution, SvdWhich};
+use matrices::rectangular::GradSpec;
+use matrices::CsrMatrix;
+use serde::Serialize;
+
+use crate::output::{self, emit, require_stdout, Fail, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED};
+
+/// Which end, on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum WhichArg {
+    /// The largest singular values.
+    #[value(alias = "LM")]
+    Largest,
+    /// The smallest singular values.
+    #[value(alias = "SM")]
+    Smallest,
+}
+
+/// Arguments of `jdmg svd`.
+#[derive(Args, Debug)]
+pub struct SvdArgs {
+    /// MatrixMarket file (any shape, general storage), or a generator with
+    /// known singular values: grad2d:N[xM][:alpha], grad3d:N[xMxK][:alpha]
+    /// (the grid graph's gradient stacked over alpha·I).
+    pub input: String,
+    /// Number of singular triplets.
+    #[arg(long, short = 'k', default_value_t = 6)]
+    pub nsv: usize,
+    /// Which end (SciPy's LM and SM are aliases).
+    #[arg(long, value_enum, default_value_t = WhichArg::Largest, ignore_case = true)]
+    pub which: WhichArg,
+    /// Tolerance: (‖Av − σu‖² + ‖Aᵀu − σv‖²)^½ ≤ tol·‖A‖.
+    #[arg(long, default_value_t = 1e-8)]
+    pub tol: f64,
+    /// ‖A‖₂ if known (default: estimated).
+    #[arg(long)]
+    pub anorm: Option<f64>,
+    /// Seed of the start vectors.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Budget of products with A.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub max_products: u64,
+    /// Print one JSON object (values, residuals, counters) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also print the counters of each stage.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Write U and V (column-major, one value per line) to PREFIX.u and PREFIX.v.
+    #[arg(long, value_name = "PREFIX")]
+    pub vectors: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    input: &'a str,
+    which: SvdWhich,
+    tol: f64,
+    converged_all: bool,
+    #[serde(flatten)]
+    solution: &'a SvdSolution,
+}
+
+/// Loads the matrix of `input`: a generator spec or a file.
+fn load(input: &str) -> Result<CsrMatrix, Fail> {
+    if input.starts_with("grad2d:") || input.starts_with("grad3d:") {
+        let g = GradSpec::parse(input).map_err(|e| (EXIT_BAD_INPUT, e))?;
+        return Ok(g.matrix());
+    }
+    let m = matrices::mm::read_matrix_market(std::path::Path::new(input))
+        .map_err(|e| Fail::bad(format!("{input}: {e}")))?;
+    Ok(m.matrix)
+}
+
+/// Runs `jdmg svd`. Exit 0 when every triplet converged, 3 (with the
+/// triplets reached printed) when not, 2 for bad input.
+pub fn svd_cmd(a: &SvdArgs) -> Result<(), Fail> {
+    require_stdout()?;
+    let vectors = a.vectors.as_ref().map(|p| {
+        let with = |ext: &str| PathBuf::from(format!("{}.{ext}", p.display()));
+        (with("u"), with("v"))
+    });
+    if let Some((pu, pv)) = &vectors {
+        output::check_output_path("--vectors", pu)?;
+        output::check_output_path("--vectors", pv)?;
+    }
+    let matrix = load(&a.input)?;
+    let params = SvdParams {
+        nsv: a.nsv,
+        which: match a.which {
+            WhichArg::Largest => SvdWhich::Largest,
+            WhichArg::Smallest => SvdWhich::Smallest,
+        },
+        tol: a.tol,
+        anorm: a.anorm,
+        seed: a.seed,
+        max_products: a.max_products,
+        ..SvdParams::default()
+    };
+    let (sol, converged) = match svds(&matrix, &params) {
+        Ok(s) => (s, true),
+        Err(SvdError::NotConverged { partial, .. }) => (*partial, false),
+        Err(SvdError::Solve(e)) => return Err(Fail::bad(e.to_string())),
+    };
+    if let Some((pu, pv)) = &vectors {
+        write_column_major(pu, &sol.u)?;
+        write_column_major(pv, &sol.v)?;
+    }
+    let text = if a.json {
+        let r = Report { input: &a.input, which: params.which, tol: a.tol, converged_all: converged, solution: &sol };
+        serde_json::to_string(&r).map_err(|e| (EXIT_BAD_INPUT, e))? + "\n"
+    } else {
+        text_report(&sol, &params, a.verbose)
+    };
+    emit(&text)?;
+    if converged {
+        Ok(())
+    } else {
+        Err(Fail(EXIT_NOT_CONVERGED, String::new()))
+    }
+}
+
+fn write_column_major(path: &std::path::Path, x: &[f64]) -> Result<(), Fail> {
+    let mut s = String::with_capacity(x.len() * 24);
+    for v in x {
+        let _ = writeln!(s, "{v:.17e}");
+    }
+    output::write_atomic(path, s.as_bytes())
+}
+
+fn text_report(s: &SvdSolution, p: &SvdParams, verbose: bool) -> String {
+    let mut out = String::new();
+    let end = match p.which {
+        SvdWhich::Largest => "largest",
+        SvdWhich::Smallest => "smallest",
+    };
+    let _ = writeln!(
+        out,
+        "{} {end} singular values of a {} x {} matrix, tol {:e}: (‖Av−σu‖² + ‖Aᵀu−σv‖²)^½ ≤ tol·‖A‖ = {:.3e}",
+        p.nsv,
+        s.nrows,
+        s.ncols,
+        p.tol,
+        p.tol * s.stats.anorm
+    );
+    let _ = writeln!(out, "{:>4}  {:>24}  {:>10}  converged", "j", "sigma", "residual");
+    for (j, ((v, r), c)) in s.values.iter().zip(&s.residual_norms).zip(&s.converged).enumerate() {
+        let _ = writeln!(out, "{j:>4}  {v:>24.16e}  {r:>10.3e}  {c}");
+    }
+    let st = &s.stats;
+    let _ = writeln!(
+        out,
+        "{} of {} converged in {:.3} s: {} products with A and as many with Aᵀ",
+        s.nconverged(),
+        s.values.len(),
+        st.wall_seconds,
+        st.products
+    );
+    if verbose {
+        let _ = writeln!(
+            out,
+            "‖A‖ {:.6e}; stage 1 ({}) {} products; stage 2 (augmented) {} products, {} triplets refined; ‖A‖ estimate {} products; {} outer iterations",
+            st.anorm, st.normal_side, st.stage1_products, st.stage2_products, st.refined, st.norm_products, st.outer_iterations
+        );
+    }
+    out
+}

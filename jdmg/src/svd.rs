@@ -1,0 +1,548 @@
+//! Singular triplets (σ, u, v), A v = σ u and Aᵀ u = σ v, of a sparse
+//! rectangular matrix: the `nsv` largest or smallest, in the two stages of
+//! PRIMME_SVDS (Wu, Romero and Stathopoulos, "PRIMME_SVDS: A high-performance
+//! preconditioned SVD solver for accurate large-scale computations", SIAM J.
+//! Sci. Comput. 39(5), 2017, §2 and §3).
+//!
+//! 1. **Normal equations.** The eigenpairs (σ², v) of C = AᵀA on the smaller
+//!    side (AAᵀ when A is wide) are cheap to find, one product with A and one
+//!    with Aᵀ per vector, but their residuals cannot fall below ε‖A‖²: a
+//!    triplet built from them, u = Av/‖Av‖, has the residual ‖Cv − σ²v‖/σ, so
+//!    small singular values lose accuracy as (‖A‖/σ)².
+//! 2. **Augmented matrix.** Every triplet that stage 1 leaves short of the
+//!    tolerance is refined on B = [0 A; Aᵀ 0], whose eigenpairs are
+//!    (±σ, [u; ±v]/√2) and whose residuals reach ε‖A‖. Its wanted eigenvalues
+//!    are interior for the smallest σ (B also has |m − n| zero eigenvalues), so
+//!    each triplet is refined alone: the eigenvalue of B closest to stage 1's σ,
+//!    from stage 1's [u; v] and with the triplets already final (both signs)
+//!    deflated.
+//!
+//! A triplet converges when ‖Av − σu‖² + ‖Aᵀu − σv‖² ≤ (tol·‖A‖)², with ‖A‖
+//! given ([`SvdParams::anorm`]) or estimated (stage 1's σ₁ for the largest, a
+//! short Lanczos run on C for the smallest). The residuals reported are
+//! recomputed from the returned vectors.
+
+use std::sync::Mutex;
+
+use lblib::SelfComm;
+use matrices::CsrMatrix;
+use precond::{spmv_block, Operator};
+use serde::{Deserialize, Serialize};
+
+use crate::dense::{dot, norm, sym_eig};
+use crate::error::JdError;
+use crate::params::{ConvTest, JdParams, PrecondChoice, Target};
+use crate::solution::Solution;
+use crate::{Problem, Solver};
+
+/// Which end of the singular values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SvdWhich {
+    /// The largest singular values (the default, as SciPy's `svds`).
+    #[default]
+    Largest,
+    /// The smallest singular values.
+    Smallest,
+}
+
+/// Settings of [`svds`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SvdParams {
+    /// Number of singular triplets. Default 6 (SciPy's `k`).
+    pub nsv: usize,
+    /// Which end. Default `Largest`.
+    pub which: SvdWhich,
+    /// A triplet converges when ‖Av − σu‖² + ‖Aᵀu − σv‖² ≤ (tol·‖A‖)².
+    /// Default 1e-8.
+    pub tol: f64,
+    /// ‖A‖₂ if known; default None = estimated (see the module docs).
+    pub anorm: Option<f64>,
+    /// Seed of the start vectors. Default 1.
+    pub seed: u64,
+    /// Threads of the dense kernels of each eigen-solve. Default 1.
+    pub threads: usize,
+    /// Budget of products with A (each stage's solves stop there; products
+    /// with Aᵀ are as many). Default 10⁷.
+    pub max_products: u64,
+}
+
+impl Default for SvdParams {
+    fn default() -> Self {
+        Self {
+            nsv: 6,
+            which: SvdWhich::Largest,
+            tol: 1e-8,
+            anorm: None,
+            seed: 1,
+            threads: 1,
+            max_products: 10_000_000,
+        }
+    }
+}
+
+/// Singular triplets and what they cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SvdSolution {
+    /// Singular values, in target order (descending for `Largest`, ascending
+    /// for `Smallest`).
+    pub values: Vec<f64>,
+    /// Left singular vectors, column-major (`nrows × nsv`).
+    #[serde(skip)]
+    pub u: Vec<f64>,
+    /// Right singular vectors, column-major (`ncols × nsv`).
+    #[serde(skip)]
+    pub v: Vec<f64>,
+    /// (‖Av − σu‖² + ‖Aᵀu − σv‖²)^½ of each triplet, recomputed.
+    pub residual_norms: Vec<f64>,
+    /// Whether each triplet passed the test.
+    pub converged: Vec<bool>,
+    /// Rows of A.
+    pub nrows: usize,
+    /// Columns of A.
+    pub ncols: usize,
+    /// Counters.
+    pub stats: SvdStats,
+}
+
+impl SvdSolution {
+    /// Number of converged triplets.
+    pub fn nconverged(&self) -> usize {
+        self.converged.iter().filter(|&&c| c).count()
+    }
+    /// Left singular vector `j`.
+    pub fn left(&self, j: usize) -> &[f64] {
+        &self.u[j * self.nrows..(j + 1) * self.nrows]
+    }
+    /// Right singular vector `j`.
+    pub fn right(&self, j: usize) -> &[f64] {
+        &self.v[j * self.ncols..(j + 1) * self.ncols]
+    }
+}
+
+/// What an SVD cost, by stage.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SvdStats {
+    /// Products with A (as many with Aᵀ), all stages.
+    pub products: u64,
+    /// Products with A in the ‖A‖ estimate.
+    pub norm_products: u64,
+    /// Products with A in stage 1 (normal equations).
+    pub stage1_products: u64,
+    /// Products with A in stage 2 (augmented matrix).
+    pub stage2_products: u64,
+    /// Triplets refined in stage 2.
+    pub refined: usize,
+    /// Outer iterations of every eigen-solve.
+    pub outer_iterations: usize,
+    /// ‖A‖ used by the test.
+    pub anorm: f64,
+    /// The eigen-problem of stage 1: "AtA" or "AAt".
+    pub normal_side: String,
+    /// Wall-clock seconds.
+    pub wall_seconds: f64,
+}
+
+/// Why [`svds`] returned no full answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SvdError {
+    /// Parameters or matrix unusable, or an eigen-solve failed.
+    #[error(transparent)]
+    Solve(#[from] JdError),
+    /// Budget spent: `partial` holds every triplet, converged or not, with its
+    /// residual.
+    #[error("not converged: {} of {wanted} singular triplets after {} products with A", partial.nconverged(), partial.stats.products)]
+    NotConverged {
+        /// Triplets asked for.
+        wanted: usize,
+        /// The triplets reached.
+        partial: Box<SvdSolution>,
+    },
+}
+
+/// C = AᵀA for a tall A (stored with its transpose), applied as Aᵀ(A x).
+struct Normal<'a> {
+    a: &'a CsrMatrix,
+    at: &'a CsrMatrix,
+    scratch: Mutex<Vec<f64>>,
+}
+
+impl Operator for Normal<'_> {
+    fn nrows(&self) -> usize {
+        self.a.ncols()
+    }
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let mut s = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let m = self.a.nrows();
+        if s.len() < m * k {
+            s.resize(m * k, 0.0);
+        }
+        spmv_block(self.a, x, &mut s[..m * k], k);
+        spmv_block(self.at, &s[..m * k], y, k);
+    }
+}
+
+/// B = [0 A; Aᵀ 0] on vectors [u; v].
+struct Augmented<'a> {
+    a: &'a CsrMatrix,
+    at: &'a CsrMatrix,
+}
+
+impl Operator for Augmented<'_> {
+    fn nrows(&self) -> usize {
+        self.a.nrows() + self.a.ncols()
+    }
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let (m, len) = (self.a.nrows(), self.nrows());
+        for c in 0..k {
+            let (xu, xv) = x[c * len..(c + 1) * len].split_at(m);
+            let (yu, yv) = y[c * len..(c + 1) * len].split_at_mut(m);
+            spmv_block(self.a, xv, yu, 1);
+            spmv_block(self.at, xu, yv, 1);
+        }
+    }
+}
+
+/// A tall matrix and its transpose: `tall` has at least as many rows as
+/// columns; `swapped` when it is the transpose of the caller's A.
+struct Oriented {
+    tall: CsrMatrix,
+    tall_t: CsrMatrix,
+    swapped: bool,
+}
+
+impl Oriented {
+    fn new(a: &CsrMatrix) -> Self {
+        let at = a.transpose();
+        if a.nrows() >= a.ncols() {
+            Self { tall: a.clone(), tall_t: at, swapped: false }
+        } else {
+            Self { tall: at, tall_t: a.clone(), swapped: true }
+        }
+    }
+    fn m(&self) -> usize {
+        self.tall.nrows()
+    }
+    fn n(&self) -> usize {
+        self.tall.ncols()
+    }
+}
+
+/// The `nsv` largest or smallest singular triplets of `a` (any shape), in two
+/// stages (normal equations, then the augmented matrix; PRIMME_SVDS, Wu,
+/// Romero and Stathopoulos 2017, §3). Serial.
+///
+/// # Errors
+/// [`SvdError::Solve`] with `InvalidParams` for `nsv` of 0 or above
+/// min(rows, columns), a tolerance not in (0, 1), a bad `anorm`, an empty
+/// matrix or one holding NaN/Inf; [`SvdError::NotConverged`] with every
+/// triplet reached when the budget ran out or a singular value is too small
+/// for the tolerance (σ = 0 of a rank-deficient A has no left vector from
+/// stage 1).
+pub fn svds(a: &CsrMatrix, params: &SvdParams) -> Result<SvdSolution, SvdError> {
+    let t0 = std::time::Instant::now();
+    check(a, params)?;
+    let o = Oriented::new(a);
+    let mut stats = SvdStats {
+        normal_side: if o.swapped { "AAt" } else { "AtA" }.into(),
+        ..SvdStats::default()
+    };
+    let anorm = match params.anorm {
+        Some(x) => x,
+        None => {
+            let (est, products) = norm_estimate(&o, params.seed);
+            stats.norm_products = products;
+            if est > 0.0 {
+                est
+            } else {
+                1.0
+            }
+        }
+    };
+    stats.anorm = anorm;
+    let (mut vals, vs) = stage1(&o, params, anorm, &mut stats)?;
+    let (m, n, nsv) = (o.m(), o.n(), vals.len());
+    let mut us = vec![0.0; m * nsv];
+    let mut vs = vs;
+    for j in 0..nsv {
+        vals[j] = left_from_right(&o, &vs[j * n..(j + 1) * n], &mut us[j * m..(j + 1) * m]);
+    }
+    let limit = params.tol * anorm;
+    let mut res: Vec<f64> =
+        (0..nsv).map(|j| triplet_residual(&o, vals[j], &us[j * m..(j + 1) * m], &vs[j * n..(j + 1) * n])).collect();
+    let mut done: Vec<bool> = res.iter().map(|&r| r <= limit).collect();
+    let order = target_order(&vals, params.which);
+    for &j in &order {
+        if done[j] {
+            continue;
+        }
+        let finals: Vec<usize> = order.iter().copied().filter(|&i| done[i]).collect();
+        let refined = stage2(&o, params, anorm, vals[j], &us, &vs, j, &finals, &mut stats)?;
+        if let Some((sigma, u, v)) = refined {
+            let r = triplet_residual(&o, sigma, &u, &v);
+            if r < res[j] {
+                vals[j] = sigma;
+                us[j * m..(j + 1) * m].copy_from_slice(&u);
+                vs[j * n..(j + 1) * n].copy_from_slice(&v);
+                res[j] = r;
+                done[j] = r <= limit;
+            }
+        }
+    }
+    stats.products = stats.norm_products + stats.stage1_products + stats.stage2_products;
+    stats.wall_seconds = t0.elapsed().as_secs_f64();
+    let order = target_order(&vals, params.which);
+    let pick = |src: &[f64], len: usize| -> Vec<f64> {
+        order.iter().flat_map(|&j| src[j * len..(j + 1) * len].iter().copied()).collect()
+    };
+    let (u, v) = (pick(&us, m), pick(&vs, n));
+    let (u, v) = if o.swapped { (v, u) } else { (u, v) };
+    let sol = SvdSolution {
+        values: order.iter().map(|&j| vals[j]).collect(),
+        u,
+        v,
+        residual_norms: order.iter().map(|&j| res[j]).collect(),
+        converged: order.iter().map(|&j| done[j]).collect(),
+        nrows: a.nrows(),
+        ncols: a.ncols(),
+        stats,
+    };
+    if sol.nconverged() < sol.values.len() {
+        return Err(SvdError::NotConverged { wanted: params.nsv, partial: Box::new(sol) });
+    }
+    Ok(sol)
+}
+
+fn check(a: &CsrMatrix, p: &SvdParams) -> Result<(), JdError> {
+    let small = a.nrows().min(a.ncols());
+    if small == 0 {
+        return Err(JdError::invalid("matrix", format!("A is {} x {}: empty", a.nrows(), a.ncols())));
+    }
+    if p.nsv == 0 || p.nsv > small {
+        return Err(JdError::invalid(
+            "nsv",
+            format!("nsv must be in 1..={small} (the smaller side of a {} x {} matrix), got {}", a.nrows(), a.ncols(), p.nsv),
+        ));
+    }
+    if !(p.tol > 0.0 && p.tol < 1.0) {
+        return Err(JdError::invalid("tol", format!("tol must be in (0, 1), got {}", p.tol)));
+    }
+    if let Some(x) = p.anorm {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(JdError::invalid("anorm", format!("anorm must be positive and finite, got {x}")));
+        }
+    }
+    if p.threads == 0 {
+        return Err(JdError::invalid("threads", "threads must be at least 1"));
+    }
+    if a.data().iter().any(|x| !x.is_finite()) {
+        return Err(JdError::NonFinite("the matrix"));
+    }
+    Ok(())
+}
+
+/// Triplet indices in target order: descending σ for `Largest`, ascending for
+/// `Smallest`.
+fn target_order(vals: &[f64], which: SvdWhich) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..vals.len()).collect();
+    match which {
+        SvdWhich::Largest => order.sort_by(|&i, &j| vals[j].total_cmp(&vals[i])),
+        SvdWhich::Smallest => order.sort_by(|&i, &j| vals[i].total_cmp(&vals[j])),
+    }
+    order
+}
+
+/// ‖A‖₂ from 30 steps of Lanczos on C = AᵀA (full reorthogonalization), and
+/// the products with A it took: the largest eigenvalue of QᵀCQ approaches
+/// ‖A‖₂² from below, fast for the extreme end.
+fn norm_estimate(o: &Oriented, seed: u64) -> (f64, u64) {
+    let n = o.n();
+    let steps = n.min(30);
+    let op = Normal { a: &o.tall, at: &o.tall_t, scratch: Mutex::new(Vec::new()) };
+    let mut q = vec![0.0; n * steps];
+    let mut cq = vec![0.0; n * steps];
+    crate::random::fill(&mut q[..n], seed, 0, 0);
+    let mut done = 0;
+    for j in 0..steps {
+        let nq = norm(&q[j * n..(j + 1) * n]);
+        if nq == 0.0 {
+            break;
+        }
+        q[j * n..(j + 1) * n].iter_mut().for_each(|x| *x /= nq);
+        let (qs, cqs) = (&q[..(j + 1) * n], &mut cq[j * n..(j + 1) * n]);
+        op.apply(&qs[j * n..], cqs);
+        done = j + 1;
+        if j + 1 == steps {
+            break;
+        }
+        let (head, next) = q.split_at_mut((j + 1) * n);
+        let w = &mut next[..n];
+        w.copy_from_slice(&cq[j * n..(j + 1) * n]);
+        let before = norm(w);
+        for _ in 0..2 {
+            for i in 0..=j {
+                let c = dot(&head[i * n..(i + 1) * n], w);
+                w.iter_mut().zip(&head[i * n..(i + 1) * n]).for_each(|(w, q)| *w -= c * q);
+            }
+        }
+        if norm(w) <= 1e-12 * before {
+            break;
+        }
+    }
+    let mut h = vec![0.0; done * done];
+    for c in 0..done {
+        for r in 0..done {
+            let hr = dot(&q[r * n..(r + 1) * n], &cq[c * n..(c + 1) * n]);
+            let hc = dot(&q[c * n..(c + 1) * n], &cq[r * n..(r + 1) * n]);
+            h[c * done + r] = 0.5 * (hr + hc);
+        }
+    }
+    let top = sym_eig(&h, done).map_or(0.0, |(v, _)| v.last().copied().unwrap_or(0.0));
+    (top.max(0.0).sqrt(), done as u64)
+}
+
+/// Runs one eigen-solve and takes its pairs, converged or not: a budget spent
+/// leaves the best estimates, which the triplet test then judges.
+fn eigen_solve<A: Operator + ?Sized>(
+    pb: &Problem<'_, A, SelfComm>,
+    jd: &JdParams,
+) -> Result<Solution, JdError> {
+    match Solver::problem(pb, jd).run() {
+        Ok(sol) => Ok(sol),
+        Err(JdError::NotConverged { partial, .. }) | Err(JdError::Stopped { partial, .. }) => Ok(*partial),
+        Err(e) => Err(e),
+    }
+}
+
+/// The settings of every eigen-solve of an SVD.
+fn eigen_params(params: &SvdParams, nev: usize, target: Target, conv: ConvTest, tol: f64) -> JdParams {
+    JdParams {
+        nev,
+        target,
+        tol,
+        conv,
+        seed: params.seed,
+        threads: params.threads,
+        max_matvecs: params.max_products,
+        ..JdParams::default()
+    }
+}
+
+/// Stage 1: the `nsv` wanted eigenpairs (σ², v) of C = AᵀA, Jacobi
+/// preconditioned by diag(C) (the squared column norms), each to the
+/// residual its triplet needs, ‖Cv − σ²v‖ ≤ tol·‖A‖·σ, or to the rounding
+/// floor of C ([`ConvTest::Sqrt`]); what the floor leaves short is stage
+/// 2's. Returns σ and V.
+fn stage1(
+    o: &Oriented,
+    params: &SvdParams,
+    anorm: f64,
+    stats: &mut SvdStats,
+) -> Result<(Vec<f64>, Vec<f64>), JdError> {
+    let n = o.n();
+    let op = Normal { a: &o.tall, at: &o.tall_t, scratch: Mutex::new(Vec::new()) };
+    let diag: Vec<f64> = (0..n).map(|c| o.tall_t.row(c).1.iter().map(|x| x * x).sum()).collect();
+    let comm = SelfComm::new();
+    let pb = Problem::new(&op, &comm)?.with_diagonal(&diag)?;
+    let target = match params.which {
+        SvdWhich::Largest => Target::Largest,
+        SvdWhich::Smallest => Target::Smallest,
+    };
+    let mut jd = eigen_params(params, params.nsv, target, ConvTest::Sqrt, params.tol * anorm);
+    jd.anorm = Some(anorm * anorm);
+    jd.precond = PrecondChoice::Jacobi;
+    if let Ok(x) = std::env::var("SVD_EXP1") {
+        let mut v: serde_json::Value = serde_json::to_value(&jd).unwrap();
+        let patch: serde_json::Value = serde_json::from_str(&x).unwrap();
+        for (k, val) in patch.as_object().unwrap() { v[k] = val.clone(); }
+        jd = serde_json::from_value(v).unwrap();
+    }
+    let sol = eigen_solve(&pb, &jd)?;
+    stats.stage1_products += sol.stats.matvecs;
+    stats.outer_iterations += sol.stats.outer_iterations;
+    let k = sol.eigenvalues.len().min(params.nsv);
+    let sigma = sol.eigenvalues[..k].iter().map(|l| l.max(0.0).sqrt()).collect();
+    Ok((sigma, sol.eigenvectors[..k * n].to_vec()))
+}
+
+/// u = Av/‖Av‖; returns σ = ‖Av‖ (u = 0 when Av = 0).
+fn left_from_right(o: &Oriented, v: &[f64], u: &mut [f64]) -> f64 {
+    spmv_block(&o.tall, v, u, 1);
+    let s = norm(u);
+    if s > 0.0 {
+        u.iter_mut().for_each(|x| *x /= s);
+    }
+    s
+}
+
+/// (‖Av − σu‖² + ‖Aᵀu − σv‖²)^½.
+fn triplet_residual(o: &Oriented, sigma: f64, u: &[f64], v: &[f64]) -> f64 {
+    let mut av = vec![0.0; o.m()];
+    let mut atu = vec![0.0; o.n()];
+    spmv_block(&o.tall, v, &mut av, 1);
+    spmv_block(&o.tall_t, u, &mut atu, 1);
+    let r1: f64 = av.iter().zip(u).map(|(a, u)| (a - sigma * u).powi(2)).sum();
+    let r2: f64 = atu.iter().zip(v).map(|(a, v)| (a - sigma * v).powi(2)).sum();
+    (r1 + r2).sqrt()
+}
+
+/// Stage 2 for triplet `j`: the eigenpair of B = [0 A; Aᵀ 0] closest to
+/// `sigma0`, from [u_j; v_j]/√2, with [u_i; ±v_i]/√2 of the `finals`
+/// deflated, to ‖Bx − θx‖ ≤ tol·‖A‖/2. Returns (σ, u, v) with unit u, v and
+/// σ = uᵀAv ≥ 0, or None when the pair has no part on one side.
+#[allow(clippy::too_many_arguments)]
+fn stage2(
+    o: &Oriented,
+    params: &SvdParams,
+    anorm: f64,
+    sigma0: f64,
+    us: &[f64],
+    vs: &[f64],
+    j: usize,
+    finals: &[usize],
+    stats: &mut SvdStats,
+) -> Result<Option<(f64, Vec<f64>, Vec<f64>)>, JdError> {
+    let (m, n) = (o.m(), o.n());
+    let h = std::f64::consts::FRAC_1_SQRT_2;
+    let stacked = |i: usize, sign: f64| {
+        let u = us[i * m..(i + 1) * m].iter().map(move |x| h * x);
+        u.chain(vs[i * n..(i + 1) * n].iter().map(move |x| sign * h * x))
+    };
+    let x0: Vec<f64> = stacked(j, 1.0).collect();
+    let y: Vec<f64> = finals.iter().flat_map(|&i| stacked(i, 1.0).chain(stacked(i, -1.0))).collect();
+    let op = Augmented { a: &o.tall, at: &o.tall_t };
+    let comm = SelfComm::new();
+    let pb = Problem::new(&op, &comm)?.with_initial(&x0)?.with_deflation(&y)?;
+    let mut jd = eigen_params(params, 1, Target::Closest(sigma0), ConvTest::Abs, 0.5 * params.tol * anorm);
+    jd.anorm = Some(anorm);
+    jd.precond = PrecondChoice::None;
+    if let Ok(x) = std::env::var("SVD_EXP2") {
+        let mut v: serde_json::Value = serde_json::to_value(&jd).unwrap();
+        let patch: serde_json::Value = serde_json::from_str(&x).unwrap();
+        for (k, val) in patch.as_object().unwrap() { v[k] = val.clone(); }
+        jd = serde_json::from_value(v).unwrap();
+    }
+    let sol = eigen_solve(&pb, &jd)?;
+    stats.stage2_products += sol.stats.matvecs;
+    stats.outer_iterations += sol.stats.outer_iterations;
+    stats.refined += 1;
+    if sol.eigenvectors.len() < m + n {
+        return Ok(None);
+    }
+    let (u, v) = sol.eigenvectors[..m + n].split_at(m);
+    let (nu, nv) = (norm(u), norm(v));
+    if nu == 0.0 || nv == 0.0 {
+        return Ok(None);
+    }
+    let u: Vec<f64> = u.iter().map(|x| x / nu).collect();
+    let mut v: Vec<f64> = v.iter().map(|x| x / nv).collect();
+    let mut av = vec![0.0; m];
+    spmv_block(&o.tall, &v, &mut av, 1);
+    let mut sigma = dot(&u, &av);
+    if sigma < 0.0 {
+        sigma = -sigma;
+        v.iter_mut().for_each(|x| *x = -*x);
+    }
+    Ok(Some((sigma, u, v)))
+}
