@@ -59,6 +59,11 @@ _METHODS = {"auto": "auto", "bicgstab": "bicgstab", "qmrs": "qmrs", "jdqmr": "qm
 # sigma = 1, a 4-fold eigenvalue: true residuals stall at 3e-12 ||B||, and the solve
 # runs to maxiter); 1e-10 converges there in 84 products.
 _TOL_ZERO = 1e-10
+# tol = 0 then tightens: solves again from the vectors found, at each of these
+# tols in turn, while they converge and the largest residual at least halves
+# (SciPy's tol = 0 is machine precision: ARPACK's eigenvalues agree with LAPACK's
+# to rounding).
+_TOL_LADDER = (1e-12, 1e-14)
 # The smallest basis taken from ncv: the library's default for blocks of three or
 # more on small matrices (it defaults to 16 and 20 for blocks of one and two, and
 # from 20,000 rows on to max(5 * block + k, 8); ncv, an ARPACK-style Krylov
@@ -197,6 +202,62 @@ def _start_block(v, n, what):
     return _np.ascontiguousarray(v.T).reshape(-1)  # column-major
 
 
+def _seed_of(rng):
+    """The integer seed of SciPy's ``rng``: an int is the seed itself; a
+    ``numpy.random.Generator``, ``RandomState``, ``BitGenerator`` or
+    ``SeedSequence`` gives one by drawing a 64-bit integer from it (which
+    advances its state, as an ARPACK start vector drawn from it would)."""
+    if isinstance(rng, bool):
+        raise TypeError(f"rng must be None, an integer or a numpy random generator, got {rng!r}")
+    if isinstance(rng, (int, _np.integer)):
+        if rng < 0:
+            raise ValueError(f"rng: a seed must be non-negative, got {rng}")
+        if rng < 2**64:
+            return int(rng)
+        rng = _np.random.default_rng(int(rng))
+    if isinstance(rng, _np.random.RandomState):
+        return int(rng.randint(0, 2**64, dtype=_np.uint64))
+    if not isinstance(rng, _np.random.Generator):
+        try:
+            rng = _np.random.default_rng(rng)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"rng must be None, an integer or a numpy random generator, got {rng!r} ({e})") from None
+    return int(rng.integers(0, 2**64, dtype=_np.uint64))
+
+
+# The counters of work in the statistics: summed over the solves of one call.
+_WORK = {
+    "outer_iterations", "matvecs", "precond_applications", "inner_steps", "inner_stops",
+    "gdk_iterations", "jdqmr_iterations", "method_switches", "global_sums", "restarts",
+    "replaced_vectors", "basis_passes", "verification_passes", "mass_matvecs", "phases",
+}
+
+
+def _merge_stats(raws):
+    """The statistics of several solves of one call (JSON strings) as one JSON
+    string: the counters of work (and the seconds) added up, the other fields
+    the last solve's."""
+    if len(raws) == 1:
+        return raws[0]
+    dicts = [_json.loads(r) for r in raws]
+    merged = dict(dicts[-1])
+
+    def add(x, y):
+        if isinstance(x, dict) and isinstance(y, dict):
+            return {key: add(x[key], y[key]) if key in y else x[key] for key in x}
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            return x + y
+        return x
+
+    for key in merged:
+        if key in _WORK or key.endswith("_seconds"):
+            total = dicts[0][key]
+            for other in dicts[1:]:
+                total = add(total, other[key])
+            merged[key] = total
+    return _json.dumps(merged)
+
+
 def _stats(raw, rnorms, converged, elapsed):
     s = _json.loads(raw)
     s.update(
@@ -211,6 +272,180 @@ def _stats(raw, rnorms, converged, elapsed):
         converged=converged,
     )
     return s
+
+
+_MODES = ("normal", "buckling", "cayley")
+
+
+def _transform(mode, sigma):
+    """(a, b, s) of SciPy's transformed values nu = a + b / (t - s) in the
+    variable t of the pencil jdmg solves: t = lambda for 'normal' (nu =
+    1/(lambda - sigma)) and 'cayley' (nu = (lambda + sigma)/(lambda - sigma));
+    t = 1/lambda for 'buckling' (nu = lambda/(lambda - sigma), the pencil
+    M x = t A x)."""
+    if mode == "normal":
+        return 0.0, 1.0, sigma
+    if mode == "cayley":
+        return 1.0, 2.0 * sigma, sigma
+    return 0.0, -1.0 / sigma, 1.0 / sigma
+
+
+def _nu(t, a, b, s):
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        return a + b / (_np.asarray(t, dtype=_np.float64) - s)
+
+
+def _score(which, nu):
+    """Larger is selected first: LA nu, SA -nu, LM |nu|, SM -|nu|."""
+    return {"LA": nu, "SA": -nu, "LM": _np.abs(nu), "SM": -_np.abs(nu)}[which]
+
+
+def _selected_set_covered(which, tau, a, b, s, region, slack):
+    """Whether every real t whose score is at least tau (the score of the
+    last pair selected) lies in ``region`` (merged closed intervals, ends may
+    be infinite): then no eigenvalue outside the known ones can be selected."""
+    if not _np.isfinite(tau):
+        return True  # only the pole itself scores +inf
+    levels = {"LA": [tau], "SA": [-tau], "LM": [tau, -tau], "SM": [tau, -tau] if tau <= 0 else []}[which]
+    points = [s] + [s + b / (lv - a) for lv in levels if lv != a]
+    points = sorted({float(p) for p in points if _np.isfinite(p)})
+    pieces = list(zip([-_np.inf] + points, points + [_np.inf]))
+    for lo, hi in pieces:
+        if _np.isinf(lo) and _np.isinf(hi):
+            mid = 0.0
+        elif _np.isinf(lo):
+            mid = hi - (1.0 + abs(hi))
+        elif _np.isinf(hi):
+            mid = lo + (1.0 + abs(lo))
+        else:
+            mid = 0.5 * (lo + hi)
+        if _score(which, _nu(mid, a, b, s)) < tau:
+            continue
+        if not any(r0 <= lo + slack and hi - slack <= r1 for r0, r1 in region):
+            return False
+    return True
+
+
+def _merged(region, slack):
+    out = []
+    for lo, hi in sorted(region):
+        if out and lo <= out[-1][1] + slack:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [tuple(x) for x in out]
+
+
+def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, csr, mass, vectors):
+    """The k eigenpairs of A x = lambda M x whose transformed values nu (of
+    ``mode`` at ``sigma``, as ARPACK's) ``which`` selects, for every kind of A
+    and M. Solves for the eigenvalues (of the pencil in t, see _transform)
+    closest to the pole of nu (and to its zero for 'SM' in 'cayley'), and
+    at the two ends, with twice as many pairs each round, until every t
+    that would be selected before the last pair taken lies where all
+    eigenvalues are known. Returns one result tuple of ``_core.solve``'s form."""
+    if mode == "buckling":
+        if sigma == 0:
+            raise ValueError("mode='buckling' needs sigma != 0")
+        # A x = lambda M x as M x = t A x, t = 1/lambda: A is the SPD mass
+        if m_in is not None:
+            K = m_in
+        elif a_in[0] == "csr":
+            eye = (n, _np.arange(n + 1, dtype=_np.int64), _np.arange(n, dtype=_np.int64), _np.ones(n))
+            K = ("csr", eye, "I")
+        else:
+            K = ("op", lambda X: X, "I")
+        B, pc = a_in, None
+    else:
+        K, B = a_in, m_in
+    matrices = K[0] == "csr" and (B is None or B[0] == "csr")
+    a, b, s = _transform(mode, sigma)
+    parts = [((k + 1) // 2, "LA"), (k - (k + 1) // 2, "SA")] if which == "BE" else [(k, which)]
+    # sources: ("near", point) for the eigenvalues closest to it, "low" and "high"
+    if which == "SM":
+        first = {("near", s - b / a): k} if a != 0 else {"low": k, "high": k}
+    elif which == "LM":
+        first = {("near", s): k}
+    else:
+        first = {("near", s): min(n, 2 * k)}
+    counts = dict(first)
+    done = {}
+    raws = []
+    while True:
+        for src, cnt in counts.items():
+            if done.get(src, (None,))[0] == cnt:
+                continue
+            if src == "low":
+                r = run(cnt, "smallest", K=K, B=B, pc=pc)
+            elif src == "high":
+                r = run(cnt, "largest", K=K, B=B, pc=pc)
+            elif matrices:
+                r = run(cnt, "largest_magnitude", shift_invert=src[1], K=K, B=B, pc=pc)
+            else:
+                r = run(cnt, {"closest": src[1]}, K=K, B=B, pc=pc)
+            raws.append(r[5])
+            done[src] = (cnt, r)
+        # the known eigenpairs, each once: a source adds those outside the
+        # region of the sources before it
+        t_all = _np.concatenate([d[1][1] for d in done.values()] + [_np.zeros(0)])
+        scale = max(1.0, float(_np.max(_np.abs(t_all), initial=0.0)), abs(s))
+        slack = 1e-9 * scale
+        region, keep = [], []
+        for src, (cnt, r) in done.items():
+            t = _np.asarray(r[1], dtype=_np.float64)
+            inside = _np.zeros(len(t), dtype=bool)
+            for r0, r1 in _merged(region, slack):
+                inside |= (t >= r0 - slack) & (t <= r1 + slack)
+            keep.append((r, ~inside))
+            if len(t) == 0:
+                continue
+            if cnt >= n:
+                region.append((-_np.inf, _np.inf))
+            elif src == "low":
+                region.append((-_np.inf, float(t.max())))
+            elif src == "high":
+                region.append((float(t.min()), _np.inf))
+            else:
+                d = float(_np.max(_np.abs(t - src[1])))
+                region.append((src[1] - d, src[1] + d))
+        region = _merged(region, slack)
+        t_known = _np.concatenate([r[1][m] for r, m in keep])
+        nu = _nu(t_known, a, b, s)
+        chosen, certain = [], True
+        for cnt_part, w_part in parts:
+            if cnt_part == 0:
+                continue
+            order = _np.argsort(-_score(w_part, nu), kind="stable")
+            if len(order) < cnt_part:
+                certain = False
+                break
+            tau = _score(w_part, nu)[order[cnt_part - 1]]
+            if not _selected_set_covered(w_part, tau, a, b, s, region, slack):
+                certain = False
+                break
+            chosen.append(order[:cnt_part])
+        if certain or all(c >= n for c in counts.values()):
+            break
+        counts = {src: min(n, 2 * c) for src, c in counts.items()}
+        counts.setdefault("low", k)
+        counts.setdefault("high", k)
+    if not certain:  # pragma: no cover - a full region always decides
+        raise JdmgError("jdmg: the transformed selection could not be decided")
+    sel = _np.unique(_np.concatenate(chosen)) if chosen else _np.zeros(0, dtype=int)
+    status = max(r[0] for r, _ in keep)
+    conv = _np.concatenate([_np.asarray(r[3], dtype=bool)[m] for r, m in keep])[sel]
+    rn = _np.concatenate([_np.asarray(r[4])[m] for r, m in keep])[sel]
+    t_sel = t_known[sel]
+    if mode == "buckling":
+        with _np.errstate(divide="ignore"):
+            w = 1.0 / t_sel
+    else:
+        w = t_sel
+    if vectors:
+        v = _np.concatenate([_np.asarray(r[2]).reshape(-1, n)[m] for r, m in keep])[sel].reshape(-1)
+    else:
+        v = _np.zeros(0)
+    return status, w, v, conv, rn, _merge_stats(raws)
 
 
 def eigsh(
@@ -367,8 +602,8 @@ def eigsh(
     # --- arguments -------------------------------------------------------
     if Minv is not None and M is None:
         raise ValueError("Minv is used only with M")
-    if mode != "normal":
-        raise ValueError(f"mode={mode!r}: jdmg supports mode='normal' only")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
     if not isinstance(which, str) or which.upper() not in _WHICH:
         raise ValueError(f"which must be one of {', '.join(_WHICH)}, got {which!r}")
     which = which.upper()
@@ -413,7 +648,8 @@ def eigsh(
             raise ValueError(f"sigma must be finite, got {sigma}")
     if OPinv is not None and sigma is None:
         raise ValueError("OPinv needs sigma")
-    if tol is None or tol == 0:
+    machine_tol = tol is None or tol == 0
+    if machine_tol:
         tol = _TOL_ZERO
     tol = float(tol)
     if not (tol > 0 and _np.isfinite(tol)):
@@ -446,10 +682,10 @@ def eigsh(
         params["threads"] = int(threads)
     if conv is not None:
         params["conv"] = conv
-    if seed is None and rng is not None:
-        if not isinstance(rng, (int, _np.integer)):
-            raise ValueError("rng: jdmg takes an integer seed")
-        seed = rng
+    if rng is not None:
+        if seed is not None:
+            raise ValueError("give rng or seed, not both")
+        seed = _seed_of(rng)
     if seed is not None:
         params["seed"] = int(seed)
     if method is not None:
@@ -502,25 +738,51 @@ def eigsh(
         indices = (i, j)
 
     # --- the solves ---------------------------------------------------------
-    def run(nev, target, shift_invert=None, op=None):
-        p = dict(params, nev=nev, target=target)
-        kw = dict(precond=pc_call, x0=start, deflation=defl, vectors=return_eigenvectors)
+    # The operands as ("csr", arrays, name) or ("op", operator, name).
+    a_in = ("csr", csr, "A") if csr is not None else ("op", A, "A")
+    m_in = None if M is None else (("csr", mass, "M") if mass is not None else ("op", M, "M"))
+
+    def call(p, nev, target, K, B, shift_invert, op, pc, x0, vectors):
+        p = dict(p, nev=nev, target=target)
+        kw = dict(precond=pc, x0=x0, deflation=defl, vectors=vectors)
         if interval is not None:
             kw["interval"] = interval
         if indices is not None:
             kw["index_range"] = indices
         if op is not None:  # OPinv: no preconditioner
             kw.update(matvec=op, precond=None)
-        elif csr is not None:
-            kw.update(indptr=csr[1], indices=csr[2], data=csr[3], sigma=shift_invert)
+        elif K[0] == "csr":
+            kw.update(indptr=K[1][1], indices=K[1][2], data=K[1][3], sigma=shift_invert)
         else:
-            kw["matvec"] = _block_callable(A, n, "A")
-        if M is not None and op is None:
-            if mass is not None:
-                kw.update(mass_indptr=mass[1], mass_indices=mass[2], mass_data=mass[3])
+            kw["matvec"] = _block_callable(K[1], n, K[2])
+        if B is not None and op is None:
+            if B[0] == "csr":
+                kw.update(mass_indptr=B[1][1], mass_indices=B[1][2], mass_data=B[1][3])
             else:
-                kw["mass_matvec"] = _block_callable(M, n, "M")
+                kw["mass_matvec"] = _block_callable(B[1], n, B[2])
         return _core.solve(n, _json.dumps(p), **kw)
+
+    def run(nev, target, shift_invert=None, op=None, K=a_in, B=m_in, pc=pc_call, x0=start):
+        """One solve; with tol = 0, then tightened (see _TOL_LADDER) from its own
+        vectors until it no longer converges or its residuals stop falling."""
+        vectors = return_eigenvectors or machine_tol
+        r = call(params, nev, target, K, B, shift_invert, op, pc, x0, vectors)
+        if not machine_tol or r[0] != 0 or len(r[1]) == 0:
+            return r
+        raws = [r[5]]
+        budget = min(params.get("max_outer", 100000), max(50, 2 * _json.loads(r[5])["outer_iterations"]))
+        for t in _TOL_LADDER:
+            p = dict(params, tol=t, max_outer=budget)
+            start_again = None if interval is not None or indices is not None else r[2]
+            r2 = call(p, nev, target, K, B, shift_invert, op, pc, start_again, vectors)
+            raws.append(r2[5])
+            if r2[0] != 0 or len(r2[1]) != len(r[1]):
+                break  # rounding level reached: keep the last converged solve
+            better = _np.max(r2[4]) < 0.5 * _np.max(r[4])
+            r = r2
+            if not better:
+                break
+        return r[:5] + (_merge_stats(raws),)
 
     def mapped(r, back):
         status, w, v, conv_, rn, st = r
@@ -539,9 +801,15 @@ def eigsh(
     if interval is not None or indices is not None:
         # every eigenpair in [a, b] (of indices i..j): k and which are not used
         results.append(run(1, "smallest"))
+    elif sigma is not None and (
+        mode != "normal" or (which != "LM" and (M is not None or (csr is None and OPinv is None)))
+    ):
+        # which on the transformed values of a mode, by solves for the eigenvalues
+        # closest to a point and at the ends, until the selection is certain
+        results.append(
+            _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc_call, csr, mass, return_eigenvectors)
+        )
     elif M is not None and (sigma is not None or which == "SM"):
-        if sigma is not None and which != "LM":
-            raise ValueError(f"which={which!r} with sigma and M: only 'LM' (closest to sigma)")
         if sigma is not None and csr is not None and mass is not None:
             # shift-and-invert on A - sigma M (the library maps back)
             results.append(run(k, "largest_magnitude", shift_invert=sigma))
@@ -600,11 +868,7 @@ def eigsh(
             else:
                 results.append(mapped(run(nev, tgt, shift_invert=sigma), back))
     else:
-        if which != "LM":
-            raise ValueError(
-                f"which={which!r} with sigma needs an explicit matrix or OPinv "
-                "(a LinearOperator gets the eigenvalues closest to sigma: which='LM')"
-            )
+        # a LinearOperator, which = 'LM': the eigenvalues closest to sigma directly
         results.append(run(k, {"closest": sigma}))
 
     # --- results -----------------------------------------------------------
@@ -620,16 +884,7 @@ def eigsh(
         v = v[:, order]
     stats = None
     if return_stats or status:
-        raws = [_json.loads(r[5]) for r in results]
-        if len(raws) > 1:  # 'BE': add the counters of the two solves
-            merged = raws[0]
-            for other in raws[1:]:
-                for key, val in other.items():
-                    if isinstance(val, (int, float)) and not isinstance(val, bool) and key in merged:
-                        merged[key] = merged[key] + val
-            raw = _json.dumps(merged)
-        else:
-            raw = results[0][5]
+        raw = _merge_stats([r[5] for r in results])  # 'BE': the counters of both solves
         stats = _stats(raw, rnorms, converged, _time.perf_counter() - t0)
     if status:
         ev = w[converged]
