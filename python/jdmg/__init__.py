@@ -16,6 +16,7 @@ and to check for Ctrl-C.
 import operator as _operator
 import json as _json
 import time as _time
+import warnings as _warnings
 
 import numpy as _np
 
@@ -256,6 +257,33 @@ def _merge_stats(raws):
                 total = add(total, other[key])
             merged[key] = total
     return _json.dumps(merged)
+
+
+def _dense_eigh(A, M, vectors, return_stats, t0):
+    """SciPy's answer for k >= n with dense matrices: every eigenpair, by
+    ``scipy.linalg.eigh`` (numpy's eigh without SciPy and M)."""
+    a = _np.asarray(A, dtype=_np.float64)
+    m = None if M is None else _np.asarray(M, dtype=_np.float64)
+    for x, what in ((a, "A"), (m, "M")):
+        if x is not None and _np.abs(x - x.T).max() > 1e-12 * max(_np.abs(x).max(), 1e-300):
+            raise ValueError(f"{what} is not symmetric")
+    try:
+        import scipy.linalg as sl
+
+        w, v = sl.eigh(a, b=m)
+    except ImportError:  # pragma: no cover
+        if m is not None:
+            raise
+        w, v = _np.linalg.eigh(a)
+    out = (w, v) if vectors else (w,)
+    if return_stats:
+        mv = v if m is None else m @ v
+        rn = _np.linalg.norm(a @ v - mv * w, axis=0)
+        zero = dict.fromkeys(("numOuterIterations", "numRestarts", "numMatvecs", "numPreconds", "numInnerSteps"), 0)
+        out = out + (
+            dict(zero, method="scipy.linalg.eigh", elapsedTime=_time.perf_counter() - t0, rnorms=rn, converged=_np.ones(len(w), dtype=bool)),
+        )
+    return out if len(out) > 1 else out[0]
 
 
 def _stats(raw, rnorms, converged, elapsed):
@@ -638,8 +666,25 @@ def eigsh(
     k = int(k)
     if k <= 0:
         raise ValueError(f"k must be greater than 0, got {k}")
-    if k > n:
-        raise ValueError(f"k = {k} exceeds the dimension n = {n}")
+    if k >= n and subset_by_value is None and subset_by_index is None:
+        # SciPy's rule: a dense A (and M) goes to the dense eigh, with a warning,
+        # for all n eigenpairs; sparse matrices and operators are a TypeError
+        # there, except that jdmg solves k = n itself.
+        sp_mod = _sparse_module()
+        dense_a = csr is not None and not (sp_mod is not None and sp_mod.issparse(A))
+        dense_m = M is None or (mass is not None and not (sp_mod is not None and sp_mod.issparse(M)))
+        if dense_a and dense_m:
+            _warnings.warn(
+                "k >= N for N * N square matrix. Attempting to use scipy.linalg.eigh instead.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return _dense_eigh(A, M, return_eigenvectors, return_stats, t0)
+        if k > n:
+            raise TypeError(
+                f"k = {k} exceeds n = {n}: SciPy's dense fallback for k >= n takes no sparse "
+                "matrix or LinearOperator (use k <= n, or a dense A)"
+            )
     if sigma is not None:
         if isinstance(sigma, complex) or _np.iscomplexobj(sigma):
             raise TypeError("sigma is complex: jdmg solves real symmetric problems only")
@@ -648,6 +693,10 @@ def eigsh(
             raise ValueError(f"sigma must be finite, got {sigma}")
     if OPinv is not None and sigma is None:
         raise ValueError("OPinv needs sigma")
+    if Minv is not None and sigma is not None:
+        raise ValueError("Minv should not be specified when sigma is specified")
+    if OPinv is not None and mode != "normal":
+        raise ValueError(f"OPinv with mode={mode!r}: jdmg takes OPinv in mode='normal' only")
     machine_tol = tol is None or tol == 0
     if machine_tol:
         tol = _TOL_ZERO
@@ -662,6 +711,8 @@ def eigsh(
 
     params = dict(options)
     params["tol"] = tol
+    if ncv is not None:
+        ncv = min(int(ncv), n)  # as SciPy
     if ncv is not None and not (k < int(ncv) <= n or k == int(ncv) == n):
         raise ValueError(f"ncv must be k < ncv <= n, got ncv = {ncv} (k = {k}, n = {n})")
     if ncv is not None and "max_basis" not in params:
@@ -688,6 +739,9 @@ def eigsh(
         seed = _seed_of(rng)
     if seed is not None:
         params["seed"] = int(seed)
+    if seed is not None and method is None and "inner_solver" not in params:
+        # reproducible: the default 'auto' switches inner solvers by measured time
+        method = "bicgstab"
     if method is not None:
         if method not in _METHODS:
             raise ValueError(f"method must be one of {', '.join(_METHODS)}, got {method!r}")
@@ -744,6 +798,10 @@ def eigsh(
 
     def call(p, nev, target, K, B, shift_invert, op, pc, x0, vectors):
         p = dict(p, nev=nev, target=target)
+        if isinstance(target, dict) and K[0] == "csr" and B is not None and B[0] == "op" and precond is None:
+            # A named preconditioner is built from A - sigma I, which M as an
+            # operator leaves out: near sigma it stalls the solve (jacobi, ilu0)
+            p["precond"] = "none"
         kw = dict(precond=pc, x0=x0, deflation=defl, vectors=vectors)
         if interval is not None:
             kw["interval"] = interval
