@@ -190,6 +190,36 @@ def _block_callable(op, n, what):
     return f
 
 
+def _sandwich(opinv, m, n):
+    """X -> M @ OPinv @ M @ X on (n, k) blocks."""
+    f_o = _block_callable(opinv, n, "OPinv")
+    f_m = _block_callable(m, n, "M")
+
+    def apply(X):
+        k = X.shape[1]
+        x = _np.ascontiguousarray(X.T, dtype=_np.float64).reshape(-1)
+        return f_m(f_o(f_m(x, k), k), k).reshape(k, n).T
+
+    return apply
+
+
+def _csr_operator(arrays):
+    """X -> M @ X of CSR arrays (n, indptr, indices, data)."""
+    n, indptr, indices, data = arrays
+    rows = _np.repeat(_np.arange(n), _np.diff(indptr))
+
+    def apply(X):
+        out = _np.zeros((n, X.shape[1]))
+        _np.add.at(out, rows, data[:, None] * X[indices])
+        return out
+
+    sp = _sparse_module()
+    if sp is not None:
+        mat = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+        return lambda X: mat @ X
+    return apply  # pragma: no cover - without SciPy
+
+
 def _start_block(v, n, what):
     v = _np.asarray(v)
     _check_real_dtype(v.dtype, what)
@@ -507,41 +537,49 @@ def eigsh(
     subset_by_index=None,
     **options,
 ):
-    """The ``k`` eigenpairs of the real symmetric matrix ``A`` that ``which``
-    and ``sigma`` select, as ``scipy.sparse.linalg.eigsh`` does.
+    """The ``k`` eigenpairs of the real symmetric matrix ``A`` (or of the
+    pencil A x = lambda M x) that ``which``, ``sigma`` and ``mode`` select, as
+    ``scipy.sparse.linalg.eigsh`` does.
 
     Parameters
     ----------
     A : scipy.sparse matrix or array, numpy array, or LinearOperator
         Real symmetric, n x n. Sparse and dense matrices are converted to
-        CSR float64 (float32 and integer inputs included); a non-symmetric
-        matrix is a ValueError. A ``LinearOperator`` (or any object with
-        ``shape`` and ``matmat``/``matvec``) is applied to blocks of vectors
-        through ``matmat`` (else ``matvec`` per column).
+        CSR float64 (float32 and integer inputs included: jdmg computes in
+        double precision); a non-symmetric matrix is a ValueError. A
+        ``LinearOperator`` (or any object with ``shape`` and
+        ``matmat``/``matvec``) is applied to blocks of vectors through
+        ``matmat`` (else ``matvec`` per column).
     k : int
-        Number of eigenpairs, 1 <= k <= n.
+        Number of eigenpairs, 1 <= k <= n. As SciPy, k >= n with a dense A
+        (and M) gives every eigenpair by ``scipy.linalg.eigh``, with a
+        RuntimeWarning; with a sparse A or a LinearOperator, k = n is solved
+        and k > n is a TypeError (SciPy: k >= n is one).
     M : scipy.sparse matrix, numpy array or LinearOperator, optional
-        Symmetric positive definite mass matrix of the generalized problem
-        A x = lambda M x (converted as A is). The eigenvectors returned are
-        M-orthonormal (v.T @ M @ v = I). With M, ``sigma`` gives the
-        eigenvalues closest to sigma (``which`` must then be 'LM'): by
-        shift-and-invert on a factorization of A - sigma M when A and M are
-        matrices, else directly (interior Jacobi-Davidson); ``Minv`` is not
-        needed and ignored; ``OPinv`` is not taken.
+        Symmetric mass matrix of the generalized problem A x = lambda M x
+        (converted as A is), positive definite (except in 'buckling' mode).
+        The eigenvectors returned are M-orthonormal (v.T @ M @ v = I; A-
+        orthonormal in 'buckling' mode). ``Minv`` is not needed (jdmg never
+        inverts M) and is ignored.
     sigma : float, optional
-        Find eigenvalues near sigma. With a matrix: shift-and-invert, a sparse
-        direct factorization of A - sigma I (``which`` then applies to
-        1/(lambda - sigma), as in SciPy). With a LinearOperator: the
-        eigenvalues closest to sigma directly (interior Jacobi-Davidson), or
-        shift-and-invert through ``OPinv`` when given.
+        Shift: ``which`` then applies to the transformed values nu of
+        ``mode`` (1/(lambda - sigma) in the normal mode), as ARPACK's
+        shift-and-invert, for every kind of A and M. With matrices, the
+        eigenvalues nearest a point come from shift-and-invert on a sparse
+        factorization of A - t M; with a LinearOperator, from interior
+        Jacobi-Davidson (or shift-and-invert through ``OPinv``).
     which : {'LM', 'SM', 'LA', 'SA', 'BE'}
         Largest magnitude (default), smallest magnitude, largest algebraic,
         smallest algebraic, both ends (k/2 from each end, one more from the
-        high end when k is odd).
+        high end when k is odd), of lambda, or of nu with ``sigma``: 'LM' the
+        eigenvalues nearest sigma, 'SM' the farthest, 'LA' those just above
+        sigma (then from the bottom of the spectrum up, when fewer lie
+        above), 'SA' just below, 'BE' half of each. jdmg takes lower case too.
     v0, X0 : array, optional
         Start vector(s): shape (n,) or (n, p).
     ncv : int, optional
-        Maximum basis size, k < ncv <= n (default max(5 * block + k, min(12 + 4 * block, 24))
+        Maximum basis size, k < ncv (values above n are taken as n, as
+        SciPy does; default max(5 * block + k, min(12 + 4 * block, 24))
         below 20,000 rows, max(5 * block + k, 8) from there on; the default
         gives back one column per locked pair, down to restart + 2 * block);
         values below 24 are raised to min(24, n): unlike ARPACK's Krylov
@@ -550,15 +588,41 @@ def eigsh(
         Maximum number of outer iterations (default 100000).
     tol : float
         Convergence tolerance: a pair converges when ||A x - lambda x|| <=
-        tol * ||A|| (``conv='norm'``, PRIMME's test). 0 (default) means 1e-10.
+        tol * ||A|| (``conv='norm'``, PRIMME's test; of the transformed
+        problem in shift-and-invert, as ARPACK's). 0 (default) means machine
+        precision, as SciPy: a solve at 1e-10, then again from its vectors
+        at 1e-12 and 1e-14 while they converge and the largest residual at
+        least halves, so that the residuals end at rounding level (1e-14
+        ||A|| when reachable) and the eigenvalues agree with LAPACK's to
+        rounding. The statistics add up the counters of these solves.
     return_eigenvectors : bool
         Return (w, v) when true, else w.
+    Minv : ignored
+        SciPy's M^-1 for ``M`` without ``sigma`` (a ValueError without M or
+        with sigma, as in SciPy).
     OPinv : LinearOperator, optional
-        (A - sigma I)^-1 for shift-and-invert with a LinearOperator A.
-    mode : 'normal'
-        Only SciPy's normal mode.
-    rng : int, optional
-        Seed of the random start vectors (same as ``seed``).
+        (A - sigma M)^-1 (M = I without M) for shift-and-invert with a
+        LinearOperator A, in the normal mode; with M, jdmg solves the pencil
+        (M OPinv M) x = nu M x.
+    mode : {'normal', 'buckling', 'cayley'}
+        SciPy's transformation with ``sigma`` (ignored without it); the
+        eigenvalues returned are always those of A x = lambda M x, ``which``
+        selects on nu: 'normal' nu = 1/(lambda - sigma); 'buckling' nu =
+        lambda/(lambda - sigma), A positive definite and M symmetric,
+        possibly indefinite or absent (solved as the pencil M x = (1/lambda)
+        A x, eigenvectors A-orthonormal; sigma != 0); 'cayley' nu =
+        (lambda + sigma)/(lambda - sigma), M positive definite. Every kind of
+        A and M; solves for the eigenvalues nearest the pole of nu (and its
+        zero, for 'SM' in 'cayley') and at the ends of the spectrum, with
+        twice as many pairs each round, until the selected set is certain.
+    rng : None, int, numpy.random.Generator or RandomState, optional
+        The random start vectors. An int is the seed; a Generator or
+        RandomState (or a SeedSequence, a BitGenerator) gives the seed by
+        drawing one 64-bit integer from it, which advances its state. A
+        given rng (or ``seed``) makes the call reproducible bitwise: the
+        inner solver is then 'bicgstab' unless ``method`` says otherwise
+        (the default 'auto' switches solvers by measured time). None (SciPy:
+        entropy from the OS): jdmg's default seed 1 with ``method='auto'``.
     lock : array (n,) or (n, p), optional
         Deflation vectors: the eigenvectors returned are orthogonal to them
         (PRIMME's ``lock``).
@@ -566,15 +630,18 @@ def eigsh(
         A name: 'auto' (default: ILU(0) of A - sigma I when stable, else
         FSAI when A - sigma I looks definite, else Jacobi), 'none', 'jacobi',
         'ilu0', 'ilut', 'spai', 'fsai' (names need
-        an explicit matrix, except 'none' and 'auto'). Otherwise an
+        an explicit matrix, except 'none' and 'auto'; with M as an operator,
+        the eigenvalues nearest a point are solved without one). Otherwise an
         approximation P of (A - sigma I)^-1 applied to blocks of residuals,
         Z = P @ R: a matrix, a LinearOperator (``matmat``) or a callable
-        taking and returning (n, b) arrays (lobpcg's convention).
+        taking and returning (n, b) arrays (lobpcg's convention); not used
+        in 'buckling' mode.
     block : int, optional
         Block size (Ritz pairs corrected per outer iteration; default
         min(k, 8)).
     method : {'auto', 'bicgstab', 'qmrs' or 'jdqmr'}, optional
-        Inner solver of the correction equations (default 'auto').
+        Inner solver of the correction equations (default 'auto', or
+        'bicgstab' when ``rng`` or ``seed`` is given).
     maxits : int, optional
         Inner steps per correction equation (0: GD+k steps).
     threads : int, optional
@@ -584,7 +651,7 @@ def eigsh(
     conv : {'norm', 'rel', 'abs'}, optional
         Convergence test: ||r|| <= tol ||A|| (default), tol |lambda|, tol.
     seed : int, optional
-        Seed of the random start vectors (default 1).
+        Seed of the random start vectors (default 1); as an int ``rng``.
     return_stats : bool
         Also return a dict of counters (as ``primme.eigsh``): jdmg's names
         (``matvecs``, ``outer_iterations``, ``inner_steps``,
@@ -611,7 +678,8 @@ def eigsh(
     Returns
     -------
     w : ndarray (k,)
-        Eigenvalues, ascending.
+        Eigenvalues, ascending (SciPy's order too, except that SciPy returns
+        'LM' and 'SM' without eigenvectors by magnitude).
     v : ndarray (n, k)
         Eigenvectors (columns), when ``return_eigenvectors``.
     stats : dict
@@ -620,11 +688,28 @@ def eigsh(
     Raises
     ------
     NoConvergence
-        The budget ran out; carries the converged pairs.
+        The budget ran out; carries the converged pairs. A subclass of
+        ``scipy.sparse.linalg.ArpackNoConvergence``.
     ValueError
-        Bad shapes or arguments, a non-symmetric matrix.
+        Bad shapes or arguments (as SciPy: k <= 0, which, mode, ncv <= k,
+        maxiter <= 0, OPinv without sigma, Minv without M or with sigma, M
+        of another shape, a non-square A), a non-symmetric matrix, M not
+        positive definite.
     TypeError
-        Complex input.
+        Complex input; k not an integer; k > n with a sparse A or a
+        LinearOperator.
+
+    Not as SciPy (yet)
+    ------------------
+    Complex Hermitian A (SciPy calls ``eigs``); ``OPinv`` with the modes
+    'buckling' and 'cayley' (a ValueError: jdmg builds its own shifted
+    solves there); ``sigma=0`` in 'buckling' mode (a
+    ValueError; SciPy's answer is arbitrary, every nu being 1); a negative
+    ``tol`` (a ValueError; SciPy's machine precision); ``rng=None`` is jdmg's
+    fixed seed, not fresh entropy; 'buckling' mode needs A positive definite
+    (SciPy's ARPACK accepts a semidefinite A); ``Minv`` is ignored rather than
+    used. Beyond SciPy: k = n for sparse matrices and operators, lower-case
+    ``which``, and the keyword arguments after ``rng``.
     """
     t0 = _time.perf_counter()
     # --- arguments -------------------------------------------------------
@@ -659,8 +744,6 @@ def eigsh(
                 raise ValueError(f"M has shape {(mass[0], mass[0])}, A {(n, n)}")
             if not _np.all(_np.isfinite(mass[3])):
                 raise ValueError("M holds NaN or Inf")
-        if OPinv is not None:
-            raise ValueError("OPinv with M: jdmg's shift-and-invert does not take M yet")
     if isinstance(k, bool) or not isinstance(k, (int, _np.integer)):
         raise TypeError(f"k must be an integer, got {k!r}")
     k = int(k)
@@ -860,14 +943,14 @@ def eigsh(
         # every eigenpair in [a, b] (of indices i..j): k and which are not used
         results.append(run(1, "smallest"))
     elif sigma is not None and (
-        mode != "normal" or (which != "LM" and (M is not None or (csr is None and OPinv is None)))
+        mode != "normal" or (which != "LM" and OPinv is None and (M is not None or csr is None))
     ):
         # which on the transformed values of a mode, by solves for the eigenvalues
         # closest to a point and at the ends, until the selection is certain
         results.append(
             _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc_call, csr, mass, return_eigenvectors)
         )
-    elif M is not None and (sigma is not None or which == "SM"):
+    elif M is not None and OPinv is None and (sigma is not None or which == "SM"):
         if sigma is not None and csr is not None and mass is not None:
             # shift-and-invert on A - sigma M (the library maps back)
             results.append(run(k, "largest_magnitude", shift_invert=sigma))
@@ -919,7 +1002,12 @@ def eigsh(
         for nev, tgt in targets(which):
             if not nev:
                 continue
-            if opinv is not None:
+            if opinv is not None and M is not None:
+                # OPinv = (A - sigma M)^-1: nu of OPinv M x = nu x, as the pencil
+                # (M OPinv M) x = nu M x (symmetric, M-orthonormal vectors)
+                sandwich = ("op", _sandwich(OPinv, M if mass is None else _csr_operator(mass), n), "OPinv")
+                results.append(mapped(run(nev, tgt, K=sandwich, pc=None), back))
+            elif opinv is not None:
                 results.append(mapped(run(nev, tgt, op=opinv), back))
             elif tgt == "largest_magnitude":
                 results.append(run(nev, tgt, shift_invert=sigma))  # the library maps back

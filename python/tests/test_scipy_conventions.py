@@ -254,6 +254,26 @@ def test_which_with_sigma_wraps_around(kind, which):
         np.testing.assert_allclose(w, np.sort(ws), rtol=1e-9, atol=1e-10 * norm2(a))
 
 
+@pytest.mark.parametrize("which", ["LM", "SM", "LA", "SA", "BE"])
+@pytest.mark.parametrize("m_kind", ["sparse", "linop"])
+def test_opinv_with_m(which, m_kind):
+    # SciPy's OPinv = (A - sigma M)^-1 with a LinearOperator A and M
+    a, m = sym(60, 31), spd(60, 32)
+    lam = sl.eigh(a, m, eigvals_only=True)
+    sigma = float(0.5 * (lam[25] + lam[26])) + 0.1 * (lam[26] - lam[25])
+    lu = sl.lu_factor(a - sigma * m)
+    opinv = sla.LinearOperator((60, 60), matvec=lambda x: sl.lu_solve(lu, x), matmat=lambda X: sl.lu_solve(lu, X), dtype=float)
+    M = sp.csr_matrix(m) if m_kind == "sparse" else sla.aslinearoperator(m)
+    w, v = jdmg.eigsh(sla.aslinearoperator(a), k=4, M=M, sigma=sigma, OPinv=opinv, which=which)
+    want = select(lam, 4, which, transformed(lam, sigma))
+    np.testing.assert_allclose(w, want, rtol=1e-10, atol=1e-12 * norm2(a))
+    np.testing.assert_allclose(v.T @ m @ v, np.eye(4), atol=1e-9)
+    assert np.linalg.norm(a @ v - m @ v * w, axis=0).max() < 1e-8 * norm2(a)
+    if which != "SM":
+        ws = sla.eigsh(sla.aslinearoperator(a), k=4, M=sp.csr_matrix(m), sigma=sigma, OPinv=opinv, which=which, return_eigenvectors=False)
+        np.testing.assert_allclose(w, np.sort(ws), rtol=1e-10, atol=1e-12 * norm2(a))
+
+
 # ---------------------------------------------------------------------------
 # 4. mode='buckling' and mode='cayley'
 
