@@ -246,7 +246,7 @@ def test_k_equal_n_small_matrix():
 def test_small_random_matrices_every_mode(n, sigma, which):
     # SciPy's test_symmetric_modes: small random symmetric matrices (indefinite),
     # k = 1..3, SciPy's ncv = 2k+1, float32 and float64, dense, sparse and
-    # LinearOperator (which='LM' only with sigma), with and without v0
+    # LinearOperator, with and without v0
     rng = np.random.default_rng(n)
     m = rng.standard_normal((n, n))
     ad = m + m.T
@@ -254,9 +254,7 @@ def test_small_random_matrices_every_mode(n, sigma, which):
         want = expected(ad, k, which, sigma)
         for dtype in (np.float32, np.float64):
             a = ad.astype(dtype)
-            kinds = [a, sp.csr_matrix(a)]
-            if sigma is None or which == "LM":
-                kinds.append(sla.aslinearoperator(a))
+            kinds = [a, sp.csr_matrix(a), sla.aslinearoperator(a)]
             for x in kinds:
                 for v0 in (None, np.ones(n)):
                     w, v = jdmg.eigsh(x, k=k, which=which, sigma=sigma, ncv=min(n, 2 * k + 1), v0=v0)

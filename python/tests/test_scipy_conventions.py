@@ -315,20 +315,36 @@ def test_cayley_against_scipy(which, with_m):
     assert np.linalg.norm(a @ v - mm @ v * w, axis=0).max() < 1e-8 * norm2(a)
 
 
+@pytest.mark.parametrize("with_m", [True, False])
 @pytest.mark.parametrize("mode", ["buckling", "cayley"])
 @pytest.mark.parametrize("which", ["LM", "SM", "LA", "SA", "BE"])
-def test_modes_with_linear_operators(mode, which):
+def test_modes_with_linear_operators(mode, which, with_m):
     if mode == "buckling":
         a, m = spd(40, 20) * 10, sym(40, 21)
-        lam = 1.0 / sl.eigh(m, a, eigvals_only=True)
     else:
         a, m = sym(40, 22), spd(40, 23)
-        lam = sl.eigh(a, m, eigvals_only=True)
+    mm = m if with_m else np.eye(40)
+    lam = 1.0 / sl.eigh(mm, a, eigvals_only=True) if mode == "buckling" else sl.eigh(a, mm, eigvals_only=True)
     sigma = float(np.sort(lam)[15]) + 0.21
     want = select(lam, 3, which, transformed(lam, sigma, mode))
     lin = sla.aslinearoperator
-    w = jdmg.eigsh(lin(a), k=3, M=lin(m), sigma=sigma, which=which, mode=mode, return_eigenvectors=False)
+    w, v = jdmg.eigsh(lin(a), k=3, M=lin(m) if with_m else None, sigma=sigma, which=which, mode=mode)
     np.testing.assert_allclose(w, want, rtol=1e-8, atol=1e-9 * norm2(a))
+    np.testing.assert_allclose(v.T @ (a if mode == "buckling" else mm) @ v, np.eye(3), atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["normal", "buckling", "cayley"])
+def test_modes_float32_dense_and_no_vectors(mode):
+    a32 = (spd(30, 33) * 10 if mode == "buckling" else sym(30, 34)).astype(np.float32)
+    m32 = (sym(30, 35) if mode == "buckling" else spd(30, 36)).astype(np.float32)
+    a, m = a32.astype(np.float64), m32.astype(np.float64)
+    lam = 1.0 / sl.eigh(m, a, eigvals_only=True) if mode == "buckling" else sl.eigh(a, m, eigvals_only=True)
+    sigma = float(np.sort(lam)[10]) + 0.13
+    for which in ("LA", "SM"):
+        want = select(lam, 3, which, transformed(lam, sigma, mode))
+        w = jdmg.eigsh(a32, k=3, M=m32, sigma=sigma, which=which, mode=mode, return_eigenvectors=False)
+        assert w.dtype == np.float64
+        np.testing.assert_allclose(w, want, rtol=1e-9, atol=1e-10 * norm2(a))
 
 
 def test_mode_arguments_are_checked():
