@@ -912,11 +912,17 @@ def eigsh(
             return r
         raws = [r[5]]
         budget = min(params.get("max_outer", 100000), max(50, 2 * _json.loads(r[5])["outer_iterations"]))
+        spent = _json.loads(r[5])["matvecs"]
         for t in _TOL_LADDER:
             p = dict(params, tol=t, max_outer=budget)
+            if "max_matvecs" in params:  # the budget is the call's
+                if params["max_matvecs"] <= spent:
+                    break
+                p["max_matvecs"] = params["max_matvecs"] - spent
             start_again = None if interval is not None or indices is not None else r[2]
             r2 = call(p, nev, target, K, B, shift_invert, op, pc, start_again, vectors)
             raws.append(r2[5])
+            spent += _json.loads(r2[5])["matvecs"]
             if r2[0] != 0 or len(r2[1]) != len(r[1]):
                 break  # rounding level reached: keep the last converged solve
             better = _np.max(r2[4]) < 0.5 * _np.max(r[4])

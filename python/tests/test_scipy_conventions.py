@@ -153,6 +153,15 @@ def test_tol_zero_refines_beyond_the_first_solve():
     assert tight["numMatvecs"] > loose["numMatvecs"]  # the tightening solves are counted
 
 
+def test_tol_zero_keeps_to_the_matvec_budget():
+    # a budget spent by the first solve leaves it as it is: no tightening
+    a = sp.csr_matrix(sym(150, 6))
+    w1, v1, st1 = jdmg.eigsh(a, k=4, which="LA", tol=1e-10, seed=3, return_stats=True)
+    w0, v0, st0 = jdmg.eigsh(a, k=4, which="LA", tol=0, seed=3, maxmatvecs=st1["numMatvecs"], return_stats=True)
+    assert np.array_equal(w0, w1) and np.array_equal(v0, v1)
+    assert st0["numMatvecs"] == st1["numMatvecs"]
+
+
 @pytest.mark.parametrize("kind", ["sparse", "dense", "linop"])
 def test_tol_zero_generalized(kind):
     a, m = sym(80, 7), spd(80, 8)
