@@ -949,7 +949,7 @@ def eigsh(
         # every eigenpair in [a, b] (of indices i..j): k and which are not used
         results.append(run(1, "smallest"))
     elif sigma is not None and (
-        mode != "normal" or (which != "LM" and OPinv is None and (M is not None or csr is None))
+        mode != "normal" or which == "SM" or (which != "LM" and OPinv is None and (M is not None or csr is None))
     ):
         # which on the transformed values of a mode, by solves for the eigenvalues
         # closest to a point and at the ends, until the selection is certain
@@ -963,24 +963,6 @@ def eigsh(
         else:
             # operators: the eigenvalues closest to sigma (or 0) directly
             results.append(run(k, {"closest": 0.0 if sigma is None else sigma}))
-    elif sigma is not None and which == "SM" and (OPinv is not None or csr is not None):
-        # The smallest 1/|lambda - sigma|: the k eigenvalues farthest from sigma,
-        # at the two ends of the spectrum; both ends of A, the k farthest kept.
-        both = [run(k, "largest"), run(k, "smallest")]
-        w_all = _np.concatenate([r[1] for r in both])
-        keep = _np.argsort(-_np.abs(w_all - sigma), kind="stable")[:k]
-        status = max(r[0] for r in both)
-        v_all = _np.concatenate([r[2] for r in both]).reshape(-1, n) if return_eigenvectors else None
-        results.append(
-            (
-                status,
-                w_all[keep],
-                v_all[keep].reshape(-1) if return_eigenvectors else v_all,
-                _np.concatenate([r[3] for r in both])[keep],
-                _np.concatenate([r[4] for r in both])[keep],
-                both[0][5],
-            )
-        )
     elif sigma is None and which == "SM" and csr is not None:
         # the eigenvalues closest to 0: shift-and-invert at 0 (ARPACK's advice), or
         # interior Jacobi-Davidson when A is singular

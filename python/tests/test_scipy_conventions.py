@@ -283,6 +283,25 @@ def test_opinv_with_m(which, m_kind):
         np.testing.assert_allclose(w, np.sort(ws), rtol=1e-10, atol=1e-12 * norm2(a))
 
 
+@pytest.mark.parametrize("kind", ["dense", "sparse", "linop", "sparse_M", "opinv"])
+def test_sm_with_sigma_when_the_two_ends_overlap(kind):
+    # n = 7, k = 5: the 5 farthest from sigma come from both ends, whose solves
+    # (5 pairs each) share 3 eigenvalues; each is returned once
+    a, m = sym(7, 40), spd(7, 41)
+    mm = m if kind == "sparse_M" else np.eye(7)
+    lam = sl.eigh(a, mm, eigvals_only=True)
+    sigma = float(0.5 * (lam[2] + lam[3]))
+    kw = {}
+    if kind == "opinv":
+        inv = np.linalg.inv(a - sigma * np.eye(7))
+        kw["OPinv"] = sla.aslinearoperator(inv)
+    A = {"dense": a, "sparse": sp.csr_matrix(a), "linop": sla.aslinearoperator(a)}.get(kind, sla.aslinearoperator(a) if kind == "opinv" else sp.csr_matrix(a))
+    M = sp.csr_matrix(m) if kind == "sparse_M" else None
+    w, v = jdmg.eigsh(A, k=5, M=M, sigma=sigma, which="SM", **kw)
+    np.testing.assert_allclose(w, select(lam, 5, "SM", transformed(lam, sigma)), rtol=1e-10)
+    np.testing.assert_allclose(v.T @ mm @ v, np.eye(5), atol=1e-8)
+
+
 # ---------------------------------------------------------------------------
 # 4. mode='buckling' and mode='cayley'
 
