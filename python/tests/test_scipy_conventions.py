@@ -290,16 +290,16 @@ def test_sm_with_sigma_when_the_two_ends_overlap(kind):
     a, m = sym(7, 40), spd(7, 41)
     mm = m if kind == "sparse_M" else np.eye(7)
     lam = sl.eigh(a, mm, eigvals_only=True)
-    sigma = float(0.5 * (lam[2] + lam[3]))
-    kw = {}
-    if kind == "opinv":
-        inv = np.linalg.inv(a - sigma * np.eye(7))
-        kw["OPinv"] = sla.aslinearoperator(inv)
-    A = {"dense": a, "sparse": sp.csr_matrix(a), "linop": sla.aslinearoperator(a)}.get(kind, sla.aslinearoperator(a) if kind == "opinv" else sp.csr_matrix(a))
-    M = sp.csr_matrix(m) if kind == "sparse_M" else None
-    w, v = jdmg.eigsh(A, k=5, M=M, sigma=sigma, which="SM", **kw)
-    np.testing.assert_allclose(w, select(lam, 5, "SM", transformed(lam, sigma)), rtol=1e-10)
-    np.testing.assert_allclose(v.T @ mm @ v, np.eye(5), atol=1e-8)
+    for j in range(6):
+        sigma = float(0.5 * (lam[j] + lam[j + 1]))
+        kw = {}
+        if kind == "opinv":
+            kw["OPinv"] = sla.aslinearoperator(np.linalg.inv(a - sigma * np.eye(7)))
+        A = {"dense": a, "sparse": sp.csr_matrix(a), "sparse_M": sp.csr_matrix(a)}.get(kind, sla.aslinearoperator(a))
+        M = sp.csr_matrix(m) if kind == "sparse_M" else None
+        w, v = jdmg.eigsh(A, k=5, M=M, sigma=sigma, which="SM", **kw)
+        np.testing.assert_allclose(w, select(lam, 5, "SM", transformed(lam, sigma)), rtol=1e-10)
+        np.testing.assert_allclose(v.T @ mm @ v, np.eye(5), atol=1e-8)
 
 
 # ---------------------------------------------------------------------------
