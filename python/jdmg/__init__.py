@@ -203,23 +203,6 @@ def _sandwich(opinv, m, n):
     return apply
 
 
-def _csr_operator(arrays):
-    """X -> M @ X of CSR arrays (n, indptr, indices, data)."""
-    n, indptr, indices, data = arrays
-    rows = _np.repeat(_np.arange(n), _np.diff(indptr))
-
-    def apply(X):
-        out = _np.zeros((n, X.shape[1]))
-        _np.add.at(out, rows, data[:, None] * X[indices])
-        return out
-
-    sp = _sparse_module()
-    if sp is not None:
-        mat = sp.csr_matrix((data, indices, indptr), shape=(n, n))
-        return lambda X: mat @ X
-    return apply  # pragma: no cover - without SciPy
-
-
 def _start_block(v, n, what):
     v = _np.asarray(v)
     _check_real_dtype(v.dtype, what)
@@ -394,7 +377,7 @@ def _merged(region, slack):
     return [tuple(x) for x in out]
 
 
-def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, csr, mass, vectors):
+def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, vectors):
     """The k eigenpairs of A x = lambda M x whose transformed values nu (of
     ``mode`` at ``sigma``, as ARPACK's) ``which`` selects, for every kind of A
     and M. Solves for the eigenvalues (of the pencil in t, see _transform)
@@ -442,6 +425,10 @@ def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, csr, mass
             else:
                 r = run(cnt, {"closest": src[1]}, K=K, B=B, pc=pc)
             raws.append(r[5])
+            if r[0] != 0:  # out of budget: the pairs of this solve that converged
+                with _np.errstate(divide="ignore"):
+                    w = 1.0 / r[1] if mode == "buckling" else r[1]
+                return r[0], w, r[2], r[3], r[4], _merge_stats(raws)
             done[src] = (cnt, r)
         # the known eigenpairs, each once: a source adds those outside the
         # region of the sources before it
@@ -954,7 +941,7 @@ def eigsh(
         # which on the transformed values of a mode, by solves for the eigenvalues
         # closest to a point and at the ends, until the selection is certain
         results.append(
-            _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc_call, csr, mass, return_eigenvectors)
+            _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc_call, return_eigenvectors)
         )
     elif M is not None and OPinv is None and (sigma is not None or which == "SM"):
         if sigma is not None and csr is not None and mass is not None:
@@ -993,7 +980,7 @@ def eigsh(
             if opinv is not None and M is not None:
                 # OPinv = (A - sigma M)^-1: nu of OPinv M x = nu x, as the pencil
                 # (M OPinv M) x = nu M x (symmetric, M-orthonormal vectors)
-                sandwich = ("op", _sandwich(OPinv, M if mass is None else _csr_operator(mass), n), "OPinv")
+                sandwich = ("op", _sandwich(OPinv, M if hasattr(M, "shape") else _np.asarray(M, dtype=_np.float64), n), "OPinv")
                 results.append(mapped(run(nev, tgt, K=sandwich, pc=None), back))
             elif opinv is not None:
                 results.append(mapped(run(nev, tgt, op=opinv), back))

@@ -440,6 +440,25 @@ def test_no_convergence_is_arpack_no_convergence():
     assert e.eigenvectors.shape == (400, len(e.eigenvalues))
 
 
+@pytest.mark.parametrize("mode", ["normal", "buckling", "cayley"])
+def test_no_convergence_of_a_transformed_selection(mode):
+    # the budget runs out in one of the solves: its converged pairs, eigenpairs
+    # of A x = lambda M x, come with the exception
+    if mode == "buckling":
+        a, m = spd(200, 42) * 10, sym(200, 43)
+        lam = 1.0 / sl.eigh(m, a, eigvals_only=True)
+    else:
+        a, m = sym(200, 42), spd(200, 43)
+        lam = sl.eigh(a, m, eigvals_only=True)
+    sigma = float(np.median(lam)) + 0.01
+    with pytest.raises(sla.ArpackNoConvergence) as info:
+        jdmg.eigsh(sp.csr_matrix(a), M=sp.csr_matrix(m), k=6, sigma=sigma, which="LA", mode=mode, maxiter=30 if mode == "buckling" else 8, block=1, seed=1)
+    e = info.value
+    assert 1 <= len(e.eigenvalues) < 6 and e.eigenvectors.shape == (200, len(e.eigenvalues))
+    for x in e.eigenvalues:
+        assert np.min(np.abs(lam - x)) < 1e-8 * max(1.0, abs(x))
+
+
 @pytest.mark.parametrize("k", [10, 12])
 @pytest.mark.parametrize("with_m", [False, True])
 def test_k_at_least_n_dense_is_scipy_linalg_eigh(k, with_m):
