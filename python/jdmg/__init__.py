@@ -581,7 +581,8 @@ def eigsh(
         at 1e-12 and 1e-14 while they converge and the largest residual at
         least halves, so that the residuals end at rounding level (1e-14
         ||A|| when reachable) and the eigenvalues agree with LAPACK's to
-        rounding. The statistics add up the counters of these solves.
+        rounding. The statistics add up the counters of these solves. A
+        negative tol is 0 too (ARPACK's rule).
     return_eigenvectors : bool
         Return (w, v) when true, else w.
     Minv : ignored
@@ -690,13 +691,14 @@ def eigsh(
     ------------------
     Complex Hermitian A (SciPy calls ``eigs``); ``OPinv`` with the modes
     'buckling' and 'cayley' (a ValueError: jdmg builds its own shifted
-    solves there); ``sigma=0`` in 'buckling' mode (a
-    ValueError; SciPy's answer is arbitrary, every nu being 1); a negative
-    ``tol`` (a ValueError; SciPy's machine precision); ``rng=None`` is jdmg's
-    fixed seed, not fresh entropy; 'buckling' mode needs A positive definite
-    (SciPy's ARPACK accepts a semidefinite A); ``Minv`` is ignored rather than
-    used. Beyond SciPy: k = n for sparse matrices and operators, lower-case
-    ``which``, and the keyword arguments after ``rng``.
+    solves there); ``sigma=0`` in 'buckling' mode (a ValueError; SciPy's
+    answer is arbitrary, every nu being 1); 'buckling' mode with A only
+    positive semidefinite (A is the mass of jdmg's pencil); ``rng=None`` is
+    jdmg's fixed seed, not fresh entropy; ``Minv`` is ignored rather than
+    used; SciPy's order of the eigenvalues returned without eigenvectors for
+    'LM' and 'SM' (jdmg: ascending). Beyond SciPy: k = n for sparse
+    matrices and operators, lower-case ``which``, and the keyword arguments
+    after ``rng``.
     """
     t0 = _time.perf_counter()
     # --- arguments -------------------------------------------------------
@@ -767,12 +769,12 @@ def eigsh(
         raise ValueError("Minv should not be specified when sigma is specified")
     if OPinv is not None and mode != "normal":
         raise ValueError(f"OPinv with mode={mode!r}: jdmg takes OPinv in mode='normal' only")
-    machine_tol = tol is None or tol == 0
+    tol = 0.0 if tol is None else float(tol)
+    if not _np.isfinite(tol):
+        raise ValueError(f"tol must be finite, got {tol}")
+    machine_tol = tol <= 0  # ARPACK's rule: tol <= 0 is machine precision
     if machine_tol:
         tol = _TOL_ZERO
-    tol = float(tol)
-    if not (tol > 0 and _np.isfinite(tol)):
-        raise ValueError(f"tol must be >= 0 and finite, got {tol}")
     if v0 is not None and X0 is not None:
         raise ValueError("give v0 or X0, not both")
     start = v0 if v0 is not None else X0

@@ -488,7 +488,6 @@ def test_complex_input_is_a_type_error():
         dict(k=0),
         dict(k=-1),
         dict(which="XX"),
-        dict(tol=-1.0),
         dict(tol=np.nan),
         dict(v0=np.ones(29)),
         dict(v0=np.ones((30, 2, 1))),

@@ -153,6 +153,16 @@ def test_tol_zero_refines_beyond_the_first_solve():
     assert tight["numMatvecs"] > loose["numMatvecs"]  # the tightening solves are counted
 
 
+def test_negative_tol_is_machine_precision_as_arpack():
+    a = sp.csr_matrix(sym(100, 44))
+    w0, v0 = jdmg.eigsh(a, k=3, which="SA", tol=0, seed=2)
+    w1, v1 = jdmg.eigsh(a, k=3, which="SA", tol=-1.0, seed=2)
+    assert np.array_equal(w0, w1) and np.array_equal(v0, v1)
+    np.testing.assert_allclose(w1, np.sort(sla.eigsh(a, k=3, which="SA", tol=-1.0, return_eigenvectors=False)), rtol=1e-12)
+    with pytest.raises(ValueError):
+        jdmg.eigsh(a, k=3, tol=np.nan)
+
+
 def test_tol_zero_keeps_to_the_matvec_budget():
     # a budget spent by the first solve leaves it as it is: no tightening
     a = sp.csr_matrix(sym(150, 6))
