@@ -141,7 +141,7 @@ def test_tol_zero_matches_lapack(which):
     assert r.max() < 1e-13 * norm2(a)
     assert np.max(st["rnorms"]) < 1e-13 * norm2(a)
     # as ARPACK at tol = 0
-    ws = sla.eigsh(a, k=5, which=which, tol=0, return_eigenvectors=False)
+    ws = sla.eigsh(a, k=5, which=which, tol=0, return_eigenvectors=False, rng=0)
     np.testing.assert_allclose(w, np.sort(ws), rtol=1e-12, atol=1e-13 * norm2(a))
 
 
@@ -158,7 +158,7 @@ def test_negative_tol_is_machine_precision_as_arpack():
     w0, v0 = jdmg.eigsh(a, k=3, which="SA", tol=0, seed=2)
     w1, v1 = jdmg.eigsh(a, k=3, which="SA", tol=-1.0, seed=2)
     assert np.array_equal(w0, w1) and np.array_equal(v0, v1)
-    np.testing.assert_allclose(w1, np.sort(sla.eigsh(a, k=3, which="SA", tol=-1.0, return_eigenvectors=False)), rtol=1e-12)
+    np.testing.assert_allclose(w1, np.sort(sla.eigsh(a, k=3, which="SA", tol=-1.0, return_eigenvectors=False, rng=0)), rtol=1e-12)
     with pytest.raises(ValueError):
         jdmg.eigsh(a, k=3, tol=np.nan)
 
@@ -181,7 +181,7 @@ def test_tol_zero_generalized(kind):
     np.testing.assert_allclose(w, lam[:4], rtol=1e-12)
     r = np.linalg.norm(a @ v - m @ v * w, axis=0)
     assert r.max() < 1e-12 * norm2(a)
-    np.testing.assert_allclose(w, np.sort(sla.eigsh(a, k=4, M=m, which="SA", tol=0, return_eigenvectors=False)), rtol=1e-12)
+    np.testing.assert_allclose(w, np.sort(sla.eigsh(a, k=4, M=m, which="SA", tol=0, return_eigenvectors=False, rng=0)), rtol=1e-12)
 
 
 def test_tol_zero_shift_invert_and_linear_operator():
@@ -203,7 +203,7 @@ def test_tol_zero_float32_is_solved_in_double():
     assert w.dtype == np.float64
     np.testing.assert_allclose(w, lam[-3:], rtol=1e-12)
     # ARPACK works in single precision here: agreement to float32 only
-    ws = np.sort(sla.eigsh(sp.csr_matrix(a), k=3, which="LA", tol=0, return_eigenvectors=False))
+    ws = np.sort(sla.eigsh(sp.csr_matrix(a), k=3, which="LA", tol=0, return_eigenvectors=False, rng=0))
     np.testing.assert_allclose(w, ws, rtol=1e-5)
 
 
@@ -248,7 +248,7 @@ def test_which_with_sigma_for_every_kind(kind, which):
     np.testing.assert_allclose(v.T @ mm @ v, np.eye(4), atol=1e-8)
     assert np.linalg.norm(a @ v - mm @ v * w, axis=0).max() < 1e-8 * norm2(a)
     if kind == "sparse_M" and which != "SM":  # ARPACK's 'SM' here misses -10.1 for 7.8
-        ws = sla.eigsh(sp.csr_matrix(a), k=4, M=sp.csr_matrix(m), sigma=sigma, which=which, return_eigenvectors=False)
+        ws = sla.eigsh(sp.csr_matrix(a), k=4, M=sp.csr_matrix(m), sigma=sigma, which=which, return_eigenvectors=False, rng=0)
         np.testing.assert_allclose(w, np.sort(ws), rtol=1e-9, atol=1e-10 * norm2(a))
 
 
@@ -269,7 +269,7 @@ def test_which_with_sigma_wraps_around(kind, which):
     w = jdmg.eigsh(A, k=4, M=M, sigma=sigma, which=which, return_eigenvectors=False)
     np.testing.assert_allclose(w, want, rtol=1e-9, atol=1e-10 * norm2(a))
     if kind in ("sparse", "sparse_M"):
-        ws = sla.eigsh(sp.csr_matrix(a), k=4, M=None if M is None else sp.csr_matrix(m), sigma=sigma, which=which, return_eigenvectors=False)
+        ws = sla.eigsh(sp.csr_matrix(a), k=4, M=None if M is None else sp.csr_matrix(m), sigma=sigma, which=which, return_eigenvectors=False, rng=0)
         np.testing.assert_allclose(w, np.sort(ws), rtol=1e-9, atol=1e-10 * norm2(a))
 
 
@@ -289,7 +289,7 @@ def test_opinv_with_m(which, m_kind):
     np.testing.assert_allclose(v.T @ m @ v, np.eye(4), atol=1e-9)
     assert np.linalg.norm(a @ v - m @ v * w, axis=0).max() < 1e-8 * norm2(a)
     if which != "SM":
-        ws = sla.eigsh(sla.aslinearoperator(a), k=4, M=sp.csr_matrix(m), sigma=sigma, OPinv=opinv, which=which, return_eigenvectors=False)
+        ws = sla.eigsh(sla.aslinearoperator(a), k=4, M=sp.csr_matrix(m), sigma=sigma, OPinv=opinv, which=which, return_eigenvectors=False, rng=0)
         np.testing.assert_allclose(w, np.sort(ws), rtol=1e-10, atol=1e-12 * norm2(a))
 
 
@@ -329,7 +329,7 @@ def test_buckling_against_scipy(which, with_m):
     M = sp.csr_matrix(m) if with_m else None
     w, v = jdmg.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="buckling")
     np.testing.assert_allclose(w, want, rtol=1e-9)
-    ws = sla.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="buckling", return_eigenvectors=False)
+    ws = sla.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="buckling", return_eigenvectors=False, rng=0)
     np.testing.assert_allclose(w, np.sort(ws), rtol=1e-9)
     # SciPy's normalization in this mode: A-orthonormal
     np.testing.assert_allclose(v.T @ a @ v, np.eye(4), atol=1e-8)
@@ -347,7 +347,7 @@ def test_cayley_against_scipy(which, with_m):
     M = sp.csr_matrix(m) if with_m else None
     w, v = jdmg.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="cayley")
     np.testing.assert_allclose(w, want, rtol=1e-9, atol=1e-10 * norm2(a))
-    ws = sla.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="cayley", return_eigenvectors=False)
+    ws = sla.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="cayley", return_eigenvectors=False, rng=0)
     np.testing.assert_allclose(w, np.sort(ws), rtol=1e-9, atol=1e-10 * norm2(a))
     np.testing.assert_allclose(v.T @ mm @ v, np.eye(4), atol=1e-8)
     assert np.linalg.norm(a @ v - mm @ v * w, axis=0).max() < 1e-8 * norm2(a)
@@ -477,7 +477,7 @@ def test_k_at_least_n_dense_is_scipy_linalg_eigh(k, with_m):
     with pytest.warns(RuntimeWarning, match="k >= N"):
         w, v = jdmg.eigsh(a, k=k, M=M, which="LA", sigma=0.3)
     with pytest.warns(RuntimeWarning, match="k >= N"):
-        ws, vs = sla.eigsh(a, k=k, M=M, which="LA", sigma=0.3)
+        ws, vs = sla.eigsh(a, k=k, M=M, which="LA", sigma=0.3, rng=0)
     lam, vec = sl.eigh(a, M)
     assert w.shape == (10,) and v.shape == (10, 10)
     np.testing.assert_allclose(w, lam, rtol=1e-13, atol=1e-14)
@@ -494,7 +494,7 @@ def test_k_n_and_n_minus_1_sparse_are_solved():
     lam = np.linalg.eigvalsh(a.toarray())
     w = jdmg.eigsh(a, k=9, return_eigenvectors=False)  # ARPACK's largest k
     np.testing.assert_allclose(w, select(lam, 9, "LM", lam), rtol=1e-10)
-    np.testing.assert_allclose(w, np.sort(sla.eigsh(a, k=9, return_eigenvectors=False)), rtol=1e-10)
+    np.testing.assert_allclose(w, np.sort(sla.eigsh(a, k=9, return_eigenvectors=False, rng=0)), rtol=1e-10)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning: jdmg solves k = n itself
         w = jdmg.eigsh(a, k=10, which="SA", return_eigenvectors=False)
@@ -506,4 +506,4 @@ def test_ncv_above_n_is_clipped_as_scipy():
     lam = np.linalg.eigvalsh(a.toarray())
     w = jdmg.eigsh(a, k=2, which="LA", ncv=40, return_eigenvectors=False)
     np.testing.assert_allclose(w, lam[-2:], rtol=1e-10)
-    np.testing.assert_allclose(w, np.sort(sla.eigsh(a, k=2, which="LA", ncv=40, return_eigenvectors=False)), rtol=1e-10)
+    np.testing.assert_allclose(w, np.sort(sla.eigsh(a, k=2, which="LA", ncv=40, return_eigenvectors=False, rng=0)), rtol=1e-10)
