@@ -67,7 +67,6 @@ RNGS = {
     "generator": lambda: np.random.default_rng(3),
     "random_state": lambda: np.random.RandomState(3),
     "seed_sequence": lambda: np.random.SeedSequence(3),
-    "none": lambda: None,
 }
 
 
