@@ -381,27 +381,42 @@ def _merged(region, slack):
 def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, vectors):
     """The k eigenpairs of A x = lambda M x whose transformed values nu (of
     ``mode`` at ``sigma``, as ARPACK's) ``which`` selects, for every kind of A
-    and M. Solves for the eigenvalues (of the pencil in t, see _transform)
-    closest to the pole of nu (and to its zero for 'SM' in 'cayley'), and
-    at the two ends, with twice as many pairs each round, until every t
-    that would be selected before the last pair taken lies where all
-    eigenvalues are known. Returns one result tuple of ``_core.solve``'s form."""
-    if mode == "buckling":
-        if sigma == 0:
-            raise ValueError("mode='buckling' needs sigma != 0")
-        # A x = lambda M x as M x = t A x, t = 1/lambda: A is the SPD mass
-        if m_in is not None:
-            K = m_in
-        elif a_in[0] == "csr":
-            eye = (n, _np.arange(n + 1, dtype=_np.int64), _np.arange(n, dtype=_np.int64), _np.ones(n))
-            K = ("csr", eye, "I")
-        else:
-            K = ("op", lambda X: X, "I")
-        B, pc = a_in, None
-    else:
-        K, B = a_in, m_in
+    and M; one result tuple of ``_core.solve``'s form. 'buckling' solves the
+    pencil M x = (1/lambda) A x (A the positive definite mass, as in SciPy),
+    or, without M or when A is not definite, A x = lambda M x itself."""
+    if mode != "buckling":
+        return _select_on(run, n, k, which, a_in, m_in, pc, vectors, _transform(mode, sigma), False)
+    if sigma == 0:
+        raise ValueError("mode='buckling' needs sigma != 0")
+    direct = (1.0, sigma, sigma)  # nu = 1 + sigma/(lambda - sigma)
+    if m_in is None:
+        r = _select_on(run, n, k, which, a_in, None, pc, vectors, direct, False)
+        if vectors and len(r[1]) and _np.all(r[1] > 0):  # SciPy's A-orthonormal vectors
+            v = r[2].reshape(-1, n) / _np.sqrt(r[1])[:, None]
+            r = r[:2] + (v.reshape(-1),) + r[3:]
+        return r
+    try:
+        return _select_on(run, n, k, which, m_in, a_in, None, vectors, _transform(mode, sigma), True)
+    except ValueError as e:
+        if "positive definite" not in str(e):
+            raise
+    try:
+        return _select_on(run, n, k, which, a_in, m_in, pc, vectors, direct, False)
+    except ValueError as e:
+        if "positive definite" not in str(e):
+            raise
+        raise ValueError(f"mode='buckling' needs A (or M) positive definite: {e}") from None
+
+
+def _select_on(run, n, k, which, K, B, pc, vectors, transform, inverse):
+    """``which`` on nu = a + b/(t - s) ((a, b, s) = ``transform``) over the
+    eigenvalues t of K x = t B x, returned as 1/t when ``inverse``. Solves
+    for the eigenvalues closest to the pole s of nu (and to its zero, for
+    'SM' with a != 0) and at the two ends, with twice as many pairs each
+    round, until every t that would be selected before the last pair taken
+    lies where all eigenvalues are known."""
     matrices = K[0] == "csr" and (B is None or B[0] == "csr")
-    a, b, s = _transform(mode, sigma)
+    a, b, s = transform
     parts = [((k + 1) // 2, "LA"), (k - (k + 1) // 2, "SA")] if which == "BE" else [(k, which)]
     # sources: ("near", point) for the eigenvalues closest to it, "low" and "high"
     if which == "SM":
@@ -428,7 +443,7 @@ def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, vectors):
             raws.append(r[5])
             if r[0] != 0:  # out of budget: the pairs of this solve that converged
                 with _np.errstate(divide="ignore"):
-                    w = 1.0 / r[1] if mode == "buckling" else r[1]
+                    w = 1.0 / r[1] if inverse else r[1]
                 return r[0], w, r[2], r[3], r[4], _merge_stats(raws)
             done[src] = (cnt, r)
         # the known eigenpairs, each once: a source adds those outside the
@@ -482,7 +497,7 @@ def _select_transformed(run, n, k, which, mode, sigma, a_in, m_in, pc, vectors):
     conv = _np.concatenate([_np.asarray(r[3], dtype=bool)[m] for r, m in keep])[sel]
     rn = _np.concatenate([_np.asarray(r[4])[m] for r, m in keep])[sel]
     t_sel = t_known[sel]
-    if mode == "buckling":
+    if inverse:
         with _np.errstate(divide="ignore"):
             w = 1.0 / t_sel
     else:
@@ -546,8 +561,8 @@ def eigsh(
     M : scipy.sparse matrix, numpy array or LinearOperator, optional
         Symmetric mass matrix of the generalized problem A x = lambda M x
         (converted as A is), positive definite (except in 'buckling' mode).
-        The eigenvectors returned are M-orthonormal (v.T @ M @ v = I; A-
-        orthonormal in 'buckling' mode). ``Minv`` is not needed (jdmg never
+        The eigenvectors returned are M-orthonormal (v.T @ M @ v = I; see
+        ``mode`` for 'buckling'). ``Minv`` is not needed (jdmg never
         inverts M) and is ignored.
     sigma : float, optional
         Shift: ``which`` then applies to the transformed values nu of
@@ -596,9 +611,12 @@ def eigsh(
         SciPy's transformation with ``sigma`` (ignored without it); the
         eigenvalues returned are always those of A x = lambda M x, ``which``
         selects on nu: 'normal' nu = 1/(lambda - sigma); 'buckling' nu =
-        lambda/(lambda - sigma), A positive definite and M symmetric,
-        possibly indefinite or absent (solved as the pencil M x = (1/lambda)
-        A x, eigenvectors A-orthonormal; sigma != 0); 'cayley' nu =
+        lambda/(lambda - sigma), sigma != 0: A positive definite and M
+        symmetric, possibly indefinite, as SciPy (solved as the pencil M x =
+        (1/lambda) A x, eigenvectors A-orthonormal), or A symmetric without
+        M or with M positive definite (solved as A x = lambda M x,
+        eigenvectors M-orthonormal; A-orthonormal without M when A is
+        definite); 'cayley' nu =
         (lambda + sigma)/(lambda - sigma), M positive definite. Every kind of
         A and M; solves for the eigenvalues nearest the pole of nu (and its
         zero, for 'SM' in 'cayley') and at the ends of the spectrum, with
@@ -692,8 +710,8 @@ def eigsh(
     Complex Hermitian A (SciPy calls ``eigs``); ``OPinv`` with the modes
     'buckling' and 'cayley' (a ValueError: jdmg builds its own shifted
     solves there); ``sigma=0`` in 'buckling' mode (a ValueError; SciPy's
-    answer is arbitrary, every nu being 1); 'buckling' mode with A only
-    positive semidefinite (A is the mass of jdmg's pencil); ``rng=None`` is
+    answer is arbitrary, every nu being 1); 'buckling' mode with neither
+    A nor M positive definite (one is the mass of the pencil jdmg solves); ``rng=None`` is
     jdmg's fixed seed, not fresh entropy; ``Minv`` is ignored rather than
     used; SciPy's order of the eigenvalues returned without eigenvectors for
     'LM' and 'SM' (jdmg: ascending). Beyond SciPy: k = n for sparse

@@ -392,9 +392,24 @@ def test_mode_arguments_are_checked():
         jdmg.eigsh(a, k=2, sigma=1.0, mode="shift")
     with pytest.raises(ValueError, match="OPinv"):
         jdmg.eigsh(a, k=2, sigma=1.0, mode="cayley", OPinv=sp.identity(20))
-    # buckling needs A positive definite: it is the pencil's mass
-    with pytest.raises(ValueError):
-        jdmg.eigsh(sp.csr_matrix(sym(20, 25)), k=2, sigma=1.0, mode="buckling")
+    # buckling needs A or M positive definite (the mass of the pencil solved)
+    with pytest.raises(ValueError, match="positive definite"):
+        jdmg.eigsh(sp.csr_matrix(sym(20, 25)), M=sp.csr_matrix(sym(20, 26)), k=2, sigma=1.0, mode="buckling")
+
+
+@pytest.mark.parametrize("which", ["LM", "SM", "LA", "SA", "BE"])
+@pytest.mark.parametrize("case", ["no_M", "M_definite"])
+def test_buckling_with_an_indefinite_a(which, case):
+    # A indefinite: jdmg solves A x = lambda M x itself (M = I, or M definite);
+    # nu = lambda/(lambda - sigma) selects as before
+    a = sym(40, 45)
+    m = np.eye(40) if case == "no_M" else spd(40, 46)
+    lam = sl.eigh(a, m, eigvals_only=True)
+    sigma = float(0.5 * (lam[12] + lam[13]))
+    M = None if case == "no_M" else sp.csr_matrix(m)
+    w, v = jdmg.eigsh(sp.csr_matrix(a), k=4, M=M, sigma=sigma, which=which, mode="buckling")
+    np.testing.assert_allclose(w, select(lam, 4, which, transformed(lam, sigma, "buckling")), rtol=1e-9, atol=1e-10 * norm2(a))
+    assert np.linalg.norm(a @ v - m @ v * w, axis=0).max() < 1e-8 * norm2(a) * max(1.0, np.abs(w).max())
 
 
 # ---------------------------------------------------------------------------
