@@ -616,11 +616,11 @@ def eigsh(
         (1/lambda) A x, eigenvectors A-orthonormal), or A symmetric without
         M or with M positive definite (solved as A x = lambda M x,
         eigenvectors M-orthonormal; A-orthonormal without M when A is
-        definite); 'cayley' nu =
-        (lambda + sigma)/(lambda - sigma), M positive definite. Every kind of
-        A and M; solves for the eigenvalues nearest the pole of nu (and its
-        zero, for 'SM' in 'cayley') and at the ends of the spectrum, with
-        twice as many pairs each round, until the selected set is certain.
+        definite); 'cayley' nu = (lambda + sigma)/(lambda - sigma), M
+        positive definite. Every kind of A and M; solves for the eigenvalues
+        nearest the pole of nu (and its zero, for 'SM' in 'cayley') and at
+        the ends of the spectrum, with twice as many pairs each round, until
+        the selected set is certain.
     rng : None, int, numpy.random.Generator or RandomState, optional
         The random start vectors. An int is the seed; a Generator or
         RandomState (or a SeedSequence, a BitGenerator) gives the seed by
