@@ -293,10 +293,14 @@ def _dense_eigh(A, M, vectors, return_stats, t0):
     if return_stats:
         mv = v if m is None else m @ v
         rn = _np.linalg.norm(a @ v - mv * w, axis=0)
-        zero = dict.fromkeys(("numOuterIterations", "numRestarts", "numMatvecs", "numPreconds", "numInnerSteps"), 0)
-        out = out + (
-            dict(zero, method="scipy.linalg.eigh", elapsedTime=_time.perf_counter() - t0, rnorms=rn, converged=_np.ones(len(w), dtype=bool)),
+        stats = dict.fromkeys(("numOuterIterations", "numRestarts", "numMatvecs", "numPreconds", "numInnerSteps"), 0)
+        stats.update(
+            method="scipy.linalg.eigh",
+            elapsedTime=_time.perf_counter() - t0,
+            rnorms=rn,
+            converged=_np.ones(len(w), dtype=bool),
         )
+        out = out + (stats,)
     return out if len(out) > 1 else out[0]
 
 
