@@ -304,7 +304,9 @@ pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
 pub use solution::{InnerStops, IterationEvent, PhaseSeconds, Solution, Stats};
 pub use solver::Solver;
-pub use svd::{svds, SvdError, SvdParams, SvdSolution, SvdWhich};
+pub use svd::{
+    svds, svds_operator, CsrPair, RectOperator, SvdError, SvdParams, SvdSolution, SvdWhich,
+};
 
 /// What a user of the library needs, in one `use jdmg::prelude::*;`: the entry
 /// points, the parameters and results, the operator and preconditioner traits

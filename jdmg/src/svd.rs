@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dense::{dot, norm, sym_eig};
 use crate::error::JdError;
-use crate::params::{ConvTest, JdParams, PrecondChoice, Target};
+use crate::params::{ConvTest, InnerSolver, JdParams, PrecondChoice, Target};
 use crate::solution::Solution;
 use crate::{Problem, Solver};
 
@@ -161,71 +161,173 @@ pub enum SvdError {
     },
 }
 
-/// C = AᵀA for a tall A (stored with its transpose), applied as Aᵀ(A x).
-struct Normal<'a> {
+/// A rectangular operator for [`svds_operator`]: products with A and Aᵀ on
+/// blocks of column-major vectors, into caller-owned buffers.
+pub trait RectOperator: Sync {
+    /// Rows of A.
+    fn nrows(&self) -> usize;
+    /// Columns of A.
+    fn ncols(&self) -> usize;
+    /// `y = A x` for `k` vectors (`x`: ncols·k values, `y`: nrows·k).
+    fn apply(&self, x: &[f64], y: &mut [f64], k: usize);
+    /// `y = Aᵀ x` for `k` vectors (`x`: nrows·k values, `y`: ncols·k).
+    fn apply_transpose(&self, x: &[f64], y: &mut [f64], k: usize);
+    /// The squared norms of the columns of A (the diagonal of AᵀA), when
+    /// cheap: the normal equations' preconditioner. Default None.
+    fn column_norms2(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// The squared norms of the rows of A (the diagonal of AAᵀ). Default None.
+    fn row_norms2(&self) -> Option<Vec<f64>> {
+        None
+    }
+}
+
+/// A sparse matrix with its transpose, as a [`RectOperator`].
+pub struct CsrPair<'a> {
     a: &'a CsrMatrix,
-    at: &'a CsrMatrix,
+    at: CsrMatrix,
+}
+
+impl<'a> CsrPair<'a> {
+    /// Stores the transpose of `a` beside it.
+    pub fn new(a: &'a CsrMatrix) -> Self {
+        Self {
+            a,
+            at: a.transpose(),
+        }
+    }
+}
+
+/// Squared norms of the rows of `a`.
+fn rows_norms2(a: &CsrMatrix) -> Vec<f64> {
+    (0..a.nrows())
+        .map(|r| a.row(r).1.iter().map(|x| x * x).sum())
+        .collect()
+}
+
+impl RectOperator for CsrPair<'_> {
+    fn nrows(&self) -> usize {
+        self.a.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.a.ncols()
+    }
+    fn apply(&self, x: &[f64], y: &mut [f64], k: usize) {
+        spmv_block(self.a, x, y, k);
+    }
+    fn apply_transpose(&self, x: &[f64], y: &mut [f64], k: usize) {
+        spmv_block(&self.at, x, y, k);
+    }
+    fn column_norms2(&self) -> Option<Vec<f64>> {
+        Some(rows_norms2(&self.at))
+    }
+    fn row_norms2(&self) -> Option<Vec<f64>> {
+        Some(rows_norms2(self.a))
+    }
+}
+
+/// The operator seen tall: `a` applies the m × n factor with m ≥ n (Aᵀ when
+/// the caller's A is wide: `swapped`).
+struct Oriented<'a> {
+    op: &'a dyn RectOperator,
+    swapped: bool,
+}
+
+impl<'a> Oriented<'a> {
+    fn new(op: &'a dyn RectOperator) -> Self {
+        Self {
+            op,
+            swapped: op.nrows() < op.ncols(),
+        }
+    }
+    fn m(&self) -> usize {
+        if self.swapped {
+            self.op.ncols()
+        } else {
+            self.op.nrows()
+        }
+    }
+    fn n(&self) -> usize {
+        if self.swapped {
+            self.op.nrows()
+        } else {
+            self.op.ncols()
+        }
+    }
+    /// `y = A x` with the tall A.
+    fn a(&self, x: &[f64], y: &mut [f64], k: usize) {
+        if self.swapped {
+            self.op.apply_transpose(x, y, k)
+        } else {
+            self.op.apply(x, y, k)
+        }
+    }
+    /// `y = Aᵀ x` with the tall A.
+    fn at(&self, x: &[f64], y: &mut [f64], k: usize) {
+        if self.swapped {
+            self.op.apply(x, y, k)
+        } else {
+            self.op.apply_transpose(x, y, k)
+        }
+    }
+    /// diag(AᵀA) of the tall A, when the operator gives it.
+    fn normal_diagonal(&self) -> Option<Vec<f64>> {
+        if self.swapped {
+            self.op.row_norms2()
+        } else {
+            self.op.column_norms2()
+        }
+    }
+}
+
+/// C = AᵀA of the tall A, applied as Aᵀ(A x).
+struct Normal<'a> {
+    o: &'a Oriented<'a>,
     scratch: Mutex<Vec<f64>>,
+}
+
+impl<'a> Normal<'a> {
+    fn new(o: &'a Oriented<'a>) -> Self {
+        Self {
+            o,
+            scratch: Mutex::new(Vec::new()),
+        }
+    }
 }
 
 impl Operator for Normal<'_> {
     fn nrows(&self) -> usize {
-        self.a.ncols()
+        self.o.n()
     }
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
         let mut s = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let m = self.a.nrows();
+        let m = self.o.m();
         if s.len() < m * k {
             s.resize(m * k, 0.0);
         }
-        spmv_block(self.a, x, &mut s[..m * k], k);
-        spmv_block(self.at, &s[..m * k], y, k);
+        self.o.a(x, &mut s[..m * k], k);
+        self.o.at(&s[..m * k], y, k);
     }
 }
 
-/// B = [0 A; Aᵀ 0] on vectors [u; v].
+/// B = [0 A; Aᵀ 0] on vectors [u; v], A the tall one.
 struct Augmented<'a> {
-    a: &'a CsrMatrix,
-    at: &'a CsrMatrix,
+    o: &'a Oriented<'a>,
 }
 
 impl Operator for Augmented<'_> {
     fn nrows(&self) -> usize {
-        self.a.nrows() + self.a.ncols()
+        self.o.m() + self.o.n()
     }
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
-        let (m, len) = (self.a.nrows(), self.nrows());
+        let (m, len) = (self.o.m(), self.nrows());
         for c in 0..k {
             let (xu, xv) = x[c * len..(c + 1) * len].split_at(m);
             let (yu, yv) = y[c * len..(c + 1) * len].split_at_mut(m);
-            spmv_block(self.a, xv, yu, 1);
-            spmv_block(self.at, xu, yv, 1);
+            self.o.a(xv, yu, 1);
+            self.o.at(xu, yv, 1);
         }
-    }
-}
-
-/// A tall matrix and its transpose: `tall` has at least as many rows as
-/// columns; `swapped` when it is the transpose of the caller's A.
-struct Oriented {
-    tall: CsrMatrix,
-    tall_t: CsrMatrix,
-    swapped: bool,
-}
-
-impl Oriented {
-    fn new(a: &CsrMatrix) -> Self {
-        let at = a.transpose();
-        if a.nrows() >= a.ncols() {
-            Self { tall: a.clone(), tall_t: at, swapped: false }
-        } else {
-            Self { tall: at, tall_t: a.clone(), swapped: true }
-        }
-    }
-    fn m(&self) -> usize {
-        self.tall.nrows()
-    }
-    fn n(&self) -> usize {
-        self.tall.ncols()
     }
 }
 
@@ -241,6 +343,18 @@ impl Oriented {
 /// for the tolerance (σ = 0 of a rank-deficient A has no left vector from
 /// stage 1).
 pub fn svds(a: &CsrMatrix, params: &SvdParams) -> Result<SvdSolution, SvdError> {
+    if a.data().iter().any(|x| !x.is_finite()) {
+        return Err(JdError::NonFinite("the matrix").into());
+    }
+    svds_operator(&CsrPair::new(a), params)
+}
+
+/// [`svds`] of an operator given by its products with A and Aᵀ (matrix-free).
+/// Without [`RectOperator::column_norms2`] stage 1 runs unpreconditioned.
+///
+/// # Errors
+/// As [`svds`]; a non-finite product shows as `NonFinite`.
+pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolution, SvdError> {
     let t0 = std::time::Instant::now();
     check(a, params)?;
     let o = Oriented::new(a);
@@ -269,8 +383,16 @@ pub fn svds(a: &CsrMatrix, params: &SvdParams) -> Result<SvdSolution, SvdError> 
         vals[j] = left_from_right(&o, &vs[j * n..(j + 1) * n], &mut us[j * m..(j + 1) * m]);
     }
     let limit = params.tol * anorm;
-    let mut res: Vec<f64> =
-        (0..nsv).map(|j| triplet_residual(&o, vals[j], &us[j * m..(j + 1) * m], &vs[j * n..(j + 1) * n])).collect();
+    let mut res: Vec<f64> = (0..nsv)
+        .map(|j| {
+            triplet_residual(
+                &o,
+                vals[j],
+                &us[j * m..(j + 1) * m],
+                &vs[j * n..(j + 1) * n],
+            )
+        })
+        .collect();
     let mut done: Vec<bool> = res.iter().map(|&r| r <= limit).collect();
     let order = target_order(&vals, params.which);
     for &j in &order {
@@ -294,7 +416,10 @@ pub fn svds(a: &CsrMatrix, params: &SvdParams) -> Result<SvdSolution, SvdError> 
     stats.wall_seconds = t0.elapsed().as_secs_f64();
     let order = target_order(&vals, params.which);
     let pick = |src: &[f64], len: usize| -> Vec<f64> {
-        order.iter().flat_map(|&j| src[j * len..(j + 1) * len].iter().copied()).collect()
+        order
+            .iter()
+            .flat_map(|&j| src[j * len..(j + 1) * len].iter().copied())
+            .collect()
     };
     let (u, v) = (pick(&us, m), pick(&vs, n));
     let (u, v) = if o.swapped { (v, u) } else { (u, v) };
@@ -309,35 +434,49 @@ pub fn svds(a: &CsrMatrix, params: &SvdParams) -> Result<SvdSolution, SvdError> 
         stats,
     };
     if sol.nconverged() < sol.values.len() {
-        return Err(SvdError::NotConverged { wanted: params.nsv, partial: Box::new(sol) });
+        return Err(SvdError::NotConverged {
+            wanted: params.nsv,
+            partial: Box::new(sol),
+        });
     }
     Ok(sol)
 }
 
-fn check(a: &CsrMatrix, p: &SvdParams) -> Result<(), JdError> {
+fn check(a: &dyn RectOperator, p: &SvdParams) -> Result<(), JdError> {
     let small = a.nrows().min(a.ncols());
     if small == 0 {
-        return Err(JdError::invalid("matrix", format!("A is {} x {}: empty", a.nrows(), a.ncols())));
+        return Err(JdError::invalid(
+            "matrix",
+            format!("A is {} x {}: empty", a.nrows(), a.ncols()),
+        ));
     }
     if p.nsv == 0 || p.nsv > small {
         return Err(JdError::invalid(
             "nsv",
-            format!("nsv must be in 1..={small} (the smaller side of a {} x {} matrix), got {}", a.nrows(), a.ncols(), p.nsv),
+            format!(
+                "nsv must be in 1..={small} (the smaller side of a {} x {} matrix), got {}",
+                a.nrows(),
+                a.ncols(),
+                p.nsv
+            ),
         ));
     }
     if !(p.tol > 0.0 && p.tol < 1.0) {
-        return Err(JdError::invalid("tol", format!("tol must be in (0, 1), got {}", p.tol)));
+        return Err(JdError::invalid(
+            "tol",
+            format!("tol must be in (0, 1), got {}", p.tol),
+        ));
     }
     if let Some(x) = p.anorm {
         if !(x.is_finite() && x > 0.0) {
-            return Err(JdError::invalid("anorm", format!("anorm must be positive and finite, got {x}")));
+            return Err(JdError::invalid(
+                "anorm",
+                format!("anorm must be positive and finite, got {x}"),
+            ));
         }
     }
     if p.threads == 0 {
         return Err(JdError::invalid("threads", "threads must be at least 1"));
-    }
-    if a.data().iter().any(|x| !x.is_finite()) {
-        return Err(JdError::NonFinite("the matrix"));
     }
     Ok(())
 }
@@ -359,7 +498,7 @@ fn target_order(vals: &[f64], which: SvdWhich) -> Vec<usize> {
 fn norm_estimate(o: &Oriented, seed: u64) -> (f64, u64) {
     let n = o.n();
     let steps = n.min(30);
-    let op = Normal { a: &o.tall, at: &o.tall_t, scratch: Mutex::new(Vec::new()) };
+    let op = Normal::new(o);
     let mut q = vec![0.0; n * steps];
     let mut cq = vec![0.0; n * steps];
     crate::random::fill(&mut q[..n], seed, 0, 0);
@@ -383,7 +522,9 @@ fn norm_estimate(o: &Oriented, seed: u64) -> (f64, u64) {
         for _ in 0..2 {
             for i in 0..=j {
                 let c = dot(&head[i * n..(i + 1) * n], w);
-                w.iter_mut().zip(&head[i * n..(i + 1) * n]).for_each(|(w, q)| *w -= c * q);
+                w.iter_mut()
+                    .zip(&head[i * n..(i + 1) * n])
+                    .for_each(|(w, q)| *w -= c * q);
             }
         }
         if norm(w) <= 1e-12 * before {
@@ -410,13 +551,22 @@ fn eigen_solve<A: Operator + ?Sized>(
 ) -> Result<Solution, JdError> {
     match Solver::problem(pb, jd).run() {
         Ok(sol) => Ok(sol),
-        Err(JdError::NotConverged { partial, .. }) | Err(JdError::Stopped { partial, .. }) => Ok(*partial),
+        Err(JdError::NotConverged { partial, .. }) | Err(JdError::Stopped { partial, .. }) => {
+            Ok(*partial)
+        }
         Err(e) => Err(e),
     }
 }
 
-/// The settings of every eigen-solve of an SVD.
-fn eigen_params(params: &SvdParams, nev: usize, target: Target, conv: ConvTest, tol: f64) -> JdParams {
+/// The settings of every eigen-solve of an SVD: JDQMR inner solves (a fixed
+/// choice, not one by measured time, so the same call gives the same result).
+fn eigen_params(
+    params: &SvdParams,
+    nev: usize,
+    target: Target,
+    conv: ConvTest,
+    tol: f64,
+) -> JdParams {
     JdParams {
         nev,
         target,
@@ -425,6 +575,7 @@ fn eigen_params(params: &SvdParams, nev: usize, target: Target, conv: ConvTest, 
         seed: params.seed,
         threads: params.threads,
         max_matvecs: params.max_products,
+        inner_solver: InnerSolver::Qmrs,
         ..JdParams::default()
     }
 }
@@ -441,34 +592,46 @@ fn stage1(
     stats: &mut SvdStats,
 ) -> Result<(Vec<f64>, Vec<f64>), JdError> {
     let n = o.n();
-    let op = Normal { a: &o.tall, at: &o.tall_t, scratch: Mutex::new(Vec::new()) };
-    let diag: Vec<f64> = (0..n).map(|c| o.tall_t.row(c).1.iter().map(|x| x * x).sum()).collect();
+    let op = Normal::new(o);
+    let diag = o
+        .normal_diagonal()
+        .filter(|d| d.len() == n && d.iter().all(|x| x.is_finite()));
     let comm = SelfComm::new();
-    let pb = Problem::new(&op, &comm)?.with_diagonal(&diag)?;
+    let mut pb = Problem::new(&op, &comm)?;
+    if let Some(d) = &diag {
+        pb = pb.with_diagonal(d)?;
+    }
     let target = match params.which {
         SvdWhich::Largest => Target::Largest,
         SvdWhich::Smallest => Target::Smallest,
     };
-    let mut jd = eigen_params(params, params.nsv, target, ConvTest::Sqrt, params.tol * anorm);
+    let mut jd = eigen_params(
+        params,
+        params.nsv,
+        target,
+        ConvTest::Sqrt,
+        params.tol * anorm,
+    );
     jd.anorm = Some(anorm * anorm);
-    jd.precond = PrecondChoice::Jacobi;
-    if let Ok(x) = std::env::var("SVD_EXP1") {
-        let mut v: serde_json::Value = serde_json::to_value(&jd).unwrap();
-        let patch: serde_json::Value = serde_json::from_str(&x).unwrap();
-        for (k, val) in patch.as_object().unwrap() { v[k] = val.clone(); }
-        jd = serde_json::from_value(v).unwrap();
-    }
+    jd.precond = if diag.is_some() {
+        PrecondChoice::Jacobi
+    } else {
+        PrecondChoice::None
+    };
     let sol = eigen_solve(&pb, &jd)?;
     stats.stage1_products += sol.stats.matvecs;
     stats.outer_iterations += sol.stats.outer_iterations;
     let k = sol.eigenvalues.len().min(params.nsv);
-    let sigma = sol.eigenvalues[..k].iter().map(|l| l.max(0.0).sqrt()).collect();
+    let sigma = sol.eigenvalues[..k]
+        .iter()
+        .map(|l| l.max(0.0).sqrt())
+        .collect();
     Ok((sigma, sol.eigenvectors[..k * n].to_vec()))
 }
 
 /// u = Av/‖Av‖; returns σ = ‖Av‖ (u = 0 when Av = 0).
 fn left_from_right(o: &Oriented, v: &[f64], u: &mut [f64]) -> f64 {
-    spmv_block(&o.tall, v, u, 1);
+    o.a(v, u, 1);
     let s = norm(u);
     if s > 0.0 {
         u.iter_mut().for_each(|x| *x /= s);
@@ -480,10 +643,14 @@ fn left_from_right(o: &Oriented, v: &[f64], u: &mut [f64]) -> f64 {
 fn triplet_residual(o: &Oriented, sigma: f64, u: &[f64], v: &[f64]) -> f64 {
     let mut av = vec![0.0; o.m()];
     let mut atu = vec![0.0; o.n()];
-    spmv_block(&o.tall, v, &mut av, 1);
-    spmv_block(&o.tall_t, u, &mut atu, 1);
+    o.a(v, &mut av, 1);
+    o.at(u, &mut atu, 1);
     let r1: f64 = av.iter().zip(u).map(|(a, u)| (a - sigma * u).powi(2)).sum();
-    let r2: f64 = atu.iter().zip(v).map(|(a, v)| (a - sigma * v).powi(2)).sum();
+    let r2: f64 = atu
+        .iter()
+        .zip(v)
+        .map(|(a, v)| (a - sigma * v).powi(2))
+        .sum();
     (r1 + r2).sqrt()
 }
 
@@ -510,19 +677,24 @@ fn stage2(
         u.chain(vs[i * n..(i + 1) * n].iter().map(move |x| sign * h * x))
     };
     let x0: Vec<f64> = stacked(j, 1.0).collect();
-    let y: Vec<f64> = finals.iter().flat_map(|&i| stacked(i, 1.0).chain(stacked(i, -1.0))).collect();
-    let op = Augmented { a: &o.tall, at: &o.tall_t };
+    let y: Vec<f64> = finals
+        .iter()
+        .flat_map(|&i| stacked(i, 1.0).chain(stacked(i, -1.0)))
+        .collect();
+    let op = Augmented { o };
     let comm = SelfComm::new();
-    let pb = Problem::new(&op, &comm)?.with_initial(&x0)?.with_deflation(&y)?;
-    let mut jd = eigen_params(params, 1, Target::Closest(sigma0), ConvTest::Abs, 0.5 * params.tol * anorm);
+    let pb = Problem::new(&op, &comm)?
+        .with_initial(&x0)?
+        .with_deflation(&y)?;
+    let mut jd = eigen_params(
+        params,
+        1,
+        Target::Closest(sigma0),
+        ConvTest::Abs,
+        0.5 * params.tol * anorm,
+    );
     jd.anorm = Some(anorm);
     jd.precond = PrecondChoice::None;
-    if let Ok(x) = std::env::var("SVD_EXP2") {
-        let mut v: serde_json::Value = serde_json::to_value(&jd).unwrap();
-        let patch: serde_json::Value = serde_json::from_str(&x).unwrap();
-        for (k, val) in patch.as_object().unwrap() { v[k] = val.clone(); }
-        jd = serde_json::from_value(v).unwrap();
-    }
     let sol = eigen_solve(&pb, &jd)?;
     stats.stage2_products += sol.stats.matvecs;
     stats.outer_iterations += sol.stats.outer_iterations;
@@ -538,7 +710,7 @@ fn stage2(
     let u: Vec<f64> = u.iter().map(|x| x / nu).collect();
     let mut v: Vec<f64> = v.iter().map(|x| x / nv).collect();
     let mut av = vec![0.0; m];
-    spmv_block(&o.tall, &v, &mut av, 1);
+    o.a(&v, &mut av, 1);
     let mut sigma = dot(&u, &av);
     if sigma < 0.0 {
         sigma = -sigma;

@@ -16,10 +16,21 @@ fn audit(a: &CsrMatrix, s: &SvdSolution) -> (f64, f64, f64) {
         let (mut av, mut atu) = (vec![0.0; m], vec![0.0; n]);
         a.mul_vec(v, &mut av);
         at.mul_vec(u, &mut atu);
-        let r: f64 = av.iter().zip(u).map(|(x, u)| (x - sigma * u).powi(2)).sum::<f64>()
-            + atu.iter().zip(v).map(|(x, v)| (x - sigma * v).powi(2)).sum::<f64>();
+        let r: f64 = av
+            .iter()
+            .zip(u)
+            .map(|(x, u)| (x - sigma * u).powi(2))
+            .sum::<f64>()
+            + atu
+                .iter()
+                .zip(v)
+                .map(|(x, v)| (x - sigma * v).powi(2))
+                .sum::<f64>();
         worst = worst.max(r.sqrt());
-        assert!((r.sqrt() - s.residual_norms[j]).abs() <= 1e-12 + 1e-6 * r.sqrt(), "reported residual");
+        assert!(
+            (r.sqrt() - s.residual_norms[j]).abs() <= 1e-12 + 1e-6 * r.sqrt(),
+            "reported residual"
+        );
     }
     let ortho = |x: &[f64], len: usize| {
         let mut e: f64 = 0.0;
@@ -35,7 +46,12 @@ fn audit(a: &CsrMatrix, s: &SvdSolution) -> (f64, f64, f64) {
 }
 
 fn params(nsv: usize, which: SvdWhich, tol: f64) -> SvdParams {
-    SvdParams { nsv, which, tol, ..SvdParams::default() }
+    SvdParams {
+        nsv,
+        which,
+        tol,
+        ..SvdParams::default()
+    }
 }
 
 /// The wanted end of `all` (ascending), in target order.
@@ -46,16 +62,29 @@ fn wanted(all: &[f64], k: usize, which: SvdWhich) -> Vec<f64> {
     }
 }
 
-fn check(a: &CsrMatrix, truth: &[f64], nsv: usize, which: SvdWhich, tol: f64, anorm: f64) -> SvdSolution {
+fn check(
+    a: &CsrMatrix,
+    truth: &[f64],
+    nsv: usize,
+    which: SvdWhich,
+    tol: f64,
+    anorm: f64,
+) -> SvdSolution {
     let s = svds(a, &params(nsv, which, tol)).unwrap_or_else(|e| panic!("{which:?}: {e}"));
     assert_eq!(s.values.len(), nsv);
     assert!(s.converged.iter().all(|&c| c));
     for (got, want) in s.values.iter().zip(wanted(truth, nsv, which)) {
-        assert!((got - want).abs() <= 1e-8 * want.max(1e-3), "{which:?}: {got} vs {want}");
+        assert!(
+            (got - want).abs() <= 1e-8 * want.max(1e-3),
+            "{which:?}: {got} vs {want}"
+        );
     }
     let (res, ou, ov) = audit(a, &s);
     assert!(res <= tol * anorm * 1.0001, "{which:?}: residual {res:e}");
-    assert!(ou < 1e-8 && ov < 1e-8, "{which:?}: orthonormality {ou:e} {ov:e}");
+    assert!(
+        ou < 1e-8 && ov < 1e-8,
+        "{which:?}: orthonormality {ou:e} {ov:e}"
+    );
     s
 }
 
@@ -71,7 +100,10 @@ fn grid_gradient_both_ends_both_orientations() {
         assert_eq!(tall.stats.normal_side, "AtA");
         let wide = check(&at, &truth, 6, which, 1e-10, anorm);
         assert_eq!(wide.stats.normal_side, "AAt");
-        assert_eq!((wide.u.len(), wide.v.len()), (at.nrows() * 6, at.ncols() * 6));
+        assert_eq!(
+            (wide.u.len(), wide.v.len()),
+            (at.nrows() * 6, at.ncols() * 6)
+        );
     }
 }
 
@@ -84,7 +116,11 @@ fn smallest_of_an_ill_conditioned_matrix_are_refined_on_the_augmented_matrix() {
     let truth = g.singular_values();
     let anorm = *truth.last().unwrap();
     let s = check(&a, &truth, 4, SvdWhich::Smallest, 1e-9, anorm);
-    assert!((s.values[0] - 1e-5).abs() <= 1e-8 * 1e-5, "σ_min {}", s.values[0]);
+    assert!(
+        (s.values[0] - 1e-5).abs() <= 1e-8 * 1e-5,
+        "σ_min {}",
+        s.values[0]
+    );
     assert!(s.stats.refined >= 1, "stage 2 ran");
     assert!(s.stats.stage2_products > 0);
 }
@@ -93,7 +129,9 @@ fn smallest_of_an_ill_conditioned_matrix_are_refined_on_the_augmented_matrix() {
 fn random_sparse(m: usize, n: usize, per_row: usize, seed: u64) -> CsrMatrix {
     let mut state = seed;
     let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 33) as f64 / (1u64 << 31) as f64
     };
     let mut t = Vec::new();
@@ -134,10 +172,18 @@ fn bad_requests_are_errors_with_their_reason() {
         (params(0, SvdWhich::Largest, 1e-8), "nsv"),
         (params(a.ncols() + 1, SvdWhich::Largest, 1e-8), "nsv"),
         (params(2, SvdWhich::Largest, 0.0), "tol"),
-        (SvdParams { anorm: Some(-1.0), ..params(2, SvdWhich::Largest, 1e-8) }, "anorm"),
+        (
+            SvdParams {
+                anorm: Some(-1.0),
+                ..params(2, SvdWhich::Largest, 1e-8)
+            },
+            "anorm",
+        ),
     ] {
         match svds(&a, &p) {
-            Err(SvdError::Solve(jdmg::JdError::InvalidParams { field: f, .. })) => assert_eq!(f, field),
+            Err(SvdError::Solve(jdmg::JdError::InvalidParams { field: f, .. })) => {
+                assert_eq!(f, field)
+            }
             other => panic!("{field}: {other:?}"),
         }
     }
@@ -147,7 +193,10 @@ fn bad_requests_are_errors_with_their_reason() {
 fn a_spent_budget_returns_every_triplet_reached() {
     let g = GradSpec::parse("grad2d:30x30:0.01").unwrap();
     let a = g.matrix();
-    let p = SvdParams { max_products: 40, ..params(4, SvdWhich::Smallest, 1e-12) };
+    let p = SvdParams {
+        max_products: 40,
+        ..params(4, SvdWhich::Smallest, 1e-12)
+    };
     match svds(&a, &p) {
         Err(SvdError::NotConverged { wanted, partial }) => {
             assert_eq!(wanted, 4);
@@ -156,5 +205,65 @@ fn a_spent_budget_returns_every_triplet_reached() {
             assert!(partial.residual_norms.iter().all(|r| r.is_finite()));
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// The grid gradient applied without storing it (no column norms: stage 1
+/// runs unpreconditioned).
+struct FreeGradient {
+    a: CsrMatrix,
+    at: CsrMatrix,
+}
+
+impl jdmg::RectOperator for FreeGradient {
+    fn nrows(&self) -> usize {
+        self.a.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.a.ncols()
+    }
+    fn apply(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let (n, m) = (self.a.ncols(), self.a.nrows());
+        for c in 0..k {
+            self.a
+                .mul_vec(&x[c * n..(c + 1) * n], &mut y[c * m..(c + 1) * m]);
+        }
+    }
+    fn apply_transpose(&self, x: &[f64], y: &mut [f64], k: usize) {
+        let (n, m) = (self.a.ncols(), self.a.nrows());
+        for c in 0..k {
+            self.at
+                .mul_vec(&x[c * m..(c + 1) * m], &mut y[c * n..(c + 1) * n]);
+        }
+    }
+}
+
+#[test]
+fn matrix_free_operator_gives_the_same_triplets() {
+    let g = GradSpec::parse("grad2d:9x13:0.2").unwrap();
+    let a = g.matrix();
+    let truth = g.singular_values();
+    for op in [
+        FreeGradient {
+            a: a.clone(),
+            at: a.transpose(),
+        },
+        FreeGradient {
+            a: a.transpose(),
+            at: a.clone(),
+        },
+    ] {
+        for which in [SvdWhich::Largest, SvdWhich::Smallest] {
+            let s = jdmg::svds_operator(&op, &params(4, which, 1e-10)).unwrap();
+            for (got, want) in s.values.iter().zip(wanted(&truth, 4, which)) {
+                assert!(
+                    (got - want).abs() <= 1e-8 * want,
+                    "{which:?}: {got} vs {want}"
+                );
+            }
+            let (res, ou, ov) = audit(&op.a, &s);
+            assert!(res <= 1e-10 * truth.last().unwrap() * 1.0001);
+            assert!(ou < 1e-8 && ov < 1e-8);
+        }
     }
 }

@@ -116,7 +116,13 @@ pub fn svd_cmd(a: &SvdArgs) -> Result<(), Fail> {
         write_column_major(pv, &sol.v)?;
     }
     let text = if a.json {
-        let r = Report { input: &a.input, which: params.which, tol: a.tol, converged_all: converged, solution: &sol };
+        let r = Report {
+            input: &a.input,
+            which: params.which,
+            tol: a.tol,
+            converged_all: converged,
+            solution: &sol,
+        };
         serde_json::to_string(&r).map_err(|e| (EXIT_BAD_INPUT, e))? + "\n"
     } else {
         text_report(&sol, &params, a.verbose)
@@ -152,8 +158,18 @@ fn text_report(s: &SvdSolution, p: &SvdParams, verbose: bool) -> String {
         p.tol,
         p.tol * s.stats.anorm
     );
-    let _ = writeln!(out, "{:>4}  {:>24}  {:>10}  converged", "j", "sigma", "residual");
-    for (j, ((v, r), c)) in s.values.iter().zip(&s.residual_norms).zip(&s.converged).enumerate() {
+    let _ = writeln!(
+        out,
+        "{:>4}  {:>24}  {:>10}  converged",
+        "j", "sigma", "residual"
+    );
+    for (j, ((v, r), c)) in s
+        .values
+        .iter()
+        .zip(&s.residual_norms)
+        .zip(&s.converged)
+        .enumerate()
+    {
         let _ = writeln!(out, "{j:>4}  {v:>24.16e}  {r:>10.3e}  {c}");
     }
     let st = &s.stats;
