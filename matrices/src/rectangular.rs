@@ -28,18 +28,28 @@ impl GradSpec {
     /// [`GenError::Parse`] for another syntax; [`GenError::Invalid`] for a zero
     /// size, a grid of one point, or an alpha that is negative or not finite.
     pub fn parse(spec: &str) -> Result<Self, GenError> {
-        let bad = |reason: &str| GenError::Parse { spec: spec.to_string(), reason: reason.to_string() };
+        let bad = |reason: &str| GenError::Parse {
+            spec: spec.to_string(),
+            reason: reason.to_string(),
+        };
         let mut parts = spec.split(':');
         let axes = match parts.next() {
             Some("grad2d") => 2,
             Some("grad3d") => 3,
-            _ => return Err(bad("expected grad2d:N[xM][:alpha] or grad3d:N[xMxK][:alpha]")),
+            _ => {
+                return Err(bad(
+                    "expected grad2d:N[xM][:alpha] or grad3d:N[xMxK][:alpha]",
+                ))
+            }
         };
         let sizes: Vec<usize> = parts
             .next()
             .ok_or_else(|| bad("missing the grid size"))?
             .split('x')
-            .map(|s| s.parse::<usize>().map_err(|_| bad("grid sizes are positive integers")))
+            .map(|s| {
+                s.parse::<usize>()
+                    .map_err(|_| bad("grid sizes are positive integers"))
+            })
             .collect::<Result<_, _>>()?;
         let dims = match (axes, sizes.as_slice()) {
             (2, [n]) => [*n, *n, 1],
@@ -55,7 +65,10 @@ impl GradSpec {
         if parts.next().is_some() {
             return Err(bad("too many fields"));
         }
-        let invalid = |reason: String| GenError::Invalid { spec: spec.to_string(), reason };
+        let invalid = |reason: String| GenError::Invalid {
+            spec: spec.to_string(),
+            reason,
+        };
         if dims.contains(&0) {
             return Err(invalid("grid sizes must be at least 1".into()));
         }
@@ -63,12 +76,18 @@ impl GradSpec {
             return Err(invalid("the grid needs at least two points".into()));
         }
         if !(alpha.is_finite() && alpha >= 0.0) {
-            return Err(invalid(format!("alpha must be finite and >= 0, got {alpha}")));
+            return Err(invalid(format!(
+                "alpha must be finite and >= 0, got {alpha}"
+            )));
         }
         let limit = u32::MAX as u128;
         let rows = dims.iter().map(|&d| d as u128).product::<u128>() * 4;
         if rows > limit {
-            return Err(GenError::TooLarge { spec: spec.to_string(), rows, limit: u32::MAX as u64 });
+            return Err(GenError::TooLarge {
+                spec: spec.to_string(),
+                rows,
+                limit: u32::MAX as u64,
+            });
         }
         Ok(Self { dims, alpha })
     }
@@ -121,7 +140,9 @@ impl GradSpec {
     /// Every singular value, ascending (one per column).
     pub fn singular_values(&self) -> Vec<f64> {
         let axis = |n: usize| -> Vec<f64> {
-            (0..n).map(|j| 2.0 - 2.0 * (std::f64::consts::PI * j as f64 / n as f64).cos()).collect()
+            (0..n)
+                .map(|j| 2.0 - 2.0 * (std::f64::consts::PI * j as f64 / n as f64).cos())
+                .collect()
         };
         let [ea, eb, ec] = self.dims.map(axis);
         let mut s = Vec::with_capacity(self.ncols());
@@ -152,7 +173,15 @@ mod tests {
         assert_eq!(a.get(0, 0), -1.0);
         assert_eq!(a.get(0, 1), 1.0);
         assert_eq!(a.get(7, 0), 0.5);
-        for bad in ["grad2d", "grad2d:0", "grad2d:1", "grad4d:3", "grad2d:3:-1", "grad3d:2x2", "grad2d:3:1:2"] {
+        for bad in [
+            "grad2d",
+            "grad2d:0",
+            "grad2d:1",
+            "grad4d:3",
+            "grad2d:3:-1",
+            "grad3d:2x2",
+            "grad2d:3:1:2",
+        ] {
             assert!(GradSpec::parse(bad).is_err(), "{bad}");
         }
     }

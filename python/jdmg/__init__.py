@@ -23,7 +23,7 @@ import numpy as _np
 from . import _core
 from ._core import JdmgError
 
-__all__ = ["eigsh", "NoConvergence", "JdmgError"]
+__all__ = ["eigsh", "svds", "NoConvergence", "JdmgError"]
 __version__ = _core.__version__
 
 try:  # SciPy is optional: NoConvergence subclasses ArpackNoConvergence when it is there.
@@ -1042,3 +1042,6 @@ def eigsh(
     if return_stats:
         out = out + (stats,)
     return out if len(out) > 1 else out[0]
+
+
+from ._svds import svds  # noqa: E402  (uses the helpers above)

@@ -139,6 +139,17 @@ fn csr_matrix(
     indices: &[i64],
     data: &[f64],
 ) -> Result<CsrMatrix, JdError> {
+    csr_rect(n, n, indptr, indices, data)
+}
+
+/// The [`CsrMatrix`] of nrows × ncols CSR arrays (every invariant checked).
+fn csr_rect(
+    nrows: usize,
+    ncols: usize,
+    indptr: &[i64],
+    indices: &[i64],
+    data: &[f64],
+) -> Result<CsrMatrix, JdError> {
     let bad = |what: &str| JdError::invalid("matrix", format!("invalid CSR matrix: {what}"));
     let indptr = indptr
         .iter()
@@ -150,7 +161,7 @@ fn csr_matrix(
         .map(|&c| u32::try_from(c))
         .collect::<Result<Vec<u32>, _>>()
         .map_err(|_| bad("a column index out of range"))?;
-    CsrMatrix::new(n, n, indptr, indices, data.to_vec()).map_err(|e| bad(&e.to_string()))
+    CsrMatrix::new(nrows, ncols, indptr, indices, data.to_vec()).map_err(|e| bad(&e.to_string()))
 }
 
 /// Solves; returns `(status, eigenvalues, eigenvectors, converged,
@@ -476,6 +487,135 @@ fn solve_py<'py>(
     )
 }
 
+/// A Python callable `f(x, k) -> y` from `k` column-major vectors of `n_in`
+/// rows to `k` of `n_out` (flat float64 arrays). After a failure it returns
+/// NaN, which stops the solve (`NonFinite`); the stored exception is raised.
+fn call_rect(f: &Py<PyAny>, failure: &Failure, x: &[f64], y: &mut [f64], k: usize) {
+    if failure.failed() {
+        y.fill(f64::NAN);
+        return;
+    }
+    let r = Python::attach(|py| -> PyResult<()> {
+        let xa = PyArray1::from_slice(py, x);
+        let out = f.bind(py).call1((xa, k))?;
+        let ya: PyReadonlyArray1<f64> = out.extract()?;
+        let ys = ya.as_slice()?;
+        if ys.len() != y.len() {
+            return Err(PyValueError::new_err(format!(
+                "a callback returned {} values for {k} vectors of {} rows",
+                ys.len(),
+                y.len() / k.max(1)
+            )));
+        }
+        y.copy_from_slice(ys);
+        Ok(())
+    });
+    if let Err(e) = r {
+        y.fill(f64::NAN);
+        failure.set(e);
+    }
+}
+
+/// A = (matvec, rmatvec) as Python callables.
+struct RectCallbacks<'f> {
+    nrows: usize,
+    ncols: usize,
+    matvec: &'f Py<PyAny>,
+    rmatvec: &'f Py<PyAny>,
+    failure: &'f Failure,
+}
+
+impl jdmg::RectOperator for RectCallbacks<'_> {
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn apply(&self, x: &[f64], y: &mut [f64], k: usize) {
+        call_rect(self.matvec, self.failure, x, y, k)
+    }
+    fn apply_transpose(&self, x: &[f64], y: &mut [f64], k: usize) {
+        call_rect(self.rmatvec, self.failure, x, y, k)
+    }
+}
+
+/// Singular triplets; returns `(status, values, u, v, converged,
+/// residual_norms, stats_json)`: status 0 converged, 1 not (the triplets
+/// reached). Values in the library's target order; u (nrows·k) and v
+/// (ncols·k) column-major, empty when `vectors` is false. Runs without the
+/// GIL.
+#[pyfunction(name = "svds")]
+#[pyo3(signature = (nrows, ncols, params_json, indptr=None, indices=None, data=None, matvec=None, rmatvec=None, vectors=true))]
+#[allow(clippy::too_many_arguments)]
+fn svds_py<'py>(
+    py: Python<'py>,
+    nrows: usize,
+    ncols: usize,
+    params_json: &str,
+    indptr: Option<PyReadonlyArray1<'py, i64>>,
+    indices: Option<PyReadonlyArray1<'py, i64>>,
+    data: Option<PyReadonlyArray1<'py, f64>>,
+    matvec: Option<Py<PyAny>>,
+    rmatvec: Option<Py<PyAny>>,
+    vectors: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let params: jdmg::SvdParams = serde_json::from_str(params_json)
+        .map_err(|e| PyValueError::new_err(format!("invalid parameters: {e}")))?;
+    let csr = match (&indptr, &indices, &data) {
+        (Some(p), Some(i), Some(d)) => Some((p.as_slice()?, i.as_slice()?, d.as_slice()?)),
+        (None, None, None) => None,
+        _ => return Err(PyValueError::new_err("give all three CSR arrays")),
+    };
+    let failure = Failure::default();
+    let result = py.detach(|| match (csr, &matvec, &rmatvec) {
+        (Some((p, i, d)), None, None) => {
+            let a = csr_rect(nrows, ncols, p, i, d)?;
+            jdmg::svds(&a, &params)
+        }
+        (None, Some(mv), Some(rmv)) => {
+            let op = RectCallbacks {
+                nrows,
+                ncols,
+                matvec: mv,
+                rmatvec: rmv,
+                failure: &failure,
+            };
+            jdmg::svds_operator(&op, &params)
+        }
+        _ => Err(
+            JdError::invalid("matrix", "give either the CSR arrays or matvec and rmatvec").into(),
+        ),
+    });
+    if let Some(e) = failure.take() {
+        return Err(e);
+    }
+    let (status, sol) = match result {
+        Ok(s) => (0u8, s),
+        Err(jdmg::SvdError::NotConverged { partial, .. }) => (1, *partial),
+        Err(jdmg::SvdError::Solve(e)) => return Err(to_py(e)),
+    };
+    let stats = serde_json::to_string(&sol.stats)
+        .map_err(|e| JdmgError::new_err(format!("statistics: {e}")))?;
+    let (u, v) = if vectors {
+        (sol.u, sol.v)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    PyTuple::new(
+        py,
+        [
+            status.into_pyobject(py)?.into_any(),
+            PyArray1::from_vec(py, sol.values).into_any(),
+            PyArray1::from_vec(py, u).into_any(),
+            PyArray1::from_vec(py, v).into_any(),
+            PyArray1::from_vec(py, sol.converged).into_any(),
+            PyArray1::from_vec(py, sol.residual_norms).into_any(),
+            stats.into_pyobject(py)?.into_any(),
+        ],
+    )
+}
+
 /// The library's default parameters, as JSON (the Python side documents and
 /// checks its keyword arguments against them).
 #[pyfunction]
@@ -487,6 +627,7 @@ fn default_params() -> PyResult<String> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve_py, m)?)?;
+    m.add_function(wrap_pyfunction!(svds_py, m)?)?;
     m.add_function(wrap_pyfunction!(default_params, m)?)?;
     m.add("JdmgError", m.py().get_type::<JdmgError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
