@@ -401,7 +401,7 @@ pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolu
         }
         let finals: Vec<usize> = order.iter().copied().filter(|&i| done[i]).collect();
         let refined = stage2(&o, params, anorm, vals[j], &us, &vs, j, &finals, &mut stats)?;
-        if let Some((sigma, u, v)) = refined {
+        if let Some(Triplet { sigma, u, v }) = refined {
             let r = triplet_residual(&o, sigma, &u, &v);
             if r < res[j] {
                 vals[j] = sigma;
@@ -654,6 +654,13 @@ fn triplet_residual(o: &Oriented, sigma: f64, u: &[f64], v: &[f64]) -> f64 {
     (r1 + r2).sqrt()
 }
 
+/// A singular triplet of the tall A: A v = σ u, Aᵀ u = σ v.
+struct Triplet {
+    sigma: f64,
+    u: Vec<f64>,
+    v: Vec<f64>,
+}
+
 /// Stage 2 for triplet `j`: the eigenpair of B = [0 A; Aᵀ 0] closest to
 /// `sigma0`, from [u_j; v_j]/√2, with [u_i; ±v_i]/√2 of the `finals`
 /// deflated, to ‖Bx − θx‖ ≤ tol·‖A‖/2. Returns (σ, u, v) with unit u, v and
@@ -669,7 +676,7 @@ fn stage2(
     j: usize,
     finals: &[usize],
     stats: &mut SvdStats,
-) -> Result<Option<(f64, Vec<f64>, Vec<f64>)>, JdError> {
+) -> Result<Option<Triplet>, JdError> {
     let (m, n) = (o.m(), o.n());
     let h = std::f64::consts::FRAC_1_SQRT_2;
     let stacked = |i: usize, sign: f64| {
@@ -716,5 +723,5 @@ fn stage2(
         sigma = -sigma;
         v.iter_mut().for_each(|x| *x = -*x);
     }
-    Ok(Some((sigma, u, v)))
+    Ok(Some(Triplet { sigma, u, v }))
 }
