@@ -63,6 +63,8 @@ pub struct SvdParams {
     pub seed: u64,
     /// Threads of the dense kernels of each eigen-solve. Default 1.
     pub threads: usize,
+    /// Block size of stage 1 (PRIMME's `maxBlockSize`). Default 0 = min(nsv, 8).
+    pub block: usize,
     /// Budget of products with A (each stage's solves stop there; products
     /// with Aᵀ are as many). Default 10⁷.
     pub max_products: u64,
@@ -77,6 +79,7 @@ impl Default for SvdParams {
             anorm: None,
             seed: 1,
             threads: 1,
+            block: 0,
             max_products: 10_000_000,
         }
     }
@@ -140,6 +143,9 @@ pub struct SvdStats {
     pub anorm: f64,
     /// The eigen-problem of stage 1: "AtA" or "AAt".
     pub normal_side: String,
+    /// Whether stage 1 applied AᵀA as a matrix formed once (cheaper than A
+    /// and Aᵀ in turn), not as Aᵀ(A x).
+    pub explicit_normal: bool,
     /// Wall-clock seconds.
     pub wall_seconds: f64,
 }
@@ -179,6 +185,13 @@ pub trait RectOperator: Sync {
     }
     /// The squared norms of the rows of A (the diagonal of AAᵀ). Default None.
     fn row_norms2(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// AᵀA (AAᵀ when `transpose`) as a sparse matrix, when a product with it
+    /// costs less than one with A and one with Aᵀ. Default None: stage 1
+    /// applies Aᵀ(A x).
+    fn normal_matrix(&self, transpose: bool) -> Option<CsrMatrix> {
+        let _ = transpose;
         None
     }
 }
@@ -225,6 +238,56 @@ impl RectOperator for CsrPair<'_> {
     fn row_norms2(&self) -> Option<Vec<f64>> {
         Some(rows_norms2(self.a))
     }
+    fn normal_matrix(&self, transpose: bool) -> Option<CsrMatrix> {
+        let (t, tt) = if transpose {
+            (&self.at, self.a)
+        } else {
+            (self.a, &self.at)
+        };
+        gram(t, tt)
+    }
+}
+
+/// TᵀT by Gustavson's row-by-row product (row i of TᵀT = Σ_k Tᵀ(i, k)·T(k, :)),
+/// given T and Tᵀ in CSR, or None when it would not pay: forming it costs
+/// Σ_k nnz(T(k, :))² multiplications, allowed up to 8·nnz(T), and it is kept
+/// only with fewer nonzeros than T and Tᵀ together.
+fn gram(t: &CsrMatrix, tt: &CsrMatrix) -> Option<CsrMatrix> {
+    let flops: usize = (0..t.nrows()).map(|k| t.row(k).0.len().pow(2)).sum();
+    if flops > 8 * t.nnz() {
+        return None;
+    }
+    let n = t.ncols();
+    let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
+    let mut acc = vec![0.0; n];
+    let mut mark = vec![usize::MAX; n];
+    let mut cols: Vec<u32> = Vec::new();
+    for i in 0..n {
+        cols.clear();
+        let (ks, vs) = tt.row(i);
+        for (&k, &tik) in ks.iter().zip(vs) {
+            let (js, ws) = t.row(k as usize);
+            for (&j, &w) in js.iter().zip(ws) {
+                let j = j as usize;
+                if mark[j] != i {
+                    mark[j] = i;
+                    acc[j] = 0.0;
+                    cols.push(j as u32);
+                }
+                acc[j] += tik * w;
+            }
+        }
+        cols.sort_unstable();
+        for &j in &cols {
+            indices.push(j);
+            data.push(acc[j as usize]);
+        }
+        indptr.push(indices.len());
+        if indices.len() >= 2 * t.nnz() {
+            return None;
+        }
+    }
+    Some(CsrMatrix::from_parts_unchecked(n, n, indptr, indices, data))
 }
 
 /// The operator seen tall: `a` applies the m × n factor with m ≥ n (Aᵀ when
@@ -279,6 +342,10 @@ impl<'a> Oriented<'a> {
             self.op.column_norms2()
         }
     }
+    /// AᵀA of the tall A as a matrix, when the operator gives it.
+    fn normal_matrix(&self) -> Option<CsrMatrix> {
+        self.op.normal_matrix(self.swapped)
+    }
 }
 
 /// C = AᵀA of the tall A, applied as Aᵀ(A x).
@@ -308,6 +375,45 @@ impl Operator for Normal<'_> {
         }
         self.o.a(x, &mut s[..m * k], k);
         self.o.at(&s[..m * k], y, k);
+    }
+}
+
+/// C = AᵀA of the tall A: the explicit matrix when the operator gives one
+/// ([`RectOperator::normal_matrix`]; products on `threads` threads), else
+/// Aᵀ(A x).
+enum NormalOp<'a> {
+    Explicit(precond::CsrOperator<'a>),
+    Implicit(Normal<'a>),
+}
+
+impl<'a> NormalOp<'a> {
+    fn new(
+        o: &'a Oriented<'a>,
+        explicit: Option<&'a CsrMatrix>,
+        threads: usize,
+    ) -> Result<Self, JdError> {
+        Ok(match explicit {
+            Some(c) => NormalOp::Explicit(
+                precond::CsrOperator::new(c, threads)
+                    .map_err(|e| JdError::invalid("threads", e))?,
+            ),
+            None => NormalOp::Implicit(Normal::new(o)),
+        })
+    }
+}
+
+impl Operator for NormalOp<'_> {
+    fn nrows(&self) -> usize {
+        match self {
+            NormalOp::Explicit(c) => c.nrows(),
+            NormalOp::Implicit(c) => c.nrows(),
+        }
+    }
+    fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
+        match self {
+            NormalOp::Explicit(c) => c.apply_block(x, y, k),
+            NormalOp::Implicit(c) => c.apply_block(x, y, k),
+        }
     }
 }
 
@@ -358,14 +464,17 @@ pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolu
     let t0 = std::time::Instant::now();
     check(a, params)?;
     let o = Oriented::new(a);
+    let explicit = o.normal_matrix();
+    let normal = NormalOp::new(&o, explicit.as_ref(), params.threads)?;
     let mut stats = SvdStats {
         normal_side: if o.swapped { "AAt" } else { "AtA" }.into(),
+        explicit_normal: explicit.is_some(),
         ..SvdStats::default()
     };
     let anorm = match params.anorm {
         Some(x) => x,
         None => {
-            let (est, products) = norm_estimate(&o, params.seed);
+            let (est, products) = norm_estimate(&normal, params.seed);
             stats.norm_products = products;
             if est > 0.0 {
                 est
@@ -375,7 +484,11 @@ pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolu
         }
     };
     stats.anorm = anorm;
-    let (mut vals, vs) = stage1(&o, params, anorm, &mut stats)?;
+    let diag = match &explicit {
+        Some(c) => Some(c.diagonal()),
+        None => o.normal_diagonal(),
+    };
+    let (mut vals, vs) = stage1(&normal, diag, params, anorm, &mut stats)?;
     let (m, n, nsv) = (o.m(), o.n(), vals.len());
     let mut us = vec![0.0; m * nsv];
     let mut vs = vs;
@@ -495,10 +608,9 @@ fn target_order(vals: &[f64], which: SvdWhich) -> Vec<usize> {
 /// ‖A‖₂ from 30 steps of Lanczos on C = AᵀA (full reorthogonalization), and
 /// the products with A it took: the largest eigenvalue of QᵀCQ approaches
 /// ‖A‖₂² from below, fast for the extreme end.
-fn norm_estimate(o: &Oriented, seed: u64) -> (f64, u64) {
-    let n = o.n();
+fn norm_estimate(op: &NormalOp, seed: u64) -> (f64, u64) {
+    let n = op.nrows();
     let steps = n.min(30);
-    let op = Normal::new(o);
     let mut q = vec![0.0; n * steps];
     let mut cq = vec![0.0; n * steps];
     crate::random::fill(&mut q[..n], seed, 0, 0);
@@ -586,18 +698,16 @@ fn eigen_params(
 /// floor of C ([`ConvTest::Sqrt`]); what the floor leaves short is stage
 /// 2's. Returns σ and V.
 fn stage1(
-    o: &Oriented,
+    op: &NormalOp,
+    diag: Option<Vec<f64>>,
     params: &SvdParams,
     anorm: f64,
     stats: &mut SvdStats,
 ) -> Result<(Vec<f64>, Vec<f64>), JdError> {
-    let n = o.n();
-    let op = Normal::new(o);
-    let diag = o
-        .normal_diagonal()
-        .filter(|d| d.len() == n && d.iter().all(|x| x.is_finite()));
+    let n = op.nrows();
+    let diag = diag.filter(|d| d.len() == n && d.iter().all(|x| x.is_finite()));
     let comm = SelfComm::new();
-    let mut pb = Problem::new(&op, &comm)?;
+    let mut pb = Problem::new(op, &comm)?;
     if let Some(d) = &diag {
         pb = pb.with_diagonal(d)?;
     }
@@ -613,6 +723,7 @@ fn stage1(
         params.tol * anorm,
     );
     jd.anorm = Some(anorm * anorm);
+    jd.block = params.block;
     jd.precond = if diag.is_some() {
         PrecondChoice::Jacobi
     } else {

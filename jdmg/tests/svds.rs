@@ -98,6 +98,7 @@ fn grid_gradient_both_ends_both_orientations() {
     for which in [SvdWhich::Largest, SvdWhich::Smallest] {
         let tall = check(&a, &truth, 6, which, 1e-10, anorm);
         assert_eq!(tall.stats.normal_side, "AtA");
+        assert!(tall.stats.explicit_normal, "AᵀA of a gradient is sparser than A and Aᵀ");
         let wide = check(&at, &truth, 6, which, 1e-10, anorm);
         assert_eq!(wide.stats.normal_side, "AAt");
         assert_eq!(
@@ -255,6 +256,7 @@ fn matrix_free_operator_gives_the_same_triplets() {
     ] {
         for which in [SvdWhich::Largest, SvdWhich::Smallest] {
             let s = jdmg::svds_operator(&op, &params(4, which, 1e-10)).unwrap();
+            assert!(!s.stats.explicit_normal);
             for (got, want) in s.values.iter().zip(wanted(&truth, 4, which)) {
                 assert!(
                     (got - want).abs() <= 1e-8 * want,

@@ -46,6 +46,9 @@ pub struct SvdArgs {
     /// Seed of the start vectors.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Block size of stage 1 (0: min(nsv, 8)).
+    #[arg(long, default_value_t = 0)]
+    pub block: usize,
     /// Budget of products with A.
     #[arg(long, default_value_t = 10_000_000)]
     pub max_products: u64,
@@ -104,6 +107,7 @@ pub fn svd_cmd(a: &SvdArgs) -> Result<(), Fail> {
         anorm: a.anorm,
         seed: a.seed,
         max_products: a.max_products,
+        block: a.block,
         ..SvdParams::default()
     };
     let (sol, converged) = match svds(&matrix, &params) {

@@ -281,3 +281,85 @@ fn which_takes_scipy_names() {
         assert!((got - want).abs() < 1e-8, "{which}: {got} vs {want}");
     }
 }
+
+#[test]
+fn svd_of_a_generated_gradient_matches_its_closed_form() {
+    let g = matrices::rectangular::GradSpec::parse("grad2d:16x11:0.1").unwrap();
+    let truth = g.singular_values();
+    for (which, want) in [
+        ("smallest", truth[..3].to_vec()),
+        ("LM", truth.iter().rev().take(3).copied().collect()),
+    ] {
+        let out = jdmg(&[
+            "svd",
+            "grad2d:16x11:0.1",
+            "-k",
+            "3",
+            "--which",
+            which,
+            "--tol",
+            "1e-10",
+            "--json",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        assert_eq!(v["nrows"], g.nrows());
+        assert_eq!(v["ncols"], g.ncols());
+        for (got, want) in v["values"].as_array().unwrap().iter().zip(&want) {
+            let got = got.as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-9 * want,
+                "{which}: {got} vs {want}"
+            );
+        }
+        let bound = 1e-10 * v["stats"]["anorm"].as_f64().unwrap();
+        assert!(v["residual_norms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r.as_f64().unwrap() <= bound));
+    }
+    let text = jdmg(&["svd", "grad2d:16x11:0.1", "-k", "2"]);
+    let s = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        s.contains("2 largest singular values of a 501 x 176 matrix"),
+        "{s}"
+    );
+    assert!(s.contains("2 of 2 converged"), "{s}");
+}
+
+#[test]
+fn svd_bad_input_exits_2_and_a_spent_budget_exits_3() {
+    for args in [
+        &["svd", "grad2d:0"][..],
+        &["svd", "grad2d:5x5:1", "-k", "26"],
+        &["svd", "/nonexistent.mtx"],
+        &["svd", "grad2d:5x5:1", "--tol", "0"],
+    ] {
+        let out = jdmg(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty());
+    }
+    let out = jdmg(&[
+        "svd",
+        "grad2d:30x30:0.01",
+        "-k",
+        "4",
+        "--which",
+        "smallest",
+        "--tol",
+        "1e-12",
+        "--max-products",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(v["converged_all"], false);
+    assert_eq!(v["values"].as_array().unwrap().len(), 4);
+}
