@@ -98,7 +98,10 @@ fn grid_gradient_both_ends_both_orientations() {
     for which in [SvdWhich::Largest, SvdWhich::Smallest] {
         let tall = check(&a, &truth, 6, which, 1e-10, anorm);
         assert_eq!(tall.stats.normal_side, "AtA");
-        assert!(tall.stats.explicit_normal, "AᵀA of a gradient is sparser than A and Aᵀ");
+        assert!(
+            tall.stats.explicit_normal,
+            "AᵀA of a gradient is sparser than A and Aᵀ"
+        );
         let wide = check(&at, &truth, 6, which, 1e-10, anorm);
         assert_eq!(wide.stats.normal_side, "AAt");
         assert_eq!(
