@@ -17,10 +17,15 @@
 //!    from stage 1's [u; v] and with the triplets already final (both signs)
 //!    deflated.
 //!
+//! Stage 1 takes each pair as far as its triplet needs, ‖Cv − σ²v‖ ≤
+//! tol·‖A‖·σ, or to C's rounding floor ([`ConvTest::Sqrt`]), so stage 2 runs
+//! only for the triplets that floor leaves short. C is formed once when a
+//! product with it is cheaper than one with A and one with Aᵀ
+//! ([`RectOperator::normal_matrix`]).
+//!
 //! A triplet converges when ‖Av − σu‖² + ‖Aᵀu − σv‖² ≤ (tol·‖A‖)², with ‖A‖
-//! given ([`SvdParams::anorm`]) or estimated (stage 1's σ₁ for the largest, a
-//! short Lanczos run on C for the smallest). The residuals reported are
-//! recomputed from the returned vectors.
+//! given ([`SvdParams::anorm`]) or estimated by a short Lanczos run on C. The
+//! residuals reported are recomputed from the returned vectors.
 
 use std::sync::Mutex;
 
@@ -61,7 +66,8 @@ pub struct SvdParams {
     pub anorm: Option<f64>,
     /// Seed of the start vectors. Default 1.
     pub seed: u64,
-    /// Threads of the dense kernels of each eigen-solve. Default 1.
+    /// Threads of the dense kernels of each eigen-solve and of the products
+    /// with C when it is formed. Default 1.
     pub threads: usize,
     /// Block size of stage 1 (PRIMME's `maxBlockSize`). Default 0 = min(nsv, 8).
     pub block: usize,
@@ -127,7 +133,8 @@ impl SvdSolution {
 /// What an SVD cost, by stage.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SvdStats {
-    /// Products with A (as many with Aᵀ), all stages.
+    /// Products with A (as many with Aᵀ; a product with a formed C counts as
+    /// one of each), all stages.
     pub products: u64,
     /// Products with A in the ‖A‖ estimate.
     pub norm_products: u64,
@@ -439,7 +446,7 @@ impl Operator for Augmented<'_> {
 
 /// The `nsv` largest or smallest singular triplets of `a` (any shape), in two
 /// stages (normal equations, then the augmented matrix; PRIMME_SVDS, Wu,
-/// Romero and Stathopoulos 2017, §3). Serial.
+/// Romero and Stathopoulos 2017, §3), on one process.
 ///
 /// # Errors
 /// [`SvdError::Solve`] with `InvalidParams` for `nsv` of 0 or above
@@ -546,7 +553,7 @@ pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolu
         ncols: a.ncols(),
         stats,
     };
-    if sol.nconverged() < sol.values.len() {
+    if sol.nconverged() < params.nsv {
         return Err(SvdError::NotConverged {
             wanted: params.nsv,
             partial: Box::new(sol),
