@@ -802,12 +802,65 @@ pub(crate) enum Wanted {
     Above,
 }
 
+/// [`run_scaled`] on a pencil whose M has a norm far from 1 (outside the
+/// internal scaling's range, e.g. M × 1e-300): M is multiplied by the power of
+/// two that brings ‖M‖₁ near 1 (exactly, no rounding), σ divided by it, and
+/// the result mapped back: λ = c·λ' and X = √c·X' (M-orthonormal for the
+/// user's M); the residuals ‖Kx − λMx‖/‖x‖ do not change.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_on_side<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    sigma: f64,
+    comm: &C,
+    params: &JdParams,
+    spaces: Spaces<'_>,
+    hooks: Hooks<'_>,
+    side: Wanted,
+    method: SliceMethod,
+) -> Result<Solution, JdError> {
+    let c = mass.map_or(1.0, |m| crate::scaling::scale_for(norm1(m)));
+    let (Some(m), false) = (mass, c == 1.0) else {
+        return run_scaled(k, mass, sigma, comm, params, spaces, hooks, side, method);
+    };
+    let mut ms = m.clone();
+    ms.data_mut().iter_mut().for_each(|v| *v *= c);
+    let back = |mut s: Solution| {
+        s.eigenvalues.iter_mut().for_each(|l| *l *= c);
+        let f = c.sqrt();
+        s.eigenvectors.iter_mut().for_each(|x| *x *= f);
+        s
+    };
+    match run_scaled(
+        k,
+        Some(&ms),
+        sigma / c,
+        comm,
+        params,
+        spaces,
+        hooks,
+        side,
+        method,
+    ) {
+        Ok(s) => Ok(back(s)),
+        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
+            wanted,
+            partial: Box::new(back(*partial)),
+        }),
+        Err(JdError::Stopped { wanted, partial }) => Err(JdError::Stopped {
+            wanted,
+            partial: Box::new(back(*partial)),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
 /// [`run`] for the eigenvalues on `side` of σ, by `method` on B: with
 /// `Lanczos`, a solve from no start vectors, without deflation vectors or
 /// checkpoints, runs block thick-restart Lanczos ([`crate::lanczos`]; the
 /// observer sees no iterations), the others the Davidson loop.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_on_side<C: Comm + ?Sized>(
+fn run_scaled<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     sigma: f64,

@@ -457,3 +457,49 @@ fn partial_results_carry_true_residuals() {
         );
     }
 }
+
+/// M scaled by 10^±100 to 10^±300: the eigenvalues scale by the inverse, the
+/// vectors stay M-orthonormal, and a positive definite M is never refused.
+#[test]
+fn mass_matrix_at_extreme_scales() {
+    let (k, m, ex) = pair("fem2d:8");
+    for scale in [1e-300, 1e-200, 1e-100, 1e100, 1e200, 1e300] {
+        let mut ms = m.clone();
+        ms.data_mut().iter_mut().for_each(|v| *v *= scale);
+        let sol = solve_matrix_generalized(
+            &k,
+            &ms,
+            &params(3),
+            None,
+            Checkpointing::default(),
+            Spaces::default(),
+        )
+        .unwrap_or_else(|e| panic!("M × {scale:e}: {e}"));
+        let want: Vec<f64> = ex[..3].iter().map(|l| l / scale).collect();
+        assert_ghep(&k, &ms, &sol, &want, &format!("M × {scale:e}"));
+        // Shift-and-invert at σ = 30 in the original units: the 3 closest.
+        let p = params(3);
+        let sol = jdmg::Solver::new(&k, &p)
+            .mass(&ms)
+            .shift_invert(30.0 / scale)
+            .run()
+            .unwrap_or_else(|e| panic!("M × {scale:e}, shift-and-invert: {e}"));
+        let mut near: Vec<f64> = ex.clone();
+        near.sort_by(|a, b| (a - 30.0).abs().total_cmp(&(b - 30.0).abs()));
+        let mut got: Vec<f64> = sol.eigenvalues.iter().map(|l| l * scale).collect();
+        got.sort_by(f64::total_cmp);
+        near.truncate(3);
+        near.sort_by(f64::total_cmp);
+        for (g, w) in got.iter().zip(&near) {
+            assert!(
+                (g - w).abs() <= 1e-8 * w,
+                "M × {scale:e}, shift-and-invert: {got:?} vs {near:?}"
+            );
+        }
+        let (_, orth) = ghep_errors(&k, &ms, &sol);
+        assert!(
+            orth <= 1e-10,
+            "M × {scale:e}, shift-and-invert: ‖XᵀMX − I‖ = {orth:e}"
+        );
+    }
+}

@@ -300,7 +300,10 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         q.iter_mut().for_each(|v| *v *= s);
         let (mut alpha, mut beta) = (Vec::new(), Vec::new());
         let mut b_prev = 0.0;
-        for _ in 0..NORM_STEPS {
+        // A provisional scale from the first Rayleigh quotient, so that ‖Bq‖²
+        // neither overflows nor underflows (B = M × 1e200 has ‖Bq‖² = inf).
+        let mut pre = 1.0;
+        for step in 0..NORM_STEPS {
             if mass {
                 self.mass_apply(&q, &mut w, 1);
             } else {
@@ -309,6 +312,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let mut a = [crate::dense::dot(&q, &w)];
             self.allreduce(&mut a);
+            if step == 0 {
+                pre = scale_for(a[0].abs());
+                if pre != 1.0 {
+                    w.iter_mut().for_each(|v| *v *= pre);
+                    a[0] *= pre;
+                    match (mass, self.mop.as_ref()) {
+                        (true, Some(m)) => m.set_scale(pre),
+                        _ => self.op.set_scale(pre),
+                    }
+                }
+            }
             if !a[0].is_finite() {
                 return Err(JdError::NonFinite(if mass {
                     "the mass matrix's products"
@@ -346,7 +360,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         let (ev, _) = sym_eig(&t, k).ok_or(JdError::NonFinite("the norm estimate"))?;
-        Ok(ev.iter().fold(0.0f64, |m, v| m.max(v.abs())))
+        match (mass, self.mop.as_ref()) {
+            (true, Some(m)) => m.set_scale(1.0),
+            _ => self.op.set_scale(1.0),
+        }
+        Ok(ev.iter().fold(0.0f64, |m, v| m.max(v.abs())) / pre)
     }
 
     /// Start of a generalized solve: norm estimates of M and K (or

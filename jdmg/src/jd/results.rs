@@ -45,6 +45,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         vecs.drain(..self.ndefl * n);
         let order: Vec<usize> = items.iter().map(|it| it.3).collect();
         permute_columns(&mut vecs, n, &order);
+        // M-orthonormal in the scaled M_s = s_M·M: √s_M·X is M-orthonormal.
+        if let Some(f) = self
+            .mop
+            .as_ref()
+            .map(|m| m.scale().sqrt())
+            .filter(|&f| f != 1.0)
+        {
+            vecs.iter_mut().for_each(|v| *v *= f);
+        }
         let s = self.op.scale();
         let ev = self.ev_scale();
         Solution {
