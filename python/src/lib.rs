@@ -64,29 +64,7 @@ struct Callback<'f> {
 impl Callback<'_> {
     fn call(&self, x: &[f64], y: &mut [f64], k: usize) {
         let m = self.n * k;
-        if self.failure.failed() {
-            y[..m].fill(0.0);
-            return;
-        }
-        let r = Python::attach(|py| -> PyResult<()> {
-            let xa = PyArray1::from_slice(py, &x[..m]);
-            let out = self.f.bind(py).call1((xa, k))?;
-            let ya: PyReadonlyArray1<f64> = out.extract()?;
-            let ys = ya.as_slice()?;
-            if ys.len() != m {
-                return Err(PyValueError::new_err(format!(
-                    "a callback returned {} values for {k} vectors of {} rows",
-                    ys.len(),
-                    self.n
-                )));
-            }
-            y[..m].copy_from_slice(ys);
-            Ok(())
-        });
-        if let Err(e) = r {
-            y[..m].fill(0.0);
-            self.failure.set(e);
-        }
+        call_block(self.f, self.failure, &x[..m], &mut y[..m], k, 0.0);
     }
 }
 
@@ -487,12 +465,13 @@ fn solve_py<'py>(
     )
 }
 
-/// A Python callable `f(x, k) -> y` from `k` column-major vectors of `n_in`
-/// rows to `k` of `n_out` (flat float64 arrays). After a failure it returns
-/// NaN, which stops the solve (`NonFinite`); the stored exception is raised.
-fn call_rect(f: &Py<PyAny>, failure: &Failure, x: &[f64], y: &mut [f64], k: usize) {
+/// Calls the Python callable `f(x, k) -> y` on `k` column-major vectors
+/// (flat float64 arrays; `y.len()` values expected back). A raised exception
+/// is stored in `failure`; then, and on every later call, `y` is filled with
+/// `fill` (0: the solve's observer stops it; NaN: it stops on `NonFinite`).
+fn call_block(f: &Py<PyAny>, failure: &Failure, x: &[f64], y: &mut [f64], k: usize, fill: f64) {
     if failure.failed() {
-        y.fill(f64::NAN);
+        y.fill(fill);
         return;
     }
     let r = Python::attach(|py| -> PyResult<()> {
@@ -511,7 +490,7 @@ fn call_rect(f: &Py<PyAny>, failure: &Failure, x: &[f64], y: &mut [f64], k: usiz
         Ok(())
     });
     if let Err(e) = r {
-        y.fill(f64::NAN);
+        y.fill(fill);
         failure.set(e);
     }
 }
@@ -533,10 +512,10 @@ impl jdmg::RectOperator for RectCallbacks<'_> {
         self.ncols
     }
     fn apply(&self, x: &[f64], y: &mut [f64], k: usize) {
-        call_rect(self.matvec, self.failure, x, y, k)
+        call_block(self.matvec, self.failure, x, y, k, f64::NAN)
     }
     fn apply_transpose(&self, x: &[f64], y: &mut [f64], k: usize) {
-        call_rect(self.rmatvec, self.failure, x, y, k)
+        call_block(self.rmatvec, self.failure, x, y, k, f64::NAN)
     }
 }
 
