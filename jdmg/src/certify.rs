@@ -26,29 +26,14 @@
 
 use lblib::{Comm, ReduceOp};
 use matrices::CsrMatrix;
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::error::JdError;
 use crate::jd::{Hooks, Spaces};
 use crate::params::{JdParams, Verify};
+pub use crate::solution::Certificate;
 use crate::solution::Solution;
 use crate::st::{FactorKind, ShiftInvert};
-
-/// What the inertia certificate of an interior solve found
-/// ([`crate::Stats::certificate`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Certificate {
-    /// The radius r: eigenvalues counted in (σ − r, σ + r).
-    pub radius: f64,
-    /// Their number, from the inertia of two LDLᵀ factorizations.
-    pub count: usize,
-    /// Of them, missing from the solve and found by the shift-and-invert
-    /// repair.
-    pub repaired: usize,
-    /// Seconds of the factorizations and the repair.
-    pub seconds: f64,
-}
 
 /// The number of eigenvalues of A (of (K, M)) below `shift`, from the LDLᵀ
 /// factorization of A − shift·I on rank 0, shared; None when LDLᵀ is not

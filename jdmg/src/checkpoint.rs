@@ -5,7 +5,7 @@
 //! matrix H = VᵀAV, the previous Ritz directions kept by the GD+k restart, the
 //! new block about to enter the basis, the counters ([`Stats`]) and the
 //! position in the stream of random start vectors. A solve resumed from it
-//! ([`crate::solve_resumable`] with [`Checkpointing::resume`]) takes the same
+//! ([`crate::Solver::resume`]) takes the same
 //! steps as the uninterrupted solve would have: the same eigenvalues, and the
 //! matvecs already spent are not spent again.
 //!
@@ -692,8 +692,8 @@ pub trait CheckpointSink {
     fn save(&mut self, checkpoint: &Checkpoint, last: bool);
 }
 
-/// Checkpointing options of [`crate::solve_resumable`]: both default to none
-/// (then the solve is exactly [`crate::solve`]).
+/// Checkpointing options of [`crate::Solver::checkpointing`]: both default to
+/// none (then the solve is exactly one without checkpoints).
 #[derive(Default)]
 pub struct Checkpointing<'c> {
     /// Start from this state instead of random vectors. It must be this

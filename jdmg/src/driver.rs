@@ -5,10 +5,9 @@
 use lblib::Comm;
 use matrices::CsrMatrix;
 
-use crate::checkpoint::Checkpointing;
 use crate::error::JdError;
 use crate::input::AsCsr;
-use crate::jd::{Observer, Problem, Spaces};
+use crate::jd::{Observer, Problem};
 use crate::multigrain::MultigrainParams;
 use crate::params::JdParams;
 pub use crate::setup::{
@@ -33,58 +32,6 @@ pub fn solve_matrix<M: AsCsr + ?Sized>(
     Solver::new(a, params).observer_opt(observer).run()
 }
 
-/// [`solve_matrix`] with checkpoints: written to `ck.sink`, resumed from
-/// `ck.resume` (see [`crate::checkpoint`]).
-///
-/// # Errors
-/// As [`Solver::run`].
-pub fn solve_matrix_resumable<M: AsCsr + ?Sized>(
-    a: &M,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-) -> Result<Solution, JdError> {
-    Solver::new(a, params)
-        .observer_opt(observer)
-        .checkpointing(ck)
-        .run()
-}
-
-/// [`solve_matrix_resumable`] with start vectors and deflation vectors
-/// (`spaces`: n × p column-major blocks, see [`Spaces`]).
-///
-/// # Errors
-/// As [`Solver::run`].
-pub fn solve_matrix_with<M: AsCsr + ?Sized>(
-    a: &M,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-    spaces: Spaces<'_>,
-) -> Result<Solution, JdError> {
-    Solver::new(a, params)
-        .observer_opt(observer)
-        .checkpointing(ck)
-        .spaces(spaces)
-        .run()
-}
-
-/// Like [`solve_matrix`] on a one-process communicator `comm` (for tracing).
-///
-/// # Errors
-/// As [`Solver::run`].
-pub fn solve_matrix_on<C: Comm>(
-    a: &CsrMatrix,
-    comm: &C,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-) -> Result<Solution, JdError> {
-    Solver::new(a, params)
-        .comm(comm)
-        .observer_opt(observer)
-        .run()
-}
-
 /// Fine-grain distributed solve (McCombs et al. §3) over the processes of
 /// `comm`: `Solver::new(a, params).comm(comm)` (see [`Solver::comm`]). Start
 /// vectors depend only on the seed and global row indices, so the result does
@@ -105,48 +52,6 @@ pub fn solve_distributed<C: Comm>(
         .run()
 }
 
-/// [`solve_distributed`] with checkpoints: every process writes its rows to
-/// its `ck.sink` and resumes from its own `ck.resume`; a checkpoint resumes
-/// only with the same number of processes (the rows are split the same way).
-///
-/// # Errors
-/// As [`Solver::run`].
-pub fn solve_distributed_resumable<C: Comm>(
-    a: &CsrMatrix,
-    comm: &C,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-) -> Result<Solution, JdError> {
-    Solver::new(a, params)
-        .comm(comm)
-        .observer_opt(observer)
-        .checkpointing(ck)
-        .run()
-}
-
-/// [`solve_distributed_resumable`] with start vectors and deflation vectors:
-/// every process passes the same global n × p blocks (like the matrix) and
-/// keeps its rows.
-///
-/// # Errors
-/// As [`Solver::run`].
-pub fn solve_distributed_with<C: Comm>(
-    a: &CsrMatrix,
-    comm: &C,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-    spaces: Spaces<'_>,
-) -> Result<Solution, JdError> {
-    Solver::new(a, params)
-        .comm(comm)
-        .observer_opt(observer)
-        .checkpointing(ck)
-        .spaces(spaces)
-        .run()
-}
-
 /// Solves for `params.nev` eigenpairs of the symmetric operator of `pb`:
 /// `Solver::problem(pb, params).observer_opt(observer).run()`. Collective
 /// over `pb.comm`: every process calls it with its own rows.
@@ -159,30 +64,6 @@ pub fn solve<A: precond::Operator + ?Sized, C: Comm + ?Sized>(
     observer: Option<Observer<'_>>,
 ) -> Result<Solution, JdError> {
     Solver::problem(pb, params).observer_opt(observer).run()
-}
-
-/// [`solve`] that writes checkpoints to `ck.sink` and starts from the state
-/// `ck.resume` when given (see [`crate::checkpoint`]). A resumed solve takes the
-/// steps the interrupted one would have taken: the same eigenvalues, and its
-/// counters ([`crate::Stats`]) go on from the checkpoint's (bit for bit, except
-/// with `InnerStop::Time`, whose inner steps depend on the clock). The sink is
-/// polled at the top of every outer iteration (one more global max per
-/// iteration when there are several processes); a stop asked by the observer,
-/// or a [`crate::CheckpointRequest::SaveAndStop`], hands the sink a last
-/// checkpoint before the solve ends with `Stopped`.
-///
-/// # Errors
-/// As [`Solver::run`].
-pub fn solve_resumable<A: precond::Operator + ?Sized, C: Comm + ?Sized>(
-    pb: &Problem<'_, A, C>,
-    params: &JdParams,
-    observer: Option<Observer<'_>>,
-    ck: Checkpointing<'_>,
-) -> Result<Solution, JdError> {
-    Solver::problem(pb, params)
-        .observer_opt(observer)
-        .checkpointing(ck)
-        .run()
 }
 
 /// Multigrain (or coarse-grain, one process per group) block JD:

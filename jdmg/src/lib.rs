@@ -284,13 +284,8 @@ pub mod symmetry;
 pub mod tall_skinny;
 
 pub use checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
-pub use driver::{
-    gather_eigenvectors, solve, solve_distributed, solve_distributed_resumable,
-    solve_distributed_with, solve_matrix, solve_matrix_on, solve_matrix_resumable,
-    solve_matrix_with, solve_multigrain, solve_resumable,
-};
+pub use driver::{gather_eigenvectors, solve, solve_distributed, solve_matrix, solve_multigrain};
 pub use error::{CheckpointError, JdError};
-pub use generalized::{solve_distributed_generalized, solve_matrix_generalized};
 pub use input::AsCsr;
 pub use jd::{Mass, Problem, Spaces};
 pub use multigrain::{
@@ -314,11 +309,10 @@ pub use svd::{
 pub mod prelude {
     pub use crate::jd::Observer;
     pub use crate::{
-        solve, solve_distributed, solve_distributed_resumable, solve_distributed_with,
-        solve_matrix, solve_matrix_resumable, solve_matrix_with, solve_multigrain, solve_resumable,
-        AsCsr, Balance, Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink,
-        Checkpointing, ConvTest, InnerSolver, InnerStop, IterationEvent, JdError, JdParams,
-        MultigrainParams, PrecondChoice, Problem, Solution, Solver, Spaces, Stats, Target, Verify,
+        solve, solve_distributed, solve_matrix, solve_multigrain, AsCsr, Balance, Checkpoint,
+        CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
+        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, PrecondChoice, Problem,
+        Solution, Solver, Spaces, Stats, Target, Verify,
     };
     pub use lblib::{Comm, SelfComm, ThreadComm};
     pub use matrices::CsrMatrix;

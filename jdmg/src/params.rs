@@ -566,3 +566,56 @@ mod tests {
         assert_eq!(p.resolve(10).unwrap().max_basis, 10);
     }
 }
+
+/// How an interval is cut into slices ([`crate::Solver::interval`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SliceParams {
+    /// The most eigenvalues a slice holds (default 96): fewer cost more
+    /// factorizations (one per slice and one per cut) and more solves per
+    /// eigenvalue, more cost more orthogonalization per slice (n·cᵢ² per
+    /// restart).
+    pub per_slice: usize,
+    /// The method on each slice's B = (A − σI)⁻¹ (default Lanczos).
+    pub method: SliceMethod,
+    /// With solve groups: how the interval is shared among them (default
+    /// by measured rates; see [`crate::slice_groups`]).
+    pub split: GroupSplit,
+}
+
+impl Default for SliceParams {
+    fn default() -> Self {
+        Self {
+            per_slice: 96,
+            method: SliceMethod::Lanczos,
+            split: GroupSplit::Rates,
+        }
+    }
+}
+
+/// The method that finds a slice's eigenvalues, the largest of B = (A − σI)⁻¹
+/// (of (K − σM)⁻¹M) with σ at the slice's lower end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SliceMethod {
+    /// Block thick-restart Lanczos (Krylov-Schur) with full
+    /// reorthogonalization: one solve with the factors and one product with
+    /// M per basis column.
+    #[default]
+    Lanczos,
+    /// The block Davidson loop of [`crate::Solver::run`] on B (GD+k steps, a
+    /// Rayleigh-Ritz projection per block), also what a second solve from
+    /// the first one's vectors runs.
+    Davidson,
+}
+
+/// How the interval is shared among solve groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupSplit {
+    /// Shares proportional to the rates of a flexible phase (default).
+    #[default]
+    Rates,
+    /// Equal counts per group, one round.
+    Equal,
+}

@@ -26,28 +26,18 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use matrices::CsrMatrix;
 use precond::Operator;
-use serde::{Deserialize, Serialize};
 
 use crate::certify::global_block;
 use crate::error::JdError;
 use crate::jd::Spaces;
+pub use crate::params::GroupSplit;
 use crate::params::JdParams;
+use crate::setup::mass_rows;
 use crate::slicing::{
-    count_at, end_delta, finish, interpolate, keep_pairs, mass_rows, orthogonalize_block,
-    run_values, Counted, IntervalReport, Range, SliceParams,
+    count_at, end_delta, finish, interpolate, keep_pairs, orthogonalize_block, run_values, Counted,
+    IntervalReport, Range, SliceParams,
 };
 use crate::solution::{Solution, Stats};
-
-/// How the interval is shared among solve groups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GroupSplit {
-    /// Shares proportional to the rates of a flexible phase (default).
-    #[default]
-    Rates,
-    /// Equal counts per group, one round.
-    Equal,
-}
 
 /// A part of the interval: its ends, each a point and the eigenvalues
 /// below it.

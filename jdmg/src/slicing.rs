@@ -54,92 +54,15 @@ use crate::certify::{count_below, error_bounds, global_block};
 use crate::error::JdError;
 use crate::jd::{Hooks, Observer, Spaces};
 use crate::params::{JdParams, Target, Verify};
+pub use crate::params::{SliceMethod, SliceParams};
+use crate::setup::mass_rows;
+pub use crate::solution::IntervalReport;
 use crate::solution::{Solution, Stats};
 use crate::st::Wanted;
 
 /// The ends move out by this many roundings (ε times the spectrum's scale)
 /// before they are counted: an eigenvalue at an end is inside.
 pub const END_ROUNDINGS: f64 = 1e3;
-
-/// How an interval is cut into slices ([`crate::Solver::interval`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SliceParams {
-    /// The most eigenvalues a slice holds (default 96): fewer cost more
-    /// factorizations (one per slice and one per cut) and more solves per
-    /// eigenvalue, more cost more orthogonalization per slice (n·cᵢ² per
-    /// restart).
-    pub per_slice: usize,
-    /// The method on each slice's B = (A − σI)⁻¹ (default Lanczos).
-    pub method: SliceMethod,
-    /// With solve groups: how the interval is shared among them (default
-    /// by measured rates; see [`crate::slice_groups`]).
-    pub split: crate::slice_groups::GroupSplit,
-}
-
-impl Default for SliceParams {
-    fn default() -> Self {
-        Self {
-            per_slice: 96,
-            method: SliceMethod::Lanczos,
-            split: crate::slice_groups::GroupSplit::Rates,
-        }
-    }
-}
-
-/// The method that finds a slice's eigenvalues, the largest of B = (A − σI)⁻¹
-/// (of (K − σM)⁻¹M) with σ at the slice's lower end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SliceMethod {
-    /// Block thick-restart Lanczos (Krylov-Schur) with full
-    /// reorthogonalization: one solve with the factors and one product with
-    /// M per basis column.
-    #[default]
-    Lanczos,
-    /// The block Davidson loop of [`crate::Solver::run`] on B (GD+k steps, a
-    /// Rayleigh-Ritz projection per block), also what a second solve from
-    /// the first one's vectors runs.
-    Davidson,
-}
-
-/// What an interval solve counted and did ([`crate::Stats::interval`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct IntervalReport {
-    /// The interval's lower end, as asked.
-    pub lower: f64,
-    /// Its upper end.
-    pub upper: f64,
-    /// The ends where the inertia counted, a little outside [lower, upper]:
-    /// every eigenvalue in [counted_lower, counted_upper) is returned.
-    pub counted_lower: f64,
-    /// See `counted_lower`.
-    pub counted_upper: f64,
-    /// Eigenvalues in it by inertia, multiplicities included: the number of
-    /// pairs returned.
-    pub count: usize,
-    /// Slices holding at least one eigenvalue (each one shift-and-invert solve).
-    pub slices: usize,
-    /// LDLᵀ factorizations for the counts (the two ends and every cut).
-    pub counts: usize,
-    /// Slices solved a second time for more pairs (a first solve missed some).
-    pub retried: usize,
-    /// Seconds of the counts.
-    pub count_seconds: f64,
-    /// Eigenvalues below `counted_lower`, by inertia.
-    pub below: usize,
-    /// For an index range ([`Range::Indices`]): the first index returned
-    /// (0-based, ascending); `lower` and `upper` are then the bracket found
-    /// by inertia, and `count` the pairs returned.
-    pub first_index: Option<usize>,
-    /// Solve groups the slices were spread over (0: every slice over all
-    /// the processes).
-    pub groups: usize,
-    /// With groups: (slowest − mean)/slowest of the groups' seconds in the
-    /// last round, in percent (0 when all finish together).
-    pub imbalance_percent: f64,
-}
 
 /// Which eigenvalues an interval solve returns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -959,46 +882,6 @@ pub(crate) fn descending(res: Result<Solution, JdError>) -> Result<Solution, JdE
         }),
         Err(e) => Err(e),
     }
-}
-
-/// M's rows on this process of the partition of every slice's solve
-/// (balanced by K's nonzeros; the whole of M on one process), for products
-/// with blocks of up to `max_block` columns; None without M.
-pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
-    k: &CsrMatrix,
-    mass: Option<&'m CsrMatrix>,
-    comm: &'c C,
-    params: &JdParams,
-    max_block: usize,
-) -> Result<Option<crate::setup::Rows<'m, 'c, C>>, JdError> {
-    let Some(m) = mass else {
-        return Ok(None);
-    };
-    let part = if comm.size() > 1 {
-        Some(
-            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
-                .map_err(|e| JdError::invalid("partition", e))?,
-        )
-    } else {
-        None
-    };
-    crate::setup::rows(
-        m,
-        comm,
-        params,
-        crate::setup::RowsSpec {
-            part: part.as_ref(),
-            opts: precond::dist::DistOptions {
-                threads: params.threads,
-                overlap: false,
-                max_block: max_block.max(1),
-            },
-            precond: None,
-            precond_of: None,
-            field: "mass",
-        },
-    )
-    .map(Some)
 }
 
 /// Keeps the pairs `keep` of `sol` (positions in its order), dropping the

@@ -99,10 +99,10 @@ pub struct Stats {
     /// farthest returned ones, and how many of them a shift-and-invert repair
     /// found; None when it did not run (no explicit matrix, deflation
     /// vectors, `Verify::Never`, another target).
-    pub certificate: Option<crate::certify::Certificate>,
+    pub certificate: Option<Certificate>,
     /// What an interval solve ([`crate::Solver::interval`]) counted by inertia
     /// and how it sliced the interval; None for other solves.
-    pub interval: Option<crate::slicing::IntervalReport>,
+    pub interval: Option<IntervalReport>,
 }
 
 /// Seconds of the outer iteration's steps (Sleijpen and van der Vorst's JD loop,
@@ -249,4 +249,57 @@ pub struct IterationEvent {
     pub inner_steps: Vec<usize>,
     /// Seconds since the solve started.
     pub elapsed_seconds: f64,
+}
+
+/// What the inertia certificate of an interior solve found
+/// ([`crate::Stats::certificate`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Certificate {
+    /// The radius r: eigenvalues counted in (σ − r, σ + r).
+    pub radius: f64,
+    /// Their number, from the inertia of two LDLᵀ factorizations.
+    pub count: usize,
+    /// Of them, missing from the solve and found by the shift-and-invert
+    /// repair.
+    pub repaired: usize,
+    /// Seconds of the factorizations and the repair.
+    pub seconds: f64,
+}
+
+/// What an interval solve counted and did ([`crate::Stats::interval`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IntervalReport {
+    /// The interval's lower end, as asked.
+    pub lower: f64,
+    /// Its upper end.
+    pub upper: f64,
+    /// The ends where the inertia counted, a little outside [lower, upper]:
+    /// every eigenvalue in [counted_lower, counted_upper) is returned.
+    pub counted_lower: f64,
+    /// See `counted_lower`.
+    pub counted_upper: f64,
+    /// Eigenvalues in it by inertia, multiplicities included: the number of
+    /// pairs returned.
+    pub count: usize,
+    /// Slices holding at least one eigenvalue (each one shift-and-invert solve).
+    pub slices: usize,
+    /// LDLᵀ factorizations for the counts (the two ends and every cut).
+    pub counts: usize,
+    /// Slices solved a second time for more pairs (a first solve missed some).
+    pub retried: usize,
+    /// Seconds of the counts.
+    pub count_seconds: f64,
+    /// Eigenvalues below `counted_lower`, by inertia.
+    pub below: usize,
+    /// For an index range ([`crate::slicing::Range::Indices`]): the first index returned
+    /// (0-based, ascending); `lower` and `upper` are then the bracket found
+    /// by inertia, and `count` the pairs returned.
+    pub first_index: Option<usize>,
+    /// Solve groups the slices were spread over (0: every slice over all
+    /// the processes).
+    pub groups: usize,
+    /// With groups: (slowest − mean)/slowest of the groups' seconds in the
+    /// last round, in percent (0 when all finish together).
+    pub imbalance_percent: f64,
 }

@@ -66,9 +66,9 @@ use crate::checkpoint::CheckpointSink;
 use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::lanczos::{End, LanczosParams};
+use crate::params::SliceMethod;
 use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, Target};
 use crate::setup::{rows, Rows, RowsSpec};
-use crate::slicing::SliceMethod;
 use crate::solution::{IterationEvent, Solution, Stats};
 
 /// Largest backward error ‖Cz − b‖∞ / (‖C‖∞‖z‖∞ + ‖b‖∞) of a test solve with

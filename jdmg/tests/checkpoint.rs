@@ -6,8 +6,8 @@
 mod common;
 
 use jdmg::{
-    solve_distributed_resumable, solve_matrix, solve_matrix_resumable, Checkpoint, CheckpointError,
-    CheckpointRequest, CheckpointSink, Checkpointing, JdError, JdParams, Solution, Stats,
+    solve_matrix, Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,
+    JdError, JdParams, Solution, Stats,
 };
 use lblib::{Comm, ThreadComm};
 use matrices::generate::{generate, GenSpec};
@@ -87,7 +87,7 @@ fn resumed_serial_solve_matches_the_uninterrupted_one() {
         resume: None,
         sink: Some(&mut sink),
     };
-    let with_sink = solve_matrix_resumable(&a, &p, None, ck).unwrap();
+    let with_sink = jdmg::Solver::new(&a, &p).checkpointing(ck).run().unwrap();
     assert_eq!(with_sink.eigenvalues, full.eigenvalues);
     assert_eq!(with_sink.stats.matvecs, full.stats.matvecs);
     assert_eq!(sink.taken.len(), 1);
@@ -108,7 +108,7 @@ fn resumed_serial_solve_matches_the_uninterrupted_one() {
         resume: Some(&back),
         sink: None,
     };
-    let resumed = solve_matrix_resumable(&a, &p, None, ck).unwrap();
+    let resumed = jdmg::Solver::new(&a, &p).checkpointing(ck).run().unwrap();
     assert_same_eigenvalues(&resumed, &full);
     // The same steps: the same totals.
     assert_eq!(resumed.stats.matvecs, full.stats.matvecs);
@@ -141,7 +141,7 @@ fn stop_with_a_last_checkpoint_then_resume() {
         resume: None,
         sink: Some(&mut sink),
     };
-    let stopped = solve_matrix_resumable(&a, &p, None, ck);
+    let stopped = jdmg::Solver::new(&a, &p).checkpointing(ck).run();
     let partial = match stopped {
         Err(JdError::Stopped { partial, wanted }) => {
             assert_eq!(wanted, 4);
@@ -154,16 +154,13 @@ fn stop_with_a_last_checkpoint_then_resume() {
     let (last, is_last) = sink.taken.pop().unwrap();
     assert!(is_last);
     assert_eq!(last.stats.matvecs, partial.stats.matvecs);
-    let resumed = solve_matrix_resumable(
-        &a,
-        &p,
-        None,
-        Checkpointing {
+    let resumed = jdmg::Solver::new(&a, &p)
+        .checkpointing(Checkpointing {
             resume: Some(&last),
             sink: None,
-        },
-    )
-    .unwrap();
+        })
+        .run()
+        .unwrap();
     assert_same_eigenvalues(&resumed, &full);
     assert_eq!(resumed.stats.matvecs, full.stats.matvecs);
     assert!(resumed.stats.matvecs - last.stats.matvecs < full.stats.matvecs);
@@ -172,15 +169,12 @@ fn stop_with_a_last_checkpoint_then_resume() {
 /// The checkpoint a solve of `a` takes (and stops at) at outer iteration 3.
 fn checkpoint_at_iteration_3(a: &CsrMatrix, p: &JdParams) -> Checkpoint {
     let mut sink = AtIteration::new(3, true);
-    let _ = solve_matrix_resumable(
-        a,
-        p,
-        None,
-        Checkpointing {
+    let _ = jdmg::Solver::new(a, p)
+        .checkpointing(Checkpointing {
             resume: None,
             sink: Some(&mut sink),
-        },
-    );
+        })
+        .run();
     sink.taken.pop().unwrap().0
 }
 
@@ -191,15 +185,12 @@ fn foreign_checkpoints_are_refused() {
     let p = params();
     let ck = checkpoint_at_iteration_3(&a, &p);
     let resume = |a: &CsrMatrix, p: &JdParams| {
-        solve_matrix_resumable(
-            a,
-            p,
-            None,
-            Checkpointing {
+        jdmg::Solver::new(a, p)
+            .checkpointing(Checkpointing {
                 resume: Some(&ck),
                 sink: None,
-            },
-        )
+            })
+            .run()
     };
     match resume(&lap3d(9), &p) {
         Err(JdError::Checkpoint(CheckpointError::Mismatch {
@@ -237,15 +228,12 @@ fn foreign_checkpoints_are_refused() {
 fn file_round_trip_and_corruption() {
     let a = lap3d(8);
     let mut sink = AtIteration::new(5, true);
-    let _ = solve_matrix_resumable(
-        &a,
-        &params(),
-        None,
-        Checkpointing {
+    let _ = jdmg::Solver::new(&a, &params())
+        .checkpointing(Checkpointing {
             resume: None,
             sink: Some(&mut sink),
-        },
-    );
+        })
+        .run();
     let (ck, _) = sink.taken.pop().unwrap();
     assert!(ck.basis_size > 0 && ck.new_block > 0);
     let bytes = ck.to_bytes();
@@ -291,16 +279,13 @@ fn two_rank_checkpoint_resumes_on_two_ranks_only() {
     let k = full[0].stats.outer_iterations / 2;
     let cks: Vec<Checkpoint> = ThreadComm::run(2, |comm| {
         let mut sink = AtIteration::new(k, true);
-        let r = solve_distributed_resumable(
-            &a,
-            &comm,
-            &p,
-            None,
-            Checkpointing {
+        let r = jdmg::Solver::new(&a, &p)
+            .comm(&comm)
+            .checkpointing(Checkpointing {
                 resume: None,
                 sink: Some(&mut sink),
-            },
-        );
+            })
+            .run();
         assert!(matches!(r, Err(JdError::Stopped { .. })));
         let (ck, last) = sink.taken.pop().unwrap();
         assert!(last);
@@ -310,17 +295,14 @@ fn two_rank_checkpoint_resumes_on_two_ranks_only() {
     assert_eq!(cks[0].nprocs, 2);
     assert_eq!(cks[0].n_local + cks[1].n_local, 1000);
     let resumed: Vec<Solution> = ThreadComm::run(2, |comm| {
-        solve_distributed_resumable(
-            &a,
-            &comm,
-            &p,
-            None,
-            Checkpointing {
+        jdmg::Solver::new(&a, &p)
+            .comm(&comm)
+            .checkpointing(Checkpointing {
                 resume: Some(&cks[comm.rank()]),
                 sink: None,
-            },
-        )
-        .unwrap()
+            })
+            .run()
+            .unwrap()
     });
     assert_same_eigenvalues(&resumed[0], &full[0]);
     assert_eq!(resumed[0].stats.matvecs, full[0].stats.matvecs);
@@ -328,16 +310,13 @@ fn two_rank_checkpoint_resumes_on_two_ranks_only() {
     let three: Vec<bool> = ThreadComm::run(3, |comm| {
         let ck = &cks[comm.rank().min(1)];
         matches!(
-            solve_distributed_resumable(
-                &a,
-                &comm,
-                &p,
-                None,
-                Checkpointing {
+            jdmg::Solver::new(&a, &p)
+                .comm(&comm)
+                .checkpointing(Checkpointing {
                     resume: Some(ck),
                     sink: None,
-                },
-            ),
+                })
+                .run(),
             Err(JdError::Checkpoint(_))
         )
     });
@@ -358,15 +337,12 @@ fn checkpoint_of_another_matrix_of_the_same_size_is_refused() {
     let bytes = ck.to_bytes();
     let ck = Checkpoint::from_bytes(&bytes).unwrap();
     let resume = |a: &CsrMatrix| {
-        solve_matrix_resumable(
-            a,
-            &p,
-            None,
-            Checkpointing {
+        jdmg::Solver::new(a, &p)
+            .checkpointing(Checkpointing {
                 resume: Some(&ck),
                 sink: None,
-            },
-        )
+            })
+            .run()
     };
     let aniso: GenSpec = "aniso3d:8:1,1,1.5".parse().unwrap();
     // The diagonal entry of the middle row, up by 1e-6 (still symmetric).

@@ -10,7 +10,6 @@ mod common;
 
 use jdmg::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
 use jdmg::prelude::*;
-use jdmg::{solve_distributed_generalized, solve_matrix_generalized};
 use lblib::ThreadComm;
 use precond::CsrOperator;
 
@@ -51,7 +50,9 @@ fn params(nev: usize) -> JdParams {
 }
 
 fn solve(k: &CsrMatrix, m: &CsrMatrix, prm: &JdParams) -> Solution {
-    solve_matrix_generalized(k, m, prm, None, Checkpointing::default(), Spaces::default())
+    jdmg::Solver::new(k, prm)
+        .mass(m)
+        .run()
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -137,15 +138,7 @@ fn fine_grain_on_two_ranks() {
     let (k, m, ex) = pair("fem3d:10");
     let prm = params(4);
     let out = ThreadComm::run(2, |comm| {
-        let r = solve_distributed_generalized(
-            &k,
-            &m,
-            &comm,
-            &prm,
-            None,
-            Checkpointing::default(),
-            Spaces::default(),
-        );
+        let r = jdmg::Solver::new(&k, &prm).mass(&m).comm(&comm).run();
         jdmg::gather_eigenvectors(&comm, k.nrows(), r).unwrap_or_else(|e| panic!("{e}"))
     });
     for (r, sol) in out.iter().enumerate() {
@@ -212,7 +205,10 @@ fn deflation_is_m_orthogonal() {
         deflation: &first.eigenvectors,
         ..Spaces::default()
     };
-    let sol = solve_matrix_generalized(&k, &m, &params(3), None, Checkpointing::default(), spaces)
+    let sol = jdmg::Solver::new(&k, &params(3))
+        .mass(&m)
+        .spaces(spaces)
+        .run()
         .unwrap();
     assert_ghep(&k, &m, &sol, &ex[2..5], "deflated");
     let n = k.nrows();
@@ -252,15 +248,10 @@ fn mass_not_positive_definite_is_refused() {
     let mut t: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, 1.0)).collect();
     t[7].2 = -1.0;
     let bad = CsrMatrix::from_triplets(n, n, &t).unwrap();
-    let e = solve_matrix_generalized(
-        &k,
-        &bad,
-        &params(2),
-        None,
-        Checkpointing::default(),
-        Spaces::default(),
-    )
-    .unwrap_err();
+    let e = jdmg::Solver::new(&k, &params(2))
+        .mass(&bad)
+        .run()
+        .unwrap_err();
     assert!(matches!(e, JdError::MassNotPositiveDefinite { .. }), "{e}");
     // M = I − 1.5·e eᵀ/n: diagonal 1 − 1.5/n > 0, eigenvalue −0.5 along e.
     struct Indefinite(usize);
@@ -298,15 +289,10 @@ fn mass_not_positive_definite_is_refused() {
 fn mismatched_or_unsymmetric_mass_is_refused() {
     let (k, _, _) = pair("fem1d:20");
     let (_, m2, _) = pair("fem1d:21");
-    let e = solve_matrix_generalized(
-        &k,
-        &m2,
-        &params(2),
-        None,
-        Checkpointing::default(),
-        Spaces::default(),
-    )
-    .unwrap_err();
+    let e = jdmg::Solver::new(&k, &params(2))
+        .mass(&m2)
+        .run()
+        .unwrap_err();
     assert!(
         matches!(e, JdError::InvalidParams { field: "mass", .. }),
         "{e}"
@@ -315,15 +301,10 @@ fn mismatched_or_unsymmetric_mass_is_refused() {
     let mut t: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, 1.0)).collect();
     t.push((0, 1, 0.5));
     let unsym = CsrMatrix::from_triplets(n, n, &t).unwrap();
-    let e = solve_matrix_generalized(
-        &k,
-        &unsym,
-        &params(2),
-        None,
-        Checkpointing::default(),
-        Spaces::default(),
-    )
-    .unwrap_err();
+    let e = jdmg::Solver::new(&k, &params(2))
+        .mass(&unsym)
+        .run()
+        .unwrap_err();
     assert!(
         matches!(e, JdError::InvalidParams { field: "mass", .. }),
         "{e}"
@@ -361,7 +342,11 @@ fn checkpoint_resume_with_mass() {
         resume: None,
         sink: Some(&mut sink),
     };
-    let e = solve_matrix_generalized(&k, &m, &prm, None, ck, Spaces::default()).unwrap_err();
+    let e = jdmg::Solver::new(&k, &prm)
+        .mass(&m)
+        .checkpointing(ck)
+        .run()
+        .unwrap_err();
     assert!(matches!(e, JdError::Stopped { .. }), "{e}");
     let taken = sink.taken.expect("a checkpoint");
     assert!(taken.mass_fingerprint.is_some());
@@ -371,7 +356,11 @@ fn checkpoint_resume_with_mass() {
         resume: Some(&taken),
         sink: None,
     };
-    let sol = solve_matrix_generalized(&k, &m, &prm, None, resume, Spaces::default()).unwrap();
+    let sol = jdmg::Solver::new(&k, &prm)
+        .mass(&m)
+        .checkpointing(resume)
+        .run()
+        .unwrap();
     assert_ghep(&k, &m, &sol, &ex[..4], "resumed");
     assert!(sol.stats.outer_iterations > 4);
     // Without M: refused.
@@ -379,7 +368,10 @@ fn checkpoint_resume_with_mass() {
         resume: Some(&taken),
         sink: None,
     };
-    let e = jdmg::solve_matrix_with(&k, &prm, None, resume, Spaces::default()).unwrap_err();
+    let e = jdmg::Solver::new(&k, &prm)
+        .checkpointing(resume)
+        .run()
+        .unwrap_err();
     assert!(matches!(e, JdError::Checkpoint(_)), "{e}");
     assert!(e.to_string().contains("mass matrix"), "{e}");
     // Another M (scaled): refused.
@@ -389,7 +381,11 @@ fn checkpoint_resume_with_mass() {
         resume: Some(&taken),
         sink: None,
     };
-    let e = solve_matrix_generalized(&k, &m2, &prm, None, resume, Spaces::default()).unwrap_err();
+    let e = jdmg::Solver::new(&k, &prm)
+        .mass(&m2)
+        .checkpointing(resume)
+        .run()
+        .unwrap_err();
     assert!(matches!(e, JdError::Checkpoint(_)), "{e}");
 }
 
@@ -424,15 +420,7 @@ fn partial_results_carry_true_residuals() {
         precond: PrecondChoice::None,
         ..params(4)
     };
-    let e = solve_matrix_generalized(
-        &k,
-        &m,
-        &prm,
-        None,
-        Checkpointing::default(),
-        Spaces::default(),
-    )
-    .unwrap_err();
+    let e = jdmg::Solver::new(&k, &prm).mass(&m).run().unwrap_err();
     let JdError::NotConverged { partial, .. } = e else {
         panic!("{e}");
     };
@@ -466,15 +454,10 @@ fn mass_matrix_at_extreme_scales() {
     for scale in [1e-300, 1e-200, 1e-100, 1e100, 1e200, 1e300] {
         let mut ms = m.clone();
         ms.data_mut().iter_mut().for_each(|v| *v *= scale);
-        let sol = solve_matrix_generalized(
-            &k,
-            &ms,
-            &params(3),
-            None,
-            Checkpointing::default(),
-            Spaces::default(),
-        )
-        .unwrap_or_else(|e| panic!("M × {scale:e}: {e}"));
+        let sol = jdmg::Solver::new(&k, &params(3))
+            .mass(&ms)
+            .run()
+            .unwrap_or_else(|e| panic!("M × {scale:e}: {e}"));
         let want: Vec<f64> = ex[..3].iter().map(|l| l / scale).collect();
         assert_ghep(&k, &ms, &sol, &want, &format!("M × {scale:e}"));
         // Shift-and-invert at σ = 30 in the original units: the 3 closest.

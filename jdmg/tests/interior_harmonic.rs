@@ -9,9 +9,8 @@ mod common;
 
 use common::{assert_pairs, orthonormality_error, true_residuals};
 use jdmg::{
-    solve_matrix, solve_matrix_generalized, solve_matrix_resumable, Checkpoint, CheckpointRequest,
-    CheckpointSink, Checkpointing, Extraction, InnerSolver, JdError, JdParams, PrecondChoice,
-    Solution, Spaces, Stats, Target,
+    solve_matrix, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, Extraction,
+    InnerSolver, JdError, JdParams, PrecondChoice, Solution, Stats, Target,
 };
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 use matrices::CsrMatrix;
@@ -239,15 +238,7 @@ fn harmonic_refusal_and_auto_choices() {
     }
     let m = diag(&vec![2.0; 50]);
     let p = interior(2, 1.0, Extraction::Auto);
-    let sol = solve_matrix_generalized(
-        &a,
-        &m,
-        &p,
-        None,
-        Checkpointing::default(),
-        Spaces::default(),
-    )
-    .expect("converges");
+    let sol = jdmg::Solver::new(&a, &p).mass(&m).run().expect("converges");
     assert_eq!(sol.stats.extraction, Extraction::Ritz);
     // Extreme targets keep Rayleigh-Ritz under Auto.
     let sol = solve_matrix(&a, &JdParams::default(), None).unwrap();
@@ -281,15 +272,10 @@ fn harmonic_with_a_mass_matrix_matches_closed_form() {
             };
             let what =
                 format!("{spec} σ = {sigma} {extraction:?} locking {locking} threads {threads}");
-            let sol = solve_matrix_generalized(
-                &k,
-                &m,
-                &p,
-                None,
-                Checkpointing::default(),
-                Spaces::default(),
-            )
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let sol = jdmg::Solver::new(&k, &p)
+                .mass(&m)
+                .run()
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(sol.stats.extraction, extraction, "{what}");
             assert!(sol.converged.iter().all(|&c| c), "{what}");
             let got = sorted(closest(&sol.eigenvalues, sigma, nev));
@@ -345,7 +331,7 @@ fn resumed_harmonic_solve_is_right() {
             resume: None,
             sink: Some(&mut sink),
         };
-        let first = solve_matrix_resumable(&a, &p, None, ck);
+        let first = jdmg::Solver::new(&a, &p).checkpointing(ck).run();
         assert!(matches!(first, Err(JdError::Stopped { .. })), "{first:?}");
         let ck = sink.taken.expect("a checkpoint");
         let dir = std::env::temp_dir().join(format!("jdmg-harmonic-{}-{at}", std::process::id()));
@@ -358,14 +344,20 @@ fn resumed_harmonic_solve_is_right() {
             resume: Some(ck),
             sink: None,
         };
-        let sol = solve_matrix_resumable(&a, &p, None, resume(&ck)).expect("converges");
+        let sol = jdmg::Solver::new(&a, &p)
+            .checkpointing(resume(&ck))
+            .run()
+            .expect("converges");
         assert_eq!(sol.stats.extraction, Extraction::Harmonic);
         check(&a, &sol, sigma, &want, 1e-8, 1e-9 * 4.0 * 1.01);
         let other = JdParams {
             extraction: Extraction::Ritz,
             ..p.clone()
         };
-        match solve_matrix_resumable(&a, &other, None, resume(&ck)) {
+        match jdmg::Solver::new(&a, &other)
+            .checkpointing(resume(&ck))
+            .run()
+        {
             Err(JdError::Checkpoint(_)) => {}
             r => panic!("expected a checkpoint mismatch, got {r:?}"),
         }

@@ -64,17 +64,13 @@ fn solve_groups_match_the_fine_grain_generalized_eigenvalues() {
         ..JdParams::default()
     };
     let fine = ThreadComm::run(2, |comm| {
-        jdmg::solve_distributed_generalized(
-            &k,
-            &m,
-            &comm,
-            &base,
-            None,
-            Default::default(),
-            Spaces::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"))
-        .eigenvalues
+        jdmg::Solver::new(&k, &base)
+            .mass(&m)
+            .comm(&comm)
+            .checkpointing(Default::default())
+            .run()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .eigenvalues
     });
     for (l, e) in fine[0].iter().zip(&ex) {
         assert!((l - e).abs() <= 1e-8 * e, "fine grain: {l} against {e}");

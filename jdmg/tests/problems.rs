@@ -122,7 +122,7 @@ fn start_vectors_cut_matvecs() {
         initial: &loose.eigenvectors,
         deflation: &[],
     };
-    let warm = solve_matrix_with(&a, &tight, None, Checkpointing::default(), spaces).unwrap();
+    let warm = jdmg::Solver::new(&a, &tight).spaces(spaces).run().unwrap();
     println!(
         "lap3d:16 nev 4 tol 1e-10: from random {} matvecs, from the tol-1e-3 vectors {} (the loose solve took {})",
         cold.stats.matvecs, warm.stats.matvecs, loose.stats.matvecs
@@ -166,7 +166,7 @@ fn start_vectors_beyond_the_block_enter_the_basis() {
         initial: &x0,
         deflation: &[],
     };
-    let warm = solve_matrix_with(&a, &params, None, Checkpointing::default(), spaces).unwrap();
+    let warm = jdmg::Solver::new(&a, &params).spaces(spaces).run().unwrap();
     println!(
         "diag(1..400) nev 6 block 2: from random {} matvecs, from 6 start vectors {}",
         cold.stats.matvecs, warm.stats.matvecs
@@ -208,7 +208,7 @@ fn deflated_results_are_orthogonal_to_y_and_the_next_eigenpairs() {
         initial: &[],
         deflation: &y,
     };
-    let serial = solve_matrix_with(&a, &params, None, Checkpointing::default(), spaces).unwrap();
+    let serial = jdmg::Solver::new(&a, &params).spaces(spaces).run().unwrap();
     assert_eq!(serial.stats.deflation_vectors, 3);
     for (l, r) in serial.eigenvalues.iter().zip(&reference[3..7]) {
         assert!(
@@ -224,16 +224,18 @@ fn deflated_results_are_orthogonal_to_y_and_the_next_eigenpairs() {
 
     // Fine grain: every rank passes the global blocks and keeps its rows.
     let ranks = ThreadComm::run(3, |comm| {
-        solve_distributed_with(&a, &comm, &params, None, Checkpointing::default(), spaces).map(
-            |s| {
+        jdmg::Solver::new(&a, &params)
+            .comm(&comm)
+            .spaces(spaces)
+            .run()
+            .map(|s| {
                 (
                     s.row_offset,
                     s.eigenvalues.clone(),
                     s.eigenvectors.clone(),
                     s.n_local,
                 )
-            },
-        )
+            })
     });
     let mut full = vec![0.0; n * 4];
     let mut values = Vec::new();
@@ -286,7 +288,7 @@ fn deflation_by_arbitrary_vectors_solves_the_restricted_problem() {
         initial: &[],
         deflation: &y,
     };
-    let sol = solve_matrix_with(&a, &params, None, Checkpointing::default(), spaces).unwrap();
+    let sol = jdmg::Solver::new(&a, &params).spaces(spaces).run().unwrap();
     for (l, r) in sol.eigenvalues.iter().zip(&reference) {
         assert!(
             (l - r).abs() < 1e-8,
@@ -344,14 +346,17 @@ fn checkpoints_resume_with_deflation() {
         initial: &[],
         deflation: &y,
     };
-    let whole = solve_matrix_with(&a, &params, None, Checkpointing::default(), spaces).unwrap();
+    let whole = jdmg::Solver::new(&a, &params).spaces(spaces).run().unwrap();
     let mut sink = At3(None);
     let ck = Checkpointing {
         resume: None,
         sink: Some(&mut sink),
     };
     assert!(matches!(
-        solve_matrix_with(&a, &params, None, ck, spaces),
+        jdmg::Solver::new(&a, &params)
+            .checkpointing(ck)
+            .spaces(spaces)
+            .run(),
         Err(JdError::Stopped { .. })
     ));
     let saved = sink.0.expect("a checkpoint at iteration 3");
@@ -359,7 +364,11 @@ fn checkpoints_resume_with_deflation() {
         resume: Some(&saved),
         sink: None,
     };
-    let resumed = solve_matrix_with(&a, &params, None, ck, spaces).unwrap();
+    let resumed = jdmg::Solver::new(&a, &params)
+        .checkpointing(ck)
+        .spaces(spaces)
+        .run()
+        .unwrap();
     assert_eq!(resumed.eigenvalues, whole.eigenvalues);
     assert_eq!(resumed.stats.matvecs, whole.stats.matvecs);
     let fewer = Spaces {
@@ -371,7 +380,10 @@ fn checkpoints_resume_with_deflation() {
         sink: None,
     };
     assert!(matches!(
-        solve_matrix_with(&a, &params, None, ck, fewer),
+        jdmg::Solver::new(&a, &params)
+            .checkpointing(ck)
+            .spaces(fewer)
+            .run(),
         Err(JdError::Checkpoint(_))
     ));
 }
@@ -411,7 +423,7 @@ fn bad_start_and_deflation_vectors_are_refused() {
         deflation: &y,
     };
     assert!(matches!(
-        solve_matrix_with(&a, &params, None, Checkpointing::default(), spaces),
+        jdmg::Solver::new(&a, &params).spaces(spaces).run(),
         Err(JdError::InvalidParams { field: "nev", .. })
     ));
     let spaces = Spaces {
@@ -419,7 +431,7 @@ fn bad_start_and_deflation_vectors_are_refused() {
         deflation: &[],
     };
     assert!(matches!(
-        solve_matrix_with(&a, &params, None, Checkpointing::default(), spaces),
+        jdmg::Solver::new(&a, &params).spaces(spaces).run(),
         Err(JdError::InvalidParams {
             field: "initial",
             ..

@@ -6,7 +6,7 @@
 //! [`jdmg::JdParams`] (so every library parameter is reachable by its serde
 //! name, and a new one needs no change here), and optional start vectors and
 //! preconditioner. This layer only calls the library's public API:
-//! [`jdmg::solve_matrix_with`] (named preconditioners), [`jdmg::solve`] on a
+//! [`jdmg::Solver`] (named preconditioners, a mass matrix), [`jdmg::solve`] on a
 //! [`jdmg::Problem`] (user preconditioners, operators) and
 //! [`jdmg::Solver::shift_invert`] (σ with an explicit matrix).
 //!
@@ -21,7 +21,7 @@ use std::ops::ControlFlow;
 use std::sync::Mutex;
 
 use jdmg::prelude::*;
-use jdmg::{Checkpointing, Spaces};
+use jdmg::Spaces;
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -306,14 +306,11 @@ fn solve_py<'py>(
             // K x = λ M x: the library's driver for two matrices and a named
             // preconditioner, else a Problem with the mass operator.
             if let (Matrix::Csr(a), Matrix::Csr(m), None) = (&matrix, m, pc_dyn) {
-                return jdmg::solve_matrix_generalized(
-                    a,
-                    m,
-                    &params,
-                    Some(&mut observer),
-                    Checkpointing::default(),
-                    spaces,
-                );
+                return jdmg::Solver::new(a, &params)
+                    .mass(m)
+                    .observer(&mut observer)
+                    .spaces(spaces)
+                    .run();
             }
             let comm = SelfComm::new();
             let (a_csr, a_call, m_csr, m_call);
@@ -393,13 +390,10 @@ fn solve_py<'py>(
                 solve(&pb, &p, Some(&mut observer))
             }
             (Matrix::Csr(a), None) => match pc_dyn {
-                None => jdmg::solve_matrix_with(
-                    a,
-                    &params,
-                    Some(&mut observer),
-                    Checkpointing::default(),
-                    spaces,
-                ),
+                None => jdmg::Solver::new(a, &params)
+                    .observer(&mut observer)
+                    .spaces(spaces)
+                    .run(),
                 Some(k) => {
                     jdmg::symmetry::check_symmetric(a, &params)?;
                     let op = precond::spmv::CsrOperator::new(a, params.threads)

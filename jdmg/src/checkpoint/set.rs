@@ -24,14 +24,13 @@
 //! // two thread ranks, a checkpoint at every outer iteration (0 seconds apart)
 //! ThreadComm::run(2, |comm| {
 //!     let mut sink = FileSink::new(&file, comm.rank(), comm.size(), 0.0);
-//!     let ck = Checkpointing { resume: None, sink: Some(&mut sink) };
-//!     solve_distributed_resumable(&a, &comm, &params, None, ck).map(|s| s.eigenvalues)
+//!     Solver::new(&a, &params).comm(&comm).checkpoint(&mut sink).run().map(|s| s.eigenvalues)
 //! });
 //! let set = read_set(&file, 2).expect("a checkpoint of each rank");
 //! assert_eq!(set.checkpoints.len(), 2);
 //! let resumed = ThreadComm::run(2, |comm| {
-//!     let ck = Checkpointing { resume: Some(&set.checkpoints[comm.rank()]), sink: None };
-//!     solve_distributed_resumable(&a, &comm, &params, None, ck).map(|s| s.eigenvalues)
+//!     let ck = &set.checkpoints[comm.rank()];
+//!     Solver::new(&a, &params).comm(&comm).resume(ck).run().map(|s| s.eigenvalues)
 //! });
 //! assert!(resumed.iter().all(|r| r.is_ok()));
 //! # std::fs::remove_dir_all(&dir).unwrap();
