@@ -536,37 +536,6 @@ impl JdParams {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_basis_shrinks_for_small_blocks_of_large_problems() {
-        let small = LARGE_PROBLEM_ROWS - 1;
-        let large = LARGE_PROBLEM_ROWS;
-        // (k, nev, below the threshold, from it on)
-        for (k, nev, below, above) in [
-            (1, 1, 16, 8),
-            (2, 2, 20, 12),
-            (3, 3, 24, 18),
-            (4, 4, 24, 24),
-            (8, 10, 50, 50),
-        ] {
-            assert_eq!(default_max_basis(k, nev, small), below, "k = {k}");
-            assert_eq!(default_max_basis(k, nev, large), above, "k = {k}");
-        }
-        let p = JdParams {
-            nev: 1,
-            ..JdParams::default()
-        };
-        assert_eq!(p.resolve(large).unwrap().max_basis, 8);
-        assert_eq!(p.resolve(large).unwrap().restart, 4);
-        assert_eq!(p.resolve(small).unwrap().max_basis, 16);
-        // Capped by n.
-        assert_eq!(p.resolve(10).unwrap().max_basis, 10);
-    }
-}
-
 /// How an interval is cut into slices ([`crate::Solver::interval`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -618,4 +587,35 @@ pub enum GroupSplit {
     Rates,
     /// Equal counts per group, one round.
     Equal,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_basis_shrinks_for_small_blocks_of_large_problems() {
+        let small = LARGE_PROBLEM_ROWS - 1;
+        let large = LARGE_PROBLEM_ROWS;
+        // (k, nev, below the threshold, from it on)
+        for (k, nev, below, above) in [
+            (1, 1, 16, 8),
+            (2, 2, 20, 12),
+            (3, 3, 24, 18),
+            (4, 4, 24, 24),
+            (8, 10, 50, 50),
+        ] {
+            assert_eq!(default_max_basis(k, nev, small), below, "k = {k}");
+            assert_eq!(default_max_basis(k, nev, large), above, "k = {k}");
+        }
+        let p = JdParams {
+            nev: 1,
+            ..JdParams::default()
+        };
+        assert_eq!(p.resolve(large).unwrap().max_basis, 8);
+        assert_eq!(p.resolve(large).unwrap().restart, 4);
+        assert_eq!(p.resolve(small).unwrap().max_basis, 16);
+        // Capped by n.
+        assert_eq!(p.resolve(10).unwrap().max_basis, 10);
+    }
 }

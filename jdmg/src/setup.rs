@@ -504,6 +504,46 @@ pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Sol
     }
 }
 
+/// M's rows on this process of the partition of every slice's solve
+/// (balanced by K's nonzeros; the whole of M on one process), for products
+/// with blocks of up to `max_block` columns; None without M.
+pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    mass: Option<&'m CsrMatrix>,
+    comm: &'c C,
+    params: &JdParams,
+    max_block: usize,
+) -> Result<Option<Rows<'m, 'c, C>>, JdError> {
+    let Some(m) = mass else {
+        return Ok(None);
+    };
+    let part = if comm.size() > 1 {
+        Some(
+            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
+                .map_err(|e| JdError::invalid("partition", e))?,
+        )
+    } else {
+        None
+    };
+    rows(
+        m,
+        comm,
+        params,
+        RowsSpec {
+            part: part.as_ref(),
+            opts: precond::dist::DistOptions {
+                threads: params.threads,
+                overlap: false,
+                max_block: max_block.max(1),
+            },
+            precond: None,
+            precond_of: None,
+            field: "mass",
+        },
+    )
+    .map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,44 +641,4 @@ mod tests {
         m.apply_block(&r, &mut zm, 1);
         assert_eq!(zm, zg);
     }
-}
-
-/// M's rows on this process of the partition of every slice's solve
-/// (balanced by K's nonzeros; the whole of M on one process), for products
-/// with blocks of up to `max_block` columns; None without M.
-pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
-    k: &CsrMatrix,
-    mass: Option<&'m CsrMatrix>,
-    comm: &'c C,
-    params: &JdParams,
-    max_block: usize,
-) -> Result<Option<Rows<'m, 'c, C>>, JdError> {
-    let Some(m) = mass else {
-        return Ok(None);
-    };
-    let part = if comm.size() > 1 {
-        Some(
-            matrices::partition::RowPartition::balanced_by_nnz(k, comm.size())
-                .map_err(|e| JdError::invalid("partition", e))?,
-        )
-    } else {
-        None
-    };
-    rows(
-        m,
-        comm,
-        params,
-        RowsSpec {
-            part: part.as_ref(),
-            opts: precond::dist::DistOptions {
-                threads: params.threads,
-                overlap: false,
-                max_block: max_block.max(1),
-            },
-            precond: None,
-            precond_of: None,
-            field: "mass",
-        },
-    )
-    .map(Some)
 }
