@@ -263,6 +263,12 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// grain over every process of the groups: its corrections are GD+k steps
     /// t = −r, with no equations for the groups to share (`maxits` > 0 is
     /// refused there).
+    ///
+    /// A σ at an eigenvalue to working precision (or within ε/tol of the
+    /// spectrum's scale) is not refused: the pairs there are found first by
+    /// subspace inverse iteration (their true residuals checked), and the
+    /// others by the loop on B restricted to their complement, where
+    /// rounding along the near-null vectors no longer swamps them.
     pub fn shift_invert(mut self, sigma: f64) -> Self {
         self.input.shift = Some(sigma);
         self

@@ -67,6 +67,9 @@ use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::lanczos::{End, LanczosParams};
 use crate::params::SliceMethod;
+mod near;
+use near::{NearPairs, NearSearch};
+
 use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, Target};
 use crate::setup::{rows, Rows, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
@@ -896,7 +899,6 @@ fn run_scaled<C: Comm + ?Sized>(
     };
     // The user's test on the true residuals, and B's test that meets it.
     let test = TrueTest::new(k, mass, sigma, params);
-    let p = b_params(params, side, &test);
     let mjacobi = mass_jacobi(mass, kr.range.clone())?;
     let range = kr.range.clone();
     let initial = local_rows("initial", spaces.initial, n, range.clone())?;
@@ -915,10 +917,49 @@ fn run_scaled<C: Comm + ?Sized>(
         Some(sp) => Some(DeflatedInverse::new(&root, sp, comm)?),
         None => None,
     };
-    let inv: &dyn Operator = match &deflated {
+    let user_inv: &dyn Operator = match &deflated {
         Some(d) => d,
         None => &root,
     };
+    // Pairs numerically at σ are found first, and the loop runs on the
+    // inverse restricted to their complement (see `near`).
+    let near = match side {
+        Wanted::Nearest => NearSearch {
+            inv: user_inv,
+            k: &kr.op,
+            m: mass_rows,
+            comm,
+            sigma,
+            n,
+            row_offset: kr.range.start,
+            seed: params.seed,
+        }
+        .find(
+            &test,
+            NearSearch::<C>::radius(&test, b_params(params, side, &test).tol),
+            params.nev,
+        ),
+        Wanted::Above => None,
+    };
+    if let Some(z) = near.as_ref().filter(|z| z.lam.len() >= params.nev) {
+        return Ok(near_only(z, &test, kr.range.clone(), below, setup));
+    }
+    let (mut all_deflation, near_space, near_inverse);
+    let (inv, space, deflation): (&dyn Operator, _, &[f64]) = match &near {
+        Some(z) => {
+            all_deflation = deflation.clone();
+            all_deflation.extend_from_slice(&z.x);
+            near_space = DeflationSpace::new(&all_deflation, kr.range.len(), mass_rows, comm)?;
+            near_inverse = DeflatedInverse::new(&root, &near_space, comm)?;
+            (&near_inverse, Some(&near_space), &all_deflation)
+        }
+        None => (user_inv, space.as_ref(), &deflation),
+    };
+    let left = JdParams {
+        nev: params.nev - near.as_ref().map_or(0, |z| z.lam.len()),
+        ..params.clone()
+    };
+    let p = b_params(&left, side, &test);
     let op = Sandwich {
         inv,
         mass: mass_rows,
@@ -951,7 +992,7 @@ fn run_scaled<C: Comm + ?Sized>(
         comm,
         below,
         setup,
-        deflation: space.as_ref(),
+        deflation: space,
     };
     let krylov = method == SliceMethod::Lanczos
         && deflation.is_empty()
@@ -963,7 +1004,7 @@ fn run_scaled<C: Comm + ?Sized>(
         mr: mr.as_ref(),
         mjacobi: mjacobi.as_ref(),
         pencil: &pencil,
-        deflation: &deflation,
+        deflation,
         comm,
         side,
         n,
@@ -972,7 +1013,67 @@ fn run_scaled<C: Comm + ?Sized>(
         krylov,
     };
     let sol = test.judge(on_b.solve(&p, &initial, hooks))?;
-    on_b.refine(&test, params, p, sol)
+    let out = on_b.refine(&test, &left, p, sol);
+    match &near {
+        None => out,
+        Some(z) => match out {
+            Ok(s) => Ok(with_near(s, z, &test)),
+            Err(JdError::NotConverged { partial, .. }) => Err(JdError::NotConverged {
+                wanted: params.nev,
+                partial: Box::new(with_near(*partial, z, &test)),
+            }),
+            Err(JdError::Stopped { partial, .. }) => Err(JdError::Stopped {
+                wanted: params.nev,
+                partial: Box::new(with_near(*partial, z, &test)),
+            }),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// The pairs at σ ([`near`]) put in front of the loop's pairs `s` (they are
+/// the nearest), counted in its products.
+fn with_near(mut s: Solution, z: &NearPairs, test: &TrueTest) -> Solution {
+    let p = s.eigenvalues.len();
+    let mut x = z.x.clone();
+    x.extend_from_slice(&s.eigenvectors[..s.n_local * p]);
+    s.eigenvectors = x;
+    s.eigenvalues.splice(0..0, z.lam.iter().copied());
+    s.residual_norms.splice(0..0, z.res.iter().copied());
+    let ok = z
+        .lam
+        .iter()
+        .zip(&z.res)
+        .map(|(&l, &r)| r <= test.allowed(l));
+    s.converged.splice(0..0, ok);
+    s.stats.matvecs += z.products;
+    s
+}
+
+/// The solution when the pairs at σ are all that was asked for (`nev` of
+/// them or fewer when more were found: the nearest).
+fn near_only(
+    z: &NearPairs,
+    test: &TrueTest,
+    rows: Range<usize>,
+    below: Option<usize>,
+    setup: f64,
+) -> Solution {
+    let empty = Solution {
+        eigenvalues: Vec::new(),
+        residual_norms: Vec::new(),
+        converged: Vec::new(),
+        eigenvectors: Vec::new(),
+        n_local: rows.len(),
+        row_offset: rows.start,
+        multigrain: None,
+        stats: Stats {
+            eigenvalues_below_shift: below,
+            setup_seconds: setup,
+            ..Stats::default()
+        },
+    };
+    with_near(empty, z, test)
 }
 
 /// Rank 0 factors K − σM (A − σI without M) with `params.threads` threads;

@@ -357,7 +357,9 @@ fn config_params(path: &Path) -> Result<JdParams, Fail> {
     let is_json =
         path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
     let mut v: serde_json::Value = if is_json {
-        serde_json::from_str(&text).map_err(|e| fail(&e))?
+        serde_json::from_str::<UniqueKeys>(&text)
+            .map_err(|e| fail(&e))?
+            .0
     } else {
         let t: toml::Value = toml::from_str(&text).map_err(|e| fail(&e))?;
         if let Some(key) = non_finite_key(&t, "") {
@@ -371,6 +373,64 @@ fn config_params(path: &Path) -> Result<JdParams, Fail> {
         *t = normalize_target(t).map_err(|e| fail(&e))?;
     }
     serde_json::from_value(v).map_err(|e| fail(&e))
+}
+
+/// A JSON value whose objects have no key twice (`serde_json::Value` keeps the
+/// last silently; TOML refuses duplicates itself).
+struct UniqueKeys(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(UniqueKeys(v)) = s.next_element()? {
+            out.push(v);
+        }
+        Ok(serde_json::Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = m.next_key::<String>()? {
+            let UniqueKeys(v) = m.next_value()?;
+            if out.insert(key.clone(), v).is_some() {
+                return Err(serde::de::Error::custom(format!("duplicate key `{key}`")));
+            }
+        }
+        Ok(serde_json::Value::Object(out))
+    }
 }
 
 /// The dotted key of the first non-finite float of a TOML value (`nan`,
@@ -510,14 +570,17 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
 
 /// [`load`] and the mass matrix of `--mass` / `--mass-generate` (None without),
 /// with the source line naming both.
-fn load_pencil(a: &SolveArgs) -> Result<(CsrMatrix, Option<CsrMatrix>, String), Fail> {
-    let (m, source) = load(a)?;
+fn load_pencil(
+    a: &SolveArgs,
+    check_symmetry: bool,
+) -> Result<(CsrMatrix, Option<CsrMatrix>, String), Fail> {
+    let (m, source) = load(a, check_symmetry)?;
     let mass = crate::mass::load(
         a.mass.as_deref(),
         a.mass_generate,
         a.generate.as_deref(),
         &m,
-        !a.no_symmetry_check,
+        check_symmetry,
     )?;
     Ok(match mass {
         Some((mm, ms)) => (m, Some(mm), format!("{source} with mass {ms}")),
@@ -528,7 +591,7 @@ fn load_pencil(a: &SolveArgs) -> Result<(CsrMatrix, Option<CsrMatrix>, String), 
 /// Reads or generates the matrix; a generated one is refused before
 /// allocation when it does not fit in memory (a file is checked by the
 /// reader itself).
-fn load(a: &SolveArgs) -> Result<(CsrMatrix, String), Fail> {
+fn load(a: &SolveArgs, check_symmetry: bool) -> Result<(CsrMatrix, String), Fail> {
     let (m, source, header) = match (&a.file, &a.generate) {
         (Some(f), None) => {
             let (m, h) = crate::read(f)?;
@@ -553,7 +616,7 @@ fn load(a: &SolveArgs) -> Result<(CsrMatrix, String), Fail> {
             m.ncols()
         )));
     }
-    if !a.no_symmetry_check {
+    if check_symmetry {
         let inf = matrix_info(&m, header.as_ref());
         if !inf.symmetric {
             return Err(Fail::bad(format!(
@@ -966,7 +1029,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
-    let (m, mass, source) = load_pencil(a)?;
+    let (m, mass, source) = load_pencil(a, params.check_symmetry)?;
     check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -1644,7 +1707,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
         };
         let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
         crate::vectors::check_options(a.st, a.groups.is_some(), params)?;
-        let (m, mass, source) = load_pencil(a)?;
+        let (m, mass, source) = load_pencil(a, params.check_symmetry)?;
         check_problem(&m, params, size, "MPI processes", checkpoints)?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;

@@ -363,3 +363,70 @@ fn svd_bad_input_exits_2_and_a_spent_budget_exits_3() {
     assert_eq!(v["converged_all"], false);
     assert_eq!(v["values"].as_array().unwrap().len(), 4);
 }
+
+/// A config file is read as strictly as the command line: a key given twice is
+/// refused with exit 2 naming it (a JSON parser keeps the last one silently),
+/// and `check_symmetry = false` lets a file through as `--no-symmetry-check`
+/// does (it was applied to the library only, after the reader had refused).
+#[test]
+fn config_files_refuse_duplicate_keys_and_honour_check_symmetry() {
+    for (name, text) in [
+        ("dup.json", r#"{"nev": 3, "tol": 1e-9, "nev": 5}"#),
+        ("dup.toml", "nev = 3\ntol = 1e-9\nnev = 5\n"),
+    ] {
+        let cfg = tmp(name, text);
+        let out = jdmg(&[
+            "solve",
+            "--generate",
+            "lap3d:6",
+            "--config",
+            cfg.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains("nev"), "{name}: {err}");
+    }
+    // the 1-D Laplacian, stored as general with the upper entries 1e-14 off
+    let n = 12;
+    let mut text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n",
+        3 * n - 2
+    );
+    for i in 1..=n {
+        text += &format!("{i} {i} 2\n");
+        if i < n {
+            text += &format!("{} {i} -1\n{i} {} -1.00000000000001\n", i + 1, i + 1);
+        }
+    }
+    let file = tmp("almost.mtx", &text);
+    let f = file.to_str().unwrap();
+    let refused = jdmg(&["solve", f, "--nev", "2"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let cfg = tmp("nocheck.toml", "check_symmetry = false\n");
+    let by_config = jdmg(&[
+        "solve",
+        f,
+        "--nev",
+        "2",
+        "--json",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let by_flag = jdmg(&["solve", f, "--nev", "2", "--json", "--no-symmetry-check"]);
+    for out in [&by_config, &by_flag] {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let e = |i: f64| 2.0 - 2.0 * (std::f64::consts::PI * i / (n + 1) as f64).cos();
+    for out in [&by_config, &by_flag] {
+        let ev = json(out)["eigenvalues"].clone();
+        for (j, want) in [e(1.0), e(2.0)].iter().enumerate() {
+            let got = ev[j].as_f64().unwrap();
+            assert!((got - want).abs() < 1e-8, "{got} against {want}");
+        }
+    }
+}
