@@ -443,6 +443,34 @@ impl ShiftInvert {
     }
 }
 
+/// Bytes the LDLᵀ factorization of K − σM (A − σI without M) will hold, from
+/// its symbolic factorization (AMD ordering; the pattern does not depend on
+/// σ): the factor's values and the numeric step's scratch (lap3d:40: 8 ms for
+/// the estimate against 3 s for the factorization).
+/// For a memory check before the factorization. None when the symbolic
+/// factorization fails or the sizes differ.
+pub fn factor_bytes(k: &CsrMatrix, mass: Option<&CsrMatrix>) -> Option<u64> {
+    let n = k.nrows();
+    let pattern;
+    let c = match mass {
+        None => k,
+        Some(m) => {
+            pattern = crate::setup::shifted_pair(k, m, 1.0).ok()?;
+            &pattern
+        }
+    };
+    let (ptr, idx, _) = shifted_csc(c, 1.0, true);
+    let sym = SymbolicSparseColMatRef::new_checked(n, n, &ptr, None, &idx);
+    let symbolic =
+        factorize_symbolic_cholesky(sym, Side::Lower, SymmetricOrdering::Amd, Default::default())
+            .ok()?;
+    let values = symbolic.len_val() as u64;
+    let scratch = symbolic
+        .factorize_numeric_ldlt_scratch::<f64>(Par::Seq, Default::default())
+        .unaligned_bytes_required() as u64;
+    Some(values.saturating_mul(8).saturating_add(scratch))
+}
+
 /// The diagonal D of LDLᵀ factors (in the factorization's order).
 fn ldlt_pivots(symbolic: &SymbolicCholesky<usize>, values: &[f64]) -> Vec<f64> {
     match symbolic.raw() {

@@ -202,6 +202,39 @@ fn info(file: &Path, json: bool) -> Result<(), Fail> {
 /// `jdmg generate SPEC -o OUT`: refuses a matrix that does not fit in memory
 /// before generating it; writes OUT atomically (its path checked first), or
 /// standard output for `-`.
+/// The temporary file that a signal removes (see [`remove_on_signal`]).
+static TEMP_FILE: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+
+extern "C" fn remove_temp_and_exit(sig: libc::c_int) {
+    if let Some(p) = TEMP_FILE.get() {
+        // SAFETY: unlink and _exit are async-signal-safe; the path was set before
+        // the handler was installed and is never changed.
+        unsafe { libc::unlink(p.as_ptr()) };
+    }
+    // SAFETY: as above.
+    unsafe { libc::_exit(128 + sig) }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP, `tmp` (the file being written) is removed and
+/// the process exits 130, 143 or 129: an interrupted `jdmg generate` leaves
+/// neither a partial output nor its temporary file.
+fn remove_on_signal(tmp: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(tmp.as_os_str().as_bytes()) else {
+        return;
+    };
+    if TEMP_FILE.set(c).is_err() {
+        return;
+    }
+    let handler = remove_temp_and_exit as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only unlinks a fixed path and exits.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGHUP, handler);
+    }
+}
+
 fn gen_cmd(spec: &str, out: &Path, symmetric: bool) -> Result<(), Fail> {
     let spec: GenSpec = spec.parse().map_err(|e| (EXIT_BAD_INPUT, e))?;
     spec.validate().map_err(|e| (EXIT_BAD_INPUT, e))?;
@@ -215,6 +248,11 @@ fn gen_cmd(spec: &str, out: &Path, symmetric: bool) -> Result<(), Fail> {
         &format!("generating {spec}"),
         resources::generated_bytes(&spec),
     )?;
+    if !to_stdout {
+        if let Ok(Some(tmp)) = matrices::mm::atomic_temp_path(out) {
+            remove_on_signal(&tmp);
+        }
+    }
     let a = generate(&spec).map_err(|e| (EXIT_BAD_INPUT, e))?;
     if to_stdout {
         let w = std::io::BufWriter::new(std::io::stdout().lock());

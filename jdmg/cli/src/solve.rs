@@ -642,15 +642,32 @@ fn checked_by_load(params: &JdParams) -> JdParams {
     }
 }
 
+/// Whether the solve factors K − σM (A − σI): shift-and-invert, intervals,
+/// index ranges and the slices of many pairs, and the inertia certificate of
+/// an interior target.
+fn factors(a: &SolveArgs, p: &JdParams) -> bool {
+    let many = p.slice_from > 0
+        && p.nev >= p.slice_from
+        && matches!(p.target, Target::Smallest | Target::Largest);
+    let certified = matches!(p.target, Target::Closest(_)) && p.verify != jdmg::Verify::Never;
+    a.st == crate::vectors::St::Sinvert
+        || a.interval.is_some()
+        || a.indices.is_some()
+        || many
+        || certified
+}
+
 /// Checks made before the solve on the loaded matrix: process count against
-/// n, and the memory of the solve.
+/// n, and the memory of the solve, with the sparse LDLᵀ factor when the solve
+/// makes one (its size from the symbolic factorization).
 fn check_problem(
-    m: &CsrMatrix,
+    a: &SolveArgs,
+    (m, mass): (&CsrMatrix, Option<&CsrMatrix>),
     p: &JdParams,
     procs: usize,
     what: &str,
-    checkpoints: bool,
 ) -> Result<(), Fail> {
+    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
     if procs > m.nrows() {
         return Err(Fail::bad(format!(
             "{procs} {what} for a matrix of n = {} rows: every process needs at least one row",
@@ -669,7 +686,11 @@ fn check_problem(
     } else {
         per
     };
-    check_memory("the solve", per)
+    let factor = match factors(a, p) {
+        true => jdmg::st::factor_bytes(m, mass).unwrap_or(0),
+        false => 0,
+    };
+    check_memory("the solve", per.saturating_add(factor))
 }
 
 /// The signal (SIGINT or SIGTERM) that asked a single-process solve to stop; 0
@@ -1024,13 +1045,12 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     if !a.slowdown.is_empty() && a.ranks < 2 {
         return Err(Fail::bad("--slowdown needs --ranks N or --mpi"));
     }
-    let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
     crate::vectors::check_options(a.st, a.groups.is_some(), &params)?;
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
     let (m, mass, source) = load_pencil(a, params.check_symmetry)?;
-    check_problem(&m, &params, a.ranks, "ranks", checkpoints)?;
+    check_problem(a, (&m, mass.as_ref()), &params, a.ranks, "ranks")?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
@@ -1705,10 +1725,9 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             }
             None => Vec::new(),
         };
-        let checkpoints = a.checkpoint.is_some() || a.resume.is_some();
         crate::vectors::check_options(a.st, a.groups.is_some(), params)?;
         let (m, mass, source) = load_pencil(a, params.check_symmetry)?;
-        check_problem(&m, params, size, "MPI processes", checkpoints)?;
+        check_problem(a, (&m, mass.as_ref()), params, size, "MPI processes")?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
         let factor = if a.slowdown.is_empty() {

@@ -198,6 +198,33 @@ fn memory_requests_are_refused_with_the_figures() {
         "{}",
         stderr(&out)
     );
+    // the LDLᵀ factor of shift-and-invert (lap3d:40: about 250 MiB by its symbolic
+    // factorization, 258 MiB peak measured) counts, beside 30 MiB of vectors
+    for extra in [&["--st", "sinvert"][..], &["--verify", "always"][..]] {
+        let mut args = vec![
+            "solve",
+            "--generate",
+            "lap3d:40",
+            "--nev",
+            "2",
+            "--target",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let out = cmd(&args)
+            .env("JDMG_MEMORY_LIMIT", "150M")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        let mib: f64 = err
+            .split("the solve needs about ")
+            .nth(1)
+            .and_then(|r| r.split(" MiB").next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{extra:?}: {err}"));
+        assert!((200.0..300.0).contains(&mib), "{extra:?}: {err}");
+    }
     // lap3d:1000: 10^9 rows, 7·10^9 entries; the output file is not created
     let big = d.join("big.mtx");
     let out = cmd(&["generate", "lap3d:1000", "-o", big.to_str().unwrap()])

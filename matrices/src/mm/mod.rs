@@ -44,7 +44,7 @@ pub use error::{MmError, MmErrorKind};
 pub use header::{MmField, MmFormat, MmHeader, MmSymmetry};
 pub use memory::{available_memory, read_bytes_needed};
 pub use write::{
-    check_writable, temp_path, write_array, write_array_file, write_coordinate,
+    atomic_temp_path, check_writable, temp_path, write_array, write_array_file, write_coordinate,
     write_coordinate_file, write_file_atomic,
 };
 

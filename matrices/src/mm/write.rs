@@ -213,6 +213,16 @@ pub fn temp_path(path: &Path) -> std::path::PathBuf {
     path.with_file_name(format!(".{name}.tmp.{}", std::process::id()))
 }
 
+/// The temporary file [`write_file_atomic`] will write for `path` (beside the
+/// file a symbolic link points to); `None` when `path` is written in place (a
+/// device, FIFO or socket). For a caller that must remove it on a signal.
+///
+/// # Errors
+/// Reading `path`'s metadata or resolving its link.
+pub fn atomic_temp_path(path: &Path) -> io::Result<Option<std::path::PathBuf>> {
+    Ok(atomic_target(path)?.map(|t| temp_path(&t)))
+}
+
 /// Writes a file atomically: `write` fills a buffered temporary file beside
 /// `path` ([`temp_path`]), which is flushed, synced and renamed over `path`.
 /// Readers of `path` see the old file or the complete new one, never a
