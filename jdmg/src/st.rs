@@ -951,7 +951,7 @@ fn run_scaled<C: Comm + ?Sized>(
     };
     // Pairs numerically at σ are found first, and the loop runs on the
     // inverse restricted to their complement (see `near`).
-    let near = match side {
+    let (near, probe) = match side {
         Wanted::Nearest => NearSearch {
             inv: user_inv,
             k: &kr.op,
@@ -967,10 +967,12 @@ fn run_scaled<C: Comm + ?Sized>(
             NearSearch::<C>::radius(&test, b_params(params, side, &test).tol),
             params.nev,
         ),
-        Wanted::Above => None,
+        Wanted::Above => (None, 0),
     };
     if let Some(z) = near.as_ref().filter(|z| z.lam.len() >= params.nev) {
-        return Ok(near_only(z, &test, kr.range.clone(), below, setup));
+        let mut s = near_only(z, &test, kr.range.clone(), below, setup);
+        s.stats.matvecs += probe;
+        return Ok(s);
     }
     let (mut all_deflation, near_space, near_inverse);
     let (inv, space, deflation): (&dyn Operator, _, &[f64]) = match &near {
@@ -1041,7 +1043,20 @@ fn run_scaled<C: Comm + ?Sized>(
         krylov,
     };
     let sol = test.judge(on_b.solve(&p, &initial, hooks))?;
-    let out = on_b.refine(&test, &left, p, sol);
+    let out = match on_b.refine(&test, &left, p, sol) {
+        Ok(mut s) => {
+            s.stats.matvecs += probe;
+            Ok(s)
+        }
+        Err(JdError::NotConverged {
+            wanted,
+            mut partial,
+        }) => {
+            partial.stats.matvecs += probe;
+            Err(JdError::NotConverged { wanted, partial })
+        }
+        Err(e) => Err(e),
+    };
     match &near {
         None => out,
         Some(z) => match out {
@@ -1060,7 +1075,7 @@ fn run_scaled<C: Comm + ?Sized>(
 }
 
 /// The pairs at σ ([`near`]) put in front of the loop's pairs `s` (they are
-/// the nearest), counted in its products.
+/// the nearest).
 fn with_near(mut s: Solution, z: &NearPairs, test: &TrueTest) -> Solution {
     let p = s.eigenvalues.len();
     let mut x = z.x.clone();
@@ -1074,7 +1089,6 @@ fn with_near(mut s: Solution, z: &NearPairs, test: &TrueTest) -> Solution {
         .zip(&z.res)
         .map(|(&l, &r)| r <= test.allowed(l));
     s.converged.splice(0..0, ok);
-    s.stats.matvecs += z.products;
     s
 }
 

@@ -25,13 +25,11 @@ const STEPS: usize = 8;
 const MAX_BLOCK: usize = 8;
 
 /// The pairs found at σ: this process's rows of their vectors
-/// (M-orthonormal), eigenvalues, true residuals ‖Kx − λMx‖/‖x‖, and the
-/// products with the inverse spent.
+/// (M-orthonormal), eigenvalues and true residuals ‖Kx − λMx‖/‖x‖.
 pub(super) struct NearPairs {
     pub x: Vec<f64>,
     pub lam: Vec<f64>,
     pub res: Vec<f64>,
-    pub products: u64,
 }
 
 /// What the search at σ needs: the operators on this process's rows.
@@ -57,8 +55,21 @@ impl<C: Comm + ?Sized> NearSearch<'_, C> {
 
     /// The pairs within `radius` of σ, at most `nev` (and `MAX_BLOCK`);
     /// None when there are none (one solve with a random vector tells,
-    /// unless its growth is that of an eigenvalue near σ). Collective.
-    pub fn find(&self, test: &TrueTest, radius: f64, nev: usize) -> Option<NearPairs> {
+    /// unless its growth is that of an eigenvalue near σ); and the products
+    /// with the inverse spent. Collective.
+    pub fn find(&self, test: &TrueTest, radius: f64, nev: usize) -> (Option<NearPairs>, u64) {
+        let mut products = 0;
+        let found = self.search(test, radius, nev, &mut products);
+        (found, products)
+    }
+
+    fn search(
+        &self,
+        test: &TrueTest,
+        radius: f64,
+        nev: usize,
+        products: &mut u64,
+    ) -> Option<NearPairs> {
         let nl = self.inv.nrows();
         let b = nev.min(MAX_BLOCK).min(self.n);
         if b == 0 || radius.is_nan() || radius <= 0.0 {
@@ -76,7 +87,7 @@ impl<C: Comm + ?Sized> NearSearch<'_, C> {
         // One solve: ‖B r‖_M/‖r‖_M ≥ |ν₁|·|⟨z₁, r⟩_M|/‖r‖_M ≈ |ν₁|/√n.
         let mut y = vec![0.0; nl];
         self.solve(&x[..nl], &mut y, 1);
-        let mut products = 1;
+        *products += 1;
         let grow = (self.m_dot(&y, &y) / self.m_dot(&x[..nl], &x[..nl])).sqrt();
         let signal = grow * radius * (self.n as f64).sqrt();
         if signal.is_nan() || signal < 0.1 {
@@ -86,7 +97,7 @@ impl<C: Comm + ?Sized> NearSearch<'_, C> {
         let mut p = b;
         for _ in 0..STEPS {
             let (lam, v) = self.inverse_step(&x[..nl * p], p)?;
-            products += p as u64;
+            *products += p as u64;
             p = lam.len();
             let near = lam
                 .iter()
@@ -103,7 +114,6 @@ impl<C: Comm + ?Sized> NearSearch<'_, C> {
                         x: v[..nl * near].to_vec(),
                         lam: lam[..near].to_vec(),
                         res,
-                        products,
                     });
                 }
             }
