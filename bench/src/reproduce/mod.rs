@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+mod dense;
 mod p000;
 mod p001;
 mod p002;
@@ -56,6 +57,8 @@ pub mod setting {
     pub const MODEL: &str = "model";
     /// Thread ranks on manual clocks.
     pub const MANUAL: &str = "virtual clocks (thread ranks, emulated slowdowns)";
+    /// Thread ranks whose clocks are their CPU time × slowdown.
+    pub const CPU: &str = "virtual clocks (thread ranks, CPU time × slowdown)";
     /// Simulated clocks of the dense schedulers.
     pub const SIMULATED: &str = "virtual clocks (simulated schedule)";
     /// Not run.
@@ -290,6 +293,9 @@ pub fn assemble_markdown(results: &Path) -> String {
            ranks whose clocks are manual: each sparse product charges its nonzeros times the \
            rank's slowdown factor, and collectives wait for the latest rank. Deterministic and \
            independent of this machine's load; slow processors are emulated, not real.\n\
+         - **virtual clocks (thread ranks, CPU time × slowdown)**: the dense LU/QR runs on \
+           thread ranks whose clocks are their own CPU time times a slowdown factor: the other \
+           work on the machine does not count, but the figures vary by a few % between runs.\n\
          - **sleep emulation**: real runs where slow processes sleep (`--slowdown` under mpirun).\n\
          - **real contention**: real processes with busy loops pinned by `taskset`.\n\
          - **not run**: the row says why.\n\n",
