@@ -18,6 +18,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 mod dense;
+mod kept;
 mod p000;
 mod p001;
 mod p002;
@@ -190,6 +191,8 @@ pub struct Ctx {
     pub dir: PathBuf,
     /// Experiment size.
     pub size: Size,
+    /// `bench/results/` (kept runs are read from there).
+    pub results: PathBuf,
 }
 
 impl Ctx {
@@ -232,7 +235,11 @@ pub fn run_paper(
         .ok_or_else(|| format!("unknown paper {paper:?} (000, 001, 002, 003, 004 or all)"))?;
     let dir = results.join(paper);
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let ctx = Ctx { dir, size };
+    let ctx = Ctx {
+        dir,
+        size,
+        results: results.to_path_buf(),
+    };
     let t0 = Instant::now();
     let rows = match paper {
         "000" => p000::run(&ctx)?,

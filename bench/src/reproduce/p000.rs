@@ -258,11 +258,12 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         "no code for the dynamic heuristic yet (issue 40 item 2)",
     ));
     measured_figs_6_9(ctx, &mut rows)?;
+    rows.extend(super::kept::rows_000(&ctx.results));
     rows.push(Row::missing(
-        "§3 experiments on real heterogeneous machines (busy loops pinned by taskset)",
+        "§3 under real busy loops, re-run by this command; heterogeneous QR under real contention",
         "lip / lhpc timings",
-        "needs an MPI build and minutes on a quiet machine (kept run: bench/results/dense_hetero_busyloops_quiet.jsonl, \
-         hetero B = 4 at 0.55× cyclic against the model's 0.55×); not re-run here",
+        "needs an MPI build and minutes on a quiet machine (`bench/scripts/dense_hetero.sh`); the kept LU run above is quoted, \
+         QR was never run under real contention",
     ));
     Ok(rows)
 }
