@@ -99,7 +99,7 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 "goal of issue 40 met (≤ 5 points)".to_string()
             } else {
                 "goal of issue 40 (≤ 5 points) not met: T_L, nb, the capacities of Fig. 4 and \
-                 the DAGs of Fig. 9 are not in the paper (T_L = 200 µs, nb = 16 fitted to Fig. 10); \
+                 the DAGs of Fig. 9 are not in the paper (here the library defaults T_L = 200 µs, nb = 16); \
                  see the sensitivity rows below"
                     .to_string()
             },
