@@ -17,3 +17,5 @@ pub fn median<T: std::borrow::Borrow<f64>>(v: impl IntoIterator<Item = T>) -> f6
         _ => 0.5 * (s[k / 2 - 1] + s[k / 2]),
     }
 }
+
+pub mod reproduce;

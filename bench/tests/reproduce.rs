@@ -1,0 +1,79 @@
+//! `reproduce` at the tiny size: every paper's rows are written, carry numbers where
+//! they are computed, and REPRODUCTION.md is assembled from the kept fragments
+//! (running one paper keeps the other papers' sections). No wall-clock thresholds.
+
+use std::path::PathBuf;
+
+use bench::reproduce::{assemble_markdown, read_runs, run_paper, Size};
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("jdmg-reproduce-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn tiny_runs_give_rows_with_numbers_and_keep_the_other_sections() {
+    let dir = scratch("all");
+    for p in ["000", "001", "002", "003", "004"] {
+        let run = run_paper(p, Size::Tiny, &dir, "test").unwrap();
+        assert!(!run.rows.is_empty(), "{p}: no rows");
+        assert!(dir.join(p).join("rows.json").is_file(), "{p}: no rows.json");
+        for r in &run.rows {
+            assert!(!r.item.is_empty() && !r.setting.is_empty() && !r.verdict.is_empty());
+            if let Some(x) = r.ours_value {
+                assert!(x.is_finite(), "{p}: {}: {x}", r.item);
+            }
+        }
+        let with_numbers = run.rows.iter().filter(|r| r.ours_value.is_some()).count();
+        if p != "001" && p != "004" {
+            assert!(with_numbers > 0, "{p}: no row with a number");
+        }
+    }
+    // 003: the emulated Tables 1 and 3 reproduce the model's imbalance without
+    // balancing and the paper's order of magnitude with it.
+    let runs = read_runs(&dir);
+    assert_eq!(runs.len(), 5);
+    let r003 = runs.iter().find(|r| r.paper == "003").unwrap();
+    let unbal = r003
+        .rows
+        .iter()
+        .find(|r| r.item.contains("slowdowns 1,1,4,4") && r.item.ends_with("without balancing"))
+        .unwrap();
+    assert!((unbal.ours_value.unwrap() - 37.5).abs() < 0.5, "{unbal:?}");
+    let bal = r003
+        .rows
+        .iter()
+        .find(|r| r.item.contains("slowdowns 1,1,4,4") && r.item.ends_with("with balancing"))
+        .unwrap();
+    assert!(bal.ours_value.unwrap() < 15.0, "{bal:?}");
+    // 002: the deterministic model gives the documented Figure 10 case 1.
+    let r002 = runs.iter().find(|r| r.paper == "002").unwrap();
+    let c1 = r002
+        .rows
+        .iter()
+        .find(|r| r.item.starts_with("Fig. 10") && r.item.contains("case 1"))
+        .unwrap();
+    assert!((c1.ours_value.unwrap() - 31.6).abs() < 0.1, "{c1:?}");
+    assert_eq!(c1.paper_value, Some(33.8));
+    let md = assemble_markdown(&dir);
+    for p in ["## 000", "## 001", "## 002", "## 003", "## 004"] {
+        assert!(md.contains(p), "{p} missing");
+    }
+    assert!(md.contains("| 31.6 | 33.8 |"), "{md}");
+    // Re-running one paper keeps the others' fragments.
+    std::fs::remove_file(dir.join("003").join("rows.json")).unwrap();
+    run_paper("002", Size::Tiny, &dir, "test").unwrap();
+    let md = assemble_markdown(&dir);
+    assert!(md.contains("Not run yet: `cargo run --release -p bench --bin reproduce -- 003`"));
+    assert!(md.contains("| 31.6 | 33.8 |") && md.contains("33\\|85335385"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unknown_paper_is_an_error() {
+    let dir = scratch("bad");
+    assert!(run_paper("005", Size::Tiny, &dir, "test").is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
