@@ -66,13 +66,12 @@ use crate::checkpoint::CheckpointSink;
 use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::lanczos::{End, LanczosParams};
-use crate::params::SliceMethod;
-mod near;
-use near::{NearPairs, NearSearch};
-
-use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, Target};
+use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, SliceMethod, Target};
 use crate::setup::{rows, Rows, RowsSpec};
 use crate::solution::{IterationEvent, Solution, Stats};
+
+mod near;
+use near::{NearPairs, NearSearch};
 
 /// Largest backward error ‖Cz − b‖∞ / (‖C‖∞‖z‖∞ + ‖b‖∞) of a test solve with
 /// the LDLᵀ factors of C (A − σI or K − σM); above it (an unstable pivot:
