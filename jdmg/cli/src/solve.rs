@@ -646,15 +646,8 @@ fn checked_by_load(params: &JdParams) -> JdParams {
 /// index ranges and the slices of many pairs, and the inertia certificate of
 /// an interior target.
 fn factors(a: &SolveArgs, p: &JdParams) -> bool {
-    let many = p.slice_from > 0
-        && p.nev >= p.slice_from
-        && matches!(p.target, Target::Smallest | Target::Largest);
     let certified = matches!(p.target, Target::Closest(_)) && p.verify != jdmg::Verify::Never;
-    a.st == crate::vectors::St::Sinvert
-        || a.interval.is_some()
-        || a.indices.is_some()
-        || many
-        || certified
+    a.st == crate::vectors::St::Sinvert || slices(a, p) || certified
 }
 
 /// Checks made before the solve on the loaded matrix: process count against
@@ -697,16 +690,46 @@ fn check_problem(
 /// while none did.
 static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
+/// Set at the first iteration event of the solve: before it nothing is computed.
+static ITERATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Whether a signal before the first iteration ends the process at once: set for
+/// shift-and-invert solves in one process (serial or thread ranks), whose
+/// factorization comes first and cannot be stopped midway (not for interval
+/// slicing, whose slices report no iterations).
+static EXIT_BEFORE_FIRST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 extern "C" fn on_signal(sig: libc::c_int) {
+    use std::sync::atomic::Ordering;
     // A second signal ends the process at once.
-    if INTERRUPTED.swap(sig, std::sync::atomic::Ordering::SeqCst) != 0 {
+    if INTERRUPTED.swap(sig, Ordering::SeqCst) != 0 {
         unsafe { libc::_exit(128 + sig) };
     }
+    // Before the first iteration (reading, partitioning, a factorization that
+    // cannot be stopped midway) there is nothing to print or checkpoint.
+    if EXIT_BEFORE_FIRST.load(Ordering::SeqCst) && !ITERATED.load(Ordering::SeqCst) {
+        let msg = b"jdmg: interrupted before the first iteration (setup or factorization): nothing computed yet\n";
+        // SAFETY: write(2) and _exit are async-signal-safe.
+        unsafe {
+            libc::write(2, msg.as_ptr().cast(), msg.len());
+            libc::_exit(128 + sig);
+        }
+    }
+}
+
+/// Whether the solve slices an interval (or the lower end of the spectrum for
+/// many pairs): its slices report no iteration events.
+fn slices(a: &SolveArgs, p: &JdParams) -> bool {
+    a.interval.is_some()
+        || a.indices.is_some()
+        || (p.slice_from > 0
+            && p.nev >= p.slice_from
+            && matches!(p.target, Target::Smallest | Target::Largest))
 }
 
 /// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the solve at the next
 /// outer iteration (the observer breaks): the pairs converged so far are
-/// printed and jdmg exits 130, 143 or 129. Single-process solves, and
+/// printed and jdmg exits 130, 143 or 129; during the factorization of a
+/// shift-and-invert solve in one process (see [`EXIT_BEFORE_FIRST`]), at once. Single-process solves, and
 /// thread or MPI ranks (fine grain or solve groups): ranks could see the signal
 /// at different iterations, and a checkpoint sink's poll (one global max per
 /// iteration) makes them stop together ([`StopWhen`] when there is no
@@ -875,6 +898,7 @@ impl Watch {
     }
 
     fn see(&mut self, ev: &IterationEvent) {
+        ITERATED.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(l) = &self.live {
             l.update(ev);
         }
@@ -1055,6 +1079,8 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let lib = checked_by_load(&params);
+    let factor_first = a.st == crate::vectors::St::Sinvert && !slices(a, &params);
+    EXIT_BEFORE_FIRST.store(factor_first, std::sync::atomic::Ordering::SeqCst);
     let (res, nprocs, extra) = if a.ranks > 1 {
         let cfg = crate::resources::thread_config(&a.slowdown, a.ranks)?;
         // the checkpoint sink (or the StopWhen sink) makes the stop collective

@@ -96,3 +96,40 @@ fn sigint_during_generate_leaves_no_temporary_file() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A signal during a shift-and-invert factorization (lap3d:60, seconds of LDLᵀ)
+/// ends jdmg at once with 130 and a message: nothing is computed yet (it waited
+/// for the factorization, 33–38 s on lap3d:60). Were the factorization over
+/// before the signal lands, the solve stops at its next iteration with its
+/// partial result, also 130.
+#[test]
+fn sigint_during_a_factorization_ends_at_once() {
+    let child = Command::new(env!("CARGO_BIN_EXE_jdmg"))
+        .args(["solve", "--generate", "lap3d:60", "--nev", "2"])
+        .args(["--target", "1", "--st", "sinvert", "--quiet", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("jdmg runs");
+    let mut child = child;
+    wait_for_handler(&mut child);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    while child.try_wait().expect("jdmg runs").is_none() {
+        assert!(t.elapsed().as_secs() < 600, "still running");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    if stdout.trim().is_empty() {
+        assert!(stderr.contains("before the first iteration"), "{stderr}");
+    } else {
+        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(v["converged"], false);
+    }
+}
