@@ -129,3 +129,24 @@ impl JdError {
         }
     }
 }
+
+/// `r` with `f` applied to its solution: the result's, or the partial one of
+/// `NotConverged` and `Stopped` (whose `wanted` becomes `wanted` when given).
+pub(crate) fn map_solution(
+    r: Result<Solution, JdError>,
+    wanted: Option<usize>,
+    f: impl FnOnce(Solution) -> Solution,
+) -> Result<Solution, JdError> {
+    match r {
+        Ok(s) => Ok(f(s)),
+        Err(JdError::NotConverged { wanted: w, partial }) => Err(JdError::NotConverged {
+            wanted: wanted.unwrap_or(w),
+            partial: Box::new(f(*partial)),
+        }),
+        Err(JdError::Stopped { wanted: w, partial }) => Err(JdError::Stopped {
+            wanted: wanted.unwrap_or(w),
+            partial: Box::new(f(*partial)),
+        }),
+        Err(e) => Err(e),
+    }
+}

@@ -63,7 +63,7 @@ use precond::Operator;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::CheckpointSink;
-use crate::error::JdError;
+use crate::error::{map_solution, JdError};
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::lanczos::{End, LanczosParams};
 use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, SliceMethod, Target};
@@ -861,7 +861,7 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
         s.eigenvectors.iter_mut().for_each(|x| *x *= f);
         s
     };
-    match run_scaled(
+    let r = run_scaled(
         k,
         Some(&ms),
         sigma / c,
@@ -871,18 +871,8 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
         hooks,
         side,
         method,
-    ) {
-        Ok(s) => Ok(back(s)),
-        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
-            wanted,
-            partial: Box::new(back(*partial)),
-        }),
-        Err(JdError::Stopped { wanted, partial }) => Err(JdError::Stopped {
-            wanted,
-            partial: Box::new(back(*partial)),
-        }),
-        Err(e) => Err(e),
-    }
+    );
+    map_solution(r, None, back)
 }
 
 /// [`run`] for the eigenvalues on `side` of σ, by `method` on B: with
@@ -1042,34 +1032,13 @@ fn run_scaled<C: Comm + ?Sized>(
         krylov,
     };
     let sol = test.judge(on_b.solve(&p, &initial, hooks))?;
-    let out = match on_b.refine(&test, &left, p, sol) {
-        Ok(mut s) => {
-            s.stats.matvecs += probe;
-            Ok(s)
-        }
-        Err(JdError::NotConverged {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.matvecs += probe;
-            Err(JdError::NotConverged { wanted, partial })
-        }
-        Err(e) => Err(e),
-    };
+    let out = map_solution(on_b.refine(&test, &left, p, sol), None, |mut s| {
+        s.stats.matvecs += probe;
+        s
+    });
     match &near {
         None => out,
-        Some(z) => match out {
-            Ok(s) => Ok(with_near(s, z, &test)),
-            Err(JdError::NotConverged { partial, .. }) => Err(JdError::NotConverged {
-                wanted: params.nev,
-                partial: Box::new(with_near(*partial, z, &test)),
-            }),
-            Err(JdError::Stopped { partial, .. }) => Err(JdError::Stopped {
-                wanted: params.nev,
-                partial: Box::new(with_near(*partial, z, &test)),
-            }),
-            Err(e) => Err(e),
-        },
+        Some(z) => map_solution(out, Some(params.nev), |s| with_near(s, z, &test)),
     }
 }
 
