@@ -32,7 +32,7 @@ use crate::error::JdError;
 use crate::jd::{Hooks, Spaces};
 use crate::params::{JdParams, Verify};
 pub use crate::solution::Certificate;
-use crate::solution::Solution;
+use crate::solution::{Outcome, Solution};
 use crate::st::{FactorKind, ShiftInvert};
 
 /// The number of eigenvalues of A (of (K, M)) below `shift`, from the LDLᵀ
@@ -110,10 +110,12 @@ pub(crate) fn global_block<C: Comm + ?Sized>(
 /// eigenvalues); a solve that did not converge is returned as it is.
 /// Collective over `comm`, the processes sharing the rows of the vectors.
 ///
+/// When the count and the returned set disagree and the repair does not find
+/// the missing eigenvalues, the solution is returned with
+/// [`crate::Outcome::Incomplete`] and every pair flagged not converged.
+///
 /// # Errors
-/// `NotConverged` when the count and the returned set disagree and the repair
-/// does not find the missing eigenvalues (the partial result flags every pair
-/// not converged); as [`crate::Solver::shift_invert`] for the repair.
+/// As [`crate::Solver::shift_invert`] for the repair.
 pub(crate) fn certify<C: Comm + ?Sized>(
     res: Result<Solution, JdError>,
     k: &CsrMatrix,
@@ -127,6 +129,7 @@ pub(crate) fn certify<C: Comm + ?Sized>(
     if params.verify == Verify::Never
         || !spaces.deflation.is_empty()
         || sol.eigenvalues.is_empty()
+        || !sol.is_converged()
         || sol.nconverged() < sol.eigenvalues.len()
     {
         return Ok(sol);
@@ -145,17 +148,15 @@ pub(crate) fn certify<C: Comm + ?Sized>(
     };
     if first.count < first.inside {
         // more returned than exist: duplicates among the returned vectors
-        return Err(not_certified(sol, params.nev, cert, t0));
+        return Ok(not_certified(sol, cert, t0));
     }
     if first.count > first.inside {
         // Missed eigenvalues: the whole set anew by shift-and-invert, then
         // counted again around its own boundary.
         let missing = first.count - first.inside;
         let found = match repair(&sol, k, mass, comm, params, sigma) {
-            Ok(found) if found.nconverged() == p => found,
-            Ok(_) | Err(JdError::NotConverged { .. }) => {
-                return Err(not_certified(sol, params.nev, cert, t0));
-            }
+            Ok(found) if found.is_converged() && found.nconverged() == p => found,
+            Ok(_) => return Ok(not_certified(sol, cert, t0)),
             Err(e) => return Err(e),
         };
         let stats = std::mem::take(&mut sol.stats);
@@ -168,7 +169,7 @@ pub(crate) fn certify<C: Comm + ?Sized>(
             Some(c) => {
                 cert.radius = c.radius;
                 cert.count = c.count;
-                return Err(not_certified(sol, params.nev, cert, t0));
+                return Ok(not_certified(sol, cert, t0));
             }
             None => {}
         }
@@ -257,17 +258,16 @@ fn sort_by_distance(sol: &mut Solution, sigma: f64) {
         .collect();
 }
 
-/// The `NotConverged` error of a failed certificate: every pair flagged.
-fn not_certified(mut sol: Solution, wanted: usize, mut cert: Certificate, t0: Instant) -> JdError {
+/// The solution of a failed certificate: [`Outcome::Incomplete`], every pair
+/// flagged.
+fn not_certified(mut sol: Solution, mut cert: Certificate, t0: Instant) -> Solution {
     cert.seconds = t0.elapsed().as_secs_f64();
     sol.stats.wall_seconds += cert.seconds;
     sol.converged.iter_mut().for_each(|c| *c = false);
     sol.stats.verified = Some(false);
     sol.stats.certificate = Some(cert);
-    JdError::NotConverged {
-        wanted,
-        partial: Box::new(sol),
-    }
+    sol.outcome = Outcome::Incomplete;
+    sol
 }
 
 /// The pairs of `sol` anew by shift-and-invert at σ, started from its

@@ -674,8 +674,8 @@ pub enum CheckpointRequest {
     Continue,
     /// Take a checkpoint, then go on.
     Save,
-    /// Take a checkpoint, then stop: the solve ends with
-    /// [`crate::JdError::Stopped`] carrying the pairs converged so far.
+    /// Take a checkpoint, then stop: the solve returns the pairs converged so
+    /// far with [`crate::Outcome::Stopped`].
     SaveAndStop,
 }
 

@@ -315,7 +315,7 @@ pub(crate) struct Equation<'x> {
 
 /// What one correction-equation solve did.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Outcome {
+pub(crate) struct EquationOutcome {
     pub steps: usize,
     pub matvecs: u64,
     pub precond_applies: u64,
@@ -386,7 +386,7 @@ impl CorrectionSolver {
         eq: &Equation<'_>,
         go_on: &mut dyn FnMut(usize, f64, f64) -> bool,
         out: &mut [f64],
-    ) -> Outcome {
+    ) -> EquationOutcome {
         let n = self.n;
         if let Some(mc) = mass {
             if self.bq_locked > nl || self.bq.len() < n * self.bq_locked {
@@ -437,10 +437,10 @@ impl CorrectionSolver {
             bq,
         };
         pc.prepare();
-        let mut o = Outcome {
+        let mut o = EquationOutcome {
             precond_applies: u64::from(!identity),
             global_sums: 1,
-            ..Outcome::default()
+            ..EquationOutcome::default()
         };
         self.rhs.clear();
         self.rhs.extend(eq.r.iter().map(|v| -v));

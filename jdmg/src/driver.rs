@@ -88,24 +88,18 @@ pub fn solve_multigrain<W: Comm, B: Comm>(
 /// `r`, the outcome of [`solve_distributed`] (or [`crate::solve_multigrain`])
 /// on this process of `comm`, whose rank order is the order of the row
 /// blocks, becomes the same outcome with `eigenvectors` of all `n` rows
-/// (`n_local = n`, `row_offset = 0`). The partial solutions of
-/// `NotConverged` and `Stopped` are gathered too; other errors pass through.
-/// Collective (when `r` is `Ok`, `NotConverged` or `Stopped` on every
-/// process, as the solvers return).
+/// (`n_local = n`, `row_offset = 0`), whatever its [`crate::Outcome`]; an
+/// error passes through. Collective (when `r` is `Ok` on every process, as the
+/// solvers return).
 ///
 /// # Errors
-/// `r`'s error, with its partial solution gathered.
+/// `r`'s error.
 pub fn gather_eigenvectors<C: Comm + ?Sized>(
     comm: &C,
     n: usize,
     r: Result<Solution, JdError>,
 ) -> Result<Solution, JdError> {
-    let (mut s, boxed, stopped) = match r {
-        Ok(s) => (s, false, false),
-        Err(JdError::NotConverged { partial, .. }) => (*partial, true, false),
-        Err(JdError::Stopped { partial, .. }) => (*partial, true, true),
-        Err(e) => return Err(e),
-    };
+    let mut s = r?;
     let nloc = s.n_local;
     let nvec = s.eigenvalues.len();
     let mut counts = vec![0u64; comm.size()];
@@ -120,15 +114,5 @@ pub fn gather_eigenvectors<C: Comm + ?Sized>(
     s.eigenvectors = full;
     s.n_local = n;
     s.row_offset = 0;
-    if boxed {
-        let wanted = s.eigenvalues.len();
-        let partial = Box::new(s);
-        Err(if stopped {
-            JdError::Stopped { wanted, partial }
-        } else {
-            JdError::NotConverged { wanted, partial }
-        })
-    } else {
-        Ok(s)
-    }
+    Ok(s)
 }

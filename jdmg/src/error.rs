@@ -75,15 +75,12 @@ pub enum JdError {
     /// A non-finite value appeared (bad matrix entries or breakdown).
     #[error("non-finite value in {0}")]
     NonFinite(&'static str),
-    /// Budget exhausted: `partial` holds what converged plus the best estimates of
-    /// the rest (with their residuals and `converged == false`).
-    #[error("not converged: {} of {wanted} eigenpairs after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
-    NotConverged {
-        /// Eigenpairs asked for.
-        wanted: usize,
-        /// What the solve has: converged pairs and estimates.
-        partial: Box<Solution>,
-    },
+    /// A solve that did not converge, made an error by
+    /// [`Solution::into_converged`] (the solvers return such a solution as
+    /// `Ok`, with its [`crate::Outcome`]): the pairs converged so far and the
+    /// best estimates of the rest.
+    #[error("not converged ({}): {} of {} eigenpairs after {} matvecs", .0.outcome.describe(), .0.nconverged(), .0.wanted, .0.stats.matvecs)]
+    NotConverged(Box<Solution>),
     /// A checkpoint to resume from does not fit this solve (see
     /// [`crate::checkpoint::Checkpoint::check_compatible`]).
     #[error("resume: {0}")]
@@ -110,14 +107,6 @@ pub enum JdError {
         /// Where it showed.
         what: String,
     },
-    /// The observer asked to stop: `partial` as in `NotConverged`.
-    #[error("stopped by the observer: {} of {wanted} eigenpairs converged after {} matvecs", partial.nconverged(), partial.stats.matvecs)]
-    Stopped {
-        /// Eigenpairs asked for.
-        wanted: usize,
-        /// What the solve has: converged pairs and estimates.
-        partial: Box<Solution>,
-    },
 }
 
 impl JdError {
@@ -127,26 +116,5 @@ impl JdError {
             field,
             reason: reason.to_string(),
         }
-    }
-}
-
-/// `r` with `f` applied to its solution: the result's, or the partial one of
-/// `NotConverged` and `Stopped` (whose `wanted` becomes `wanted` when given).
-pub(crate) fn map_solution(
-    r: Result<Solution, JdError>,
-    wanted: Option<usize>,
-    f: impl FnOnce(Solution) -> Solution,
-) -> Result<Solution, JdError> {
-    match r {
-        Ok(s) => Ok(f(s)),
-        Err(JdError::NotConverged { wanted: w, partial }) => Err(JdError::NotConverged {
-            wanted: wanted.unwrap_or(w),
-            partial: Box::new(f(*partial)),
-        }),
-        Err(JdError::Stopped { wanted: w, partial }) => Err(JdError::Stopped {
-            wanted: wanted.unwrap_or(w),
-            partial: Box::new(f(*partial)),
-        }),
-        Err(e) => Err(e),
     }
 }

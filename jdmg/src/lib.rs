@@ -172,9 +172,11 @@
 //! # Watching the iterations, and stopping
 //!
 //! An observer ([`jd::Observer`]) sees an [`IterationEvent`] after every outer
-//! iteration. Returning `ControlFlow::Break(())` stops the solve, which ends with
-//! [`JdError::Stopped`] carrying what converged so far and the best estimates of
-//! the rest (a time limit, Ctrl-C, a custom test):
+//! iteration. Returning `ControlFlow::Break(())` stops the solve (a time limit,
+//! Ctrl-C, a custom test). A stop, like a spent budget, is not an error: the
+//! solution says how the solve ended ([`Outcome`]) and carries what converged so
+//! far and the best estimates of the rest ([`Solution::into_converged`] makes
+//! it an error for `?`):
 //!
 //! ```
 //! use jdmg::prelude::*;
@@ -187,15 +189,13 @@
 //!     seen = ev.outer_iteration;
 //!     if ev.outer_iteration >= 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
 //! };
-//! match solve_matrix(&a, &params, Some(&mut observer)) {
-//!     Err(JdError::Stopped { wanted, partial }) => {
-//!         assert_eq!(wanted, 4);
-//!         assert_eq!(partial.eigenvalues.len(), 4); // estimates of the unconverged ones
-//!         assert!(partial.nconverged() < 4);
-//!     }
-//!     other => panic!("expected a stop, got {other:?}"),
-//! }
+//! let sol = solve_matrix(&a, &params, Some(&mut observer))?;
+//! assert_eq!(sol.outcome, Outcome::Stopped);
+//! assert_eq!(sol.wanted, 4);
+//! assert_eq!(sol.eigenvalues.len(), 4); // estimates of the unconverged ones
+//! assert!(sol.nconverged() < 4);
 //! assert_eq!(seen, 3);
+//! # Ok::<(), JdError>(())
 //! ```
 //!
 //! # Threads
@@ -297,7 +297,7 @@ pub use params::{
 };
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
-pub use solution::{InnerStops, IterationEvent, PhaseSeconds, Solution, Stats};
+pub use solution::{InnerStops, IterationEvent, Outcome, PhaseSeconds, Solution, Stats};
 pub use solver::Solver;
 pub use svd::{
     svds, svds_operator, CsrPair, RectOperator, SvdError, SvdParams, SvdSolution, SvdWhich,
@@ -311,8 +311,8 @@ pub mod prelude {
     pub use crate::{
         solve, solve_distributed, solve_matrix, solve_multigrain, AsCsr, Balance, Checkpoint,
         CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
-        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, PrecondChoice, Problem,
-        Solution, Solver, Spaces, Stats, Target, Verify,
+        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, Outcome, PrecondChoice,
+        Problem, Solution, Solver, Spaces, Stats, Target, Verify,
     };
     pub use lblib::{Comm, SelfComm, ThreadComm};
     pub use matrices::CsrMatrix;

@@ -209,7 +209,7 @@ pub struct JdParams {
     pub restart_keep_previous: bool,
     /// Stop after this many matrix-vector products (all, inner included). Default 10⁷.
     /// Checked once per outer iteration, after its Rayleigh-Ritz step and before
-    /// its correction equations: the solve ends (`NotConverged`) at the first
+    /// its correction equations: the solve ends (`Outcome::BudgetSpent`) at the first
     /// check that finds the budget spent, so the total may exceed the budget by
     /// up to one outer iteration's products: the correction equations (at most
     /// `maxits` inner steps each, two products per BiCGSTAB step, one per JDQMR

@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::multigrain::{Balance, MultigrainStats};
 use crate::params::JdParams;
-use crate::solution::{Solution, Stats};
+use crate::solution::{Outcome, Solution, Stats};
 
 /// How a solve ran over several processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +53,9 @@ pub struct SolveReport {
     pub residual_norms: Vec<f64>,
     /// Whether the solve finished with all `nev` pairs converged.
     pub converged: bool,
+    /// How the solve ended.
+    #[serde(default)]
+    pub outcome: Outcome,
     /// Whether each pair passed the convergence test.
     pub converged_each: Vec<bool>,
     /// Matvecs (`stats.matvecs`).
@@ -95,9 +98,8 @@ pub struct SolveReport {
 
 impl SolveReport {
     /// The report of `sol`, a solution of the `n` × `n` matrix `source` with
-    /// `nnz` entries on `nprocs` processes with `params`: `finished` is false
-    /// when the solve ended without its full solution (not converged, or
-    /// stopped) and `sol` is the partial one. The optional fields are `None`.
+    /// `nnz` entries on `nprocs` processes with `params`, whatever its
+    /// outcome. The optional fields are `None`.
     pub fn new(
         source: impl Into<String>,
         n: usize,
@@ -105,12 +107,12 @@ impl SolveReport {
         nprocs: usize,
         params: &JdParams,
         sol: &Solution,
-        finished: bool,
     ) -> Self {
         // an interval solve wants its count by inertia, not nev
         let wanted = sol.stats.interval.map_or(params.nev, |iv| iv.count);
-        let converged =
-            finished && sol.converged.iter().all(|&c| c) && sol.eigenvalues.len() == wanted;
+        let converged = sol.is_converged()
+            && sol.converged.iter().all(|&c| c)
+            && sol.eigenvalues.len() == wanted;
         Self {
             source: source.into(),
             n,
@@ -119,6 +121,7 @@ impl SolveReport {
             eigenvalues: sol.eigenvalues.clone(),
             residual_norms: sol.residual_norms.clone(),
             converged,
+            outcome: sol.outcome,
             converged_each: sol.converged.clone(),
             matvecs: sol.stats.matvecs,
             outer_iterations: sol.stats.outer_iterations,
@@ -163,6 +166,7 @@ mod tests {
     fn solution() -> Solution {
         Solution {
             eigenvalues: vec![1.0, 2.0],
+            outcome: Outcome::BudgetSpent,
             residual_norms: vec![1e-9, f64::NAN],
             converged: vec![true, false],
             stats: Stats {
@@ -181,8 +185,9 @@ mod tests {
             nev: 2,
             ..JdParams::default()
         };
-        let mut r = SolveReport::new("generated lap3d:4", 64, 288, 2, &params, &solution(), false);
+        let mut r = SolveReport::new("generated lap3d:4", 64, 288, 2, &params, &solution());
         assert!(!r.converged);
+        assert_eq!(r.outcome, Outcome::BudgetSpent);
         r.mode = Some(RunMode::Fine);
         r.imbalance_percent = Some(f64::NAN);
         let text = r.to_json();
@@ -201,6 +206,7 @@ mod tests {
                 "nev",
                 "nnz",
                 "nprocs",
+                "outcome",
                 "outer_iterations",
                 "params",
                 "residual_norms",
@@ -210,11 +216,13 @@ mod tests {
             ]
         );
         assert_eq!(v["mode"], "fine");
+        assert_eq!(v["outcome"], "budget_spent");
         let back: SolveReport = serde_json::from_str(&text).unwrap();
         assert!(back.residual_norms[1].is_nan());
         assert_eq!(back.imbalance_percent, None);
         assert_eq!(back.eigenvalues, r.eigenvalues);
         assert_eq!(back.stats, r.stats);
         assert_eq!(back.params, r.params);
+        assert_eq!(back.outcome, Outcome::BudgetSpent);
     }
 }

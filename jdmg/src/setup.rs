@@ -478,30 +478,12 @@ pub(crate) fn inner_for<'a>(
     }
 }
 
-/// Records the preconditioner setup time in a solution or in the partial solution
-/// of `NotConverged`.
+/// Records the preconditioner setup time in a solution.
 pub(crate) fn with_setup(r: Result<Solution, JdError>, setup: f64) -> Result<Solution, JdError> {
-    match r {
-        Ok(mut s) => {
-            s.stats.setup_seconds = setup;
-            Ok(s)
-        }
-        Err(JdError::NotConverged {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.setup_seconds = setup;
-            Err(JdError::NotConverged { wanted, partial })
-        }
-        Err(JdError::Stopped {
-            wanted,
-            mut partial,
-        }) => {
-            partial.stats.setup_seconds = setup;
-            Err(JdError::Stopped { wanted, partial })
-        }
-        Err(e) => Err(e),
-    }
+    r.map(|mut s| {
+        s.stats.setup_seconds = setup;
+        s
+    })
 }
 
 /// M's rows on this process of the partition of every slice's solve

@@ -37,7 +37,7 @@ use crate::slicing::{
     count_at, end_delta, finish, interpolate, keep_pairs, orthogonalize_block, run_values, Counted,
     IntervalReport, Range, SliceParams,
 };
-use crate::solution::{Solution, Stats};
+use crate::solution::{Outcome, Solution, Stats};
 
 /// A part of the interval: its ends, each a point and the eigenvalues
 /// below it.
@@ -91,7 +91,7 @@ fn flexible_rates<B: Comm>(
 ///
 /// # Errors
 /// As [`crate::slicing`]'s interval solve; `InvalidParams` when this rank is
-/// in no group; a group's failure other than `NotConverged` fails every
+/// in no group; a group's error fails every
 /// process (`Factorization` or the error itself on the group's processes).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<B: Comm>(
@@ -207,6 +207,7 @@ pub(crate) fn run<B: Comm>(
     let piece = settled(base, sol)?;
     // Assembly: every part's pairs on every process, ascending.
     let mut sol = assemble(k, mass, base, out, &gc, groups, g, pos, &piece, params)?;
+    sol.outcome = worst_outcome(base, piece.outcome);
     let tmax = times.iter().copied().fold(0.0, f64::max);
     let tmean = times.iter().sum::<f64>() / times.len().max(1) as f64;
     let mut report = IntervalReport {
@@ -236,7 +237,21 @@ pub(crate) fn run<B: Comm>(
         report.first_index = Some(first);
     }
     let wanted = report.count;
-    finish(sol, wanted, report, t0)
+    Ok(finish(sol, wanted, report, t0))
+}
+
+/// The outcome of the groups' parts taken together, on every process: a
+/// stop before a spent budget before pairs missing (one global max).
+fn worst_outcome<B: Comm>(base: &B, mine: Outcome) -> Outcome {
+    const ORDER: [Outcome; 4] = [
+        Outcome::Converged,
+        Outcome::Incomplete,
+        Outcome::BudgetSpent,
+        Outcome::Stopped,
+    ];
+    let mut w = [ORDER.iter().position(|&o| o == mine).unwrap_or(0) as u64];
+    base.all_reduce_u64(&mut w, ReduceOp::Max);
+    ORDER[(w[0] as usize).min(ORDER.len() - 1)]
 }
 
 /// The outcome of a group's part, the same on every process: its pairs, or
@@ -355,10 +370,6 @@ fn solve_part<C: Comm>(
             k, mass, lo.0, hi.0, &known, gc, params, slicing, spaces, None,
         )
     };
-    let res = match res {
-        Err(JdError::NotConverged { partial, .. }) => Ok(*partial),
-        r => r,
-    };
     (res, gc.wtime() - t)
 }
 
@@ -475,6 +486,8 @@ fn assemble<B: Comm, C: Comm>(
         ..IntervalReport::default()
     });
     Ok(Solution {
+        outcome: Outcome::Converged,
+        wanted: total,
         eigenvalues: vals[..total].to_vec(),
         residual_norms: vals[total..2 * total].to_vec(),
         converged: vals[2 * total..].iter().map(|&c| c > 0.5).collect(),

@@ -38,7 +38,7 @@
 //! its error bound ([`crate::certify`]): cᵢ orthonormal eigenvectors there and
 //! cᵢ eigenvalues by inertia leave none out. Otherwise the slice is solved
 //! again from its vectors for more pairs and those inside are kept; a second
-//! miss is `NotConverged`, with every pair found so far.
+//! miss ends the solve with `Outcome::Incomplete` and every pair found so far.
 //!
 //! The slices are solved one after the other, each over every process of the
 //! communicator (rank 0 factors, as [`crate::Solver::shift_invert`]).
@@ -57,7 +57,7 @@ use crate::params::{JdParams, Target, Verify};
 pub use crate::params::{SliceMethod, SliceParams};
 use crate::setup::mass_rows;
 pub use crate::solution::IntervalReport;
-use crate::solution::{Solution, Stats};
+use crate::solution::{Outcome, Solution, Stats};
 use crate::st::Wanted;
 
 /// The ends move out by this many roundings (ε times the spectrum's scale)
@@ -144,9 +144,10 @@ pub(crate) fn count_at<C: Comm + ?Sized>(
 /// # Errors
 /// `InvalidParams` for an empty or non-finite interval or start vectors;
 /// `Factorization` when no point near an end or cut gives the inertia; as
-/// [`crate::Solver::shift_invert`] for every slice; `NotConverged` with the
-/// pairs found so far when a slice's solve misses eigenvalues twice or runs
-/// out of `max_matvecs` (shared by all slices).
+/// [`crate::Solver::shift_invert`] for every slice. A slice's solve that
+/// misses eigenvalues twice ends the solve with [`Outcome::Incomplete`], one
+/// that runs out of `max_matvecs` (shared by all slices) or is stopped with
+/// its outcome, and the pairs found so far.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<C: Comm + ?Sized>(
     k: &CsrMatrix,
@@ -202,26 +203,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
                 sol.stats.wall_seconds = t0.elapsed().as_secs_f64();
                 sol
             };
-            match res {
-                Ok(sol) => {
-                    let sol = pick(sol);
-                    if sol.eigenvalues.len() == last + 1 - first
-                        && sol.nconverged() == sol.eigenvalues.len()
-                    {
-                        Ok(sol)
-                    } else {
-                        Err(JdError::NotConverged {
-                            wanted: last + 1 - first,
-                            partial: Box::new(sol),
-                        })
-                    }
-                }
-                Err(JdError::NotConverged { partial, .. }) => Err(JdError::NotConverged {
-                    wanted: last + 1 - first,
-                    partial: Box::new(pick(*partial)),
-                }),
-                Err(e) => Err(e),
-            }
+            Ok(settle(pick(res?), last + 1 - first))
         }
     }
 }
@@ -527,22 +509,14 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
             reborrow(&mut observer),
             &mut report,
         );
-        let (sol, failed) = match res {
-            Ok(sol) => (sol, None),
-            Err(JdError::NotConverged { wanted, partial }) => (*partial, Some(wanted)),
-            Err(e) => return Err(e),
-        };
+        let sol = res?;
         used += sol.stats.matvecs;
-        let acc = accumulate(out.take(), sol, &mut prev, mop, comm, threads);
-        if failed.is_some() {
+        let outcome = sol.outcome;
+        let mut acc = accumulate(out.take(), sol, &mut prev, mop, comm, threads);
+        if outcome != Outcome::Converged {
             // every pair found so far, the failed slice's flagged
-            return match finish(acc, total, report, t0) {
-                Ok(sol) => Err(JdError::NotConverged {
-                    wanted: total,
-                    partial: Box::new(sol),
-                }),
-                Err(e) => Err(e),
-            };
+            acc.outcome = outcome;
+            return Ok(finish(acc, total, report, t0));
         }
         out = Some(acc);
     }
@@ -550,7 +524,7 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
         Some(s) => s,
         None => empty(comm, k)?,
     };
-    finish(sol, total, report, t0)
+    Ok(finish(sol, total, report, t0))
 }
 
 /// The counted ends of an interval and its slices.
@@ -715,6 +689,9 @@ fn solve_slice<C: Comm + ?Sized>(
         Wanted::Above,
         slicing.method,
     )?;
+    if !first.is_converged() {
+        return Ok(first);
+    }
     let (mut sol, inside) = keep_inside(first, s, mass.is_some(), comm);
     if inside == c {
         return Ok(sol);
@@ -750,24 +727,23 @@ fn solve_slice<C: Comm + ?Sized>(
         Wanted::Above,
         slicing.method,
     );
-    let again = match again {
-        Ok(a) => a,
-        Err(JdError::NotConverged { partial, .. }) => *partial,
-        Err(e) => return Err(e),
-    };
     let spent = sol.stats.clone();
-    let (mut again, inside) = keep_inside(again, s, mass.is_some(), comm);
+    let (mut again, inside) = keep_inside(again?, s, mass.is_some(), comm);
     absorb(&mut again.stats, &spent);
     sol = again;
+    sol.wanted = c;
+    if sol.outcome == Outcome::Stopped {
+        return Ok(sol);
+    }
     if inside == c {
-        Ok(sol)
+        sol.outcome = Outcome::Converged;
     } else {
         sol.converged.iter_mut().for_each(|f| *f = false);
-        Err(JdError::NotConverged {
-            wanted: c,
-            partial: Box::new(sol),
-        })
+        if sol.is_converged() {
+            sol.outcome = Outcome::Incomplete;
+        }
     }
+    Ok(sol)
 }
 
 /// Makes the eigenvectors of `next` (one slice's) orthogonal (M-orthogonal)
@@ -874,14 +850,7 @@ pub(crate) fn descending(res: Result<Solution, JdError>) -> Result<Solution, JdE
         s.eigenvectors = v;
         s
     };
-    match res {
-        Ok(s) => Ok(flip(s)),
-        Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
-            wanted,
-            partial: Box::new(flip(*partial)),
-        }),
-        Err(e) => Err(e),
-    }
+    res.map(flip)
 }
 
 /// Keeps the pairs `keep` of `sol` (positions in its order), dropping the
@@ -986,34 +955,33 @@ pub(crate) fn empty<C: Comm + ?Sized>(comm: &C, k: &CsrMatrix) -> Result<Solutio
         (k.nrows(), 0)
     };
     Ok(Solution {
-        eigenvalues: Vec::new(),
-        residual_norms: Vec::new(),
-        converged: Vec::new(),
-        eigenvectors: Vec::new(),
         n_local,
         row_offset,
-        multigrain: None,
-        stats: Stats::default(),
+        ..Solution::default()
     })
 }
 
-/// The result with the report and the seconds in its statistics;
-/// `NotConverged` when fewer than `total` converged pairs are there.
+/// The result with the report and the seconds in its statistics, settled
+/// for `total` pairs ([`settle`]).
 pub(crate) fn finish(
     mut sol: Solution,
     total: usize,
     report: IntervalReport,
     t0: Instant,
-) -> Result<Solution, JdError> {
+) -> Solution {
     sol.stats.interval = Some(report);
     sol.stats.wall_seconds = t0.elapsed().as_secs_f64();
     sol.stats.eigenvalues_below_shift = None;
-    if sol.eigenvalues.len() == total && sol.nconverged() == total {
-        Ok(sol)
-    } else {
-        Err(JdError::NotConverged {
-            wanted: total,
-            partial: Box::new(sol),
-        })
+    settle(sol, total)
+}
+
+/// `sol` as the answer for `wanted` pairs: a solve that ended early keeps its
+/// outcome; a converged one with fewer than `wanted` converged pairs is
+/// [`Outcome::Incomplete`].
+pub(crate) fn settle(mut sol: Solution, wanted: usize) -> Solution {
+    sol.wanted = wanted;
+    if sol.is_converged() && (sol.eigenvalues.len() != wanted || sol.nconverged() != wanted) {
+        sol.outcome = Outcome::Incomplete;
     }
+    sol
 }

@@ -194,6 +194,12 @@ pub struct InnerStops {
 /// (this process's rows).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Solution {
+    /// How the solve ended: only with [`Outcome::Converged`] are all `wanted`
+    /// pairs here and converged.
+    pub outcome: Outcome,
+    /// Eigenpairs asked for (the eigenvalues of a [`Outcome::BudgetSpent`] or
+    /// [`Outcome::Stopped`] solve may be fewer).
+    pub wanted: usize,
     /// Eigenvalues (or estimates, see `converged`), in target order.
     pub eigenvalues: Vec<f64>,
     /// True residual norms ‖A x − λ x‖ (recomputed with explicit matvecs).
@@ -215,7 +221,61 @@ pub struct Solution {
     pub stats: Stats,
 }
 
+/// How a solve ended ([`Solution::outcome`]). Running out of budget or being
+/// asked to stop is not an error: the solution then holds the pairs converged
+/// so far and the best estimates of the rest (`converged == false`, with their
+/// residual norms), as PRIMME and SLEPc return them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every wanted pair passed the convergence test, and the checks that
+    /// follow it (verification of multiplicities, inertia certificate,
+    /// interval count) found none missing.
+    #[default]
+    Converged,
+    /// `max_matvecs` or `max_outer` ran out first
+    /// ([`crate::JdParams::max_matvecs`]).
+    BudgetSpent,
+    /// Every pair the iteration found converged, but an inertia count says
+    /// that pairs are missing and the repair did not find them all (an
+    /// interval or a certified interior solve; [`crate::certify`]).
+    Incomplete,
+    /// An observer or a checkpoint sink asked to stop (a signal handler's
+    /// observer among them; [`crate::Solver::observer`]).
+    Stopped,
+}
+
+impl Outcome {
+    /// A short phrase for messages: "converged", "budget spent", ….
+    pub fn describe(self) -> &'static str {
+        match self {
+            Outcome::Converged => "converged",
+            Outcome::BudgetSpent => "budget spent",
+            Outcome::Incomplete => "pairs missing by the inertia count",
+            Outcome::Stopped => "stopped",
+        }
+    }
+}
+
 impl Solution {
+    /// Whether every wanted pair is here and converged ([`Outcome::Converged`]).
+    pub fn is_converged(&self) -> bool {
+        self.outcome == Outcome::Converged
+    }
+
+    /// `Ok(self)` when converged, else [`JdError::NotConverged`] carrying
+    /// it: for callers that treat an early end as a failure (`?`).
+    ///
+    /// # Errors
+    /// `NotConverged` for any outcome but [`Outcome::Converged`].
+    pub fn into_converged(self) -> Result<Self, JdError> {
+        if self.is_converged() {
+            Ok(self)
+        } else {
+            Err(JdError::NotConverged(Box::new(self)))
+        }
+    }
+
     /// Number of pairs that passed the convergence test.
     pub fn nconverged(&self) -> usize {
         self.converged.iter().filter(|&&c| c).count()

@@ -146,8 +146,8 @@ impl<'h, 'p, A: Operator + ?Sized, C: Comm + ?Sized> Solver<'h, OnProblem<'h, 'p
 impl<'h, I> Solver<'h, I> {
     /// Adds an observer: it sees an [`IterationEvent`] after every outer
     /// iteration (progress, residual history); returning
-    /// `ControlFlow::Break(())` stops the solve, which ends with
-    /// [`JdError::Stopped`]. Observers are called in the order added; any
+    /// `ControlFlow::Break(())` stops the solve, which returns the pairs so far
+    /// with [`crate::Outcome::Stopped`]. Observers are called in the order added; any
     /// one's break stops. With several processes, give it on the processes
     /// that should watch (every process sees the same events).
     pub fn observer(
@@ -387,10 +387,11 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     /// honour), a non-square matrix, a bad partition, bad groups or spaces;
     /// `NotSymmetric` (unless `params.check_symmetry` is false);
     /// `Preconditioner` when the factorization fails; `NonFinite` when
-    /// NaN/Inf appear; `NotConverged { partial }` when `max_matvecs` or
-    /// `max_outer` run out; `Stopped { partial }` when an observer or a sink
-    /// asked to stop; `Checkpoint` when the checkpoint to resume from does not
-    /// fit (on every process when on one).
+    /// NaN/Inf appear; `Checkpoint` when the checkpoint to resume from does
+    /// not fit (on every process when on one). A solve that runs out of
+    /// `max_matvecs` or `max_outer`, or that an observer or a sink stops, is
+    /// not an error: its solution says so ([`crate::Outcome`]) and holds the
+    /// pairs so far.
     pub fn run(self) -> Result<Solution, JdError> {
         // Many pairs at one end: slices over their indices.
         let by_index = self.slices_by_index()?;

@@ -63,12 +63,12 @@ use precond::Operator;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::CheckpointSink;
-use crate::error::{map_solution, JdError};
+use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
 use crate::lanczos::{End, LanczosParams};
 use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, SliceMethod, Target};
 use crate::setup::{rows, Rows, RowsSpec};
-use crate::solution::{IterationEvent, Solution, Stats};
+use crate::solution::{IterationEvent, Outcome, Solution, Stats};
 
 mod near;
 use near::{NearPairs, NearSearch};
@@ -797,8 +797,7 @@ impl<C: Comm + ?Sized> Operator for DeflatedInverse<'_, C> {
 /// bad spaces, inconsistent parameters), `NotSymmetric`,
 /// `MassNotPositiveDefinite`, `NonFinite` — on every process alike;
 /// `Factorization` when rank 0 cannot factor (on every process, with rank
-/// 0's message); as [`crate::Solver::run`] for the solve, the partial
-/// solutions of `NotConverged`/`Stopped` mapped back.
+/// 0's message); as [`crate::Solver::run`] for the solve.
 pub(crate) fn run<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
@@ -872,7 +871,7 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
         side,
         method,
     );
-    map_solution(r, None, back)
+    r.map(back)
 }
 
 /// [`run`] for the eigenvalues on `side` of σ, by `method` on B: with
@@ -1032,14 +1031,20 @@ fn run_scaled<C: Comm + ?Sized>(
         krylov,
     };
     let sol = test.judge(on_b.solve(&p, &initial, hooks))?;
-    let out = map_solution(on_b.refine(&test, &left, p, sol), None, |mut s| {
-        s.stats.matvecs += probe;
-        s
-    });
-    match &near {
+    let mut out = match sol.outcome {
+        Outcome::Converged | Outcome::BudgetSpent if !sol.eigenvalues.is_empty() => {
+            on_b.refine(&test, &left, p, sol)?
+        }
+        _ => sol,
+    };
+    out.stats.matvecs += probe;
+    Ok(match &near {
         None => out,
-        Some(z) => map_solution(out, Some(params.nev), |s| with_near(s, z, &test)),
-    }
+        Some(z) => Solution {
+            wanted: params.nev,
+            ..with_near(out, z, &test)
+        },
+    })
 }
 
 /// The pairs at σ ([`near`]) put in front of the loop's pairs `s` (they are
@@ -1057,6 +1062,9 @@ fn with_near(mut s: Solution, z: &NearPairs, test: &TrueTest) -> Solution {
         .zip(&z.res)
         .map(|(&l, &r)| r <= test.allowed(l));
     s.converged.splice(0..0, ok);
+    if s.is_converged() && s.nconverged() < s.eigenvalues.len() {
+        s.outcome = Outcome::Incomplete;
+    }
     s
 }
 
@@ -1070,18 +1078,15 @@ fn near_only(
     setup: f64,
 ) -> Solution {
     let empty = Solution {
-        eigenvalues: Vec::new(),
-        residual_norms: Vec::new(),
-        converged: Vec::new(),
-        eigenvectors: Vec::new(),
+        wanted: z.lam.len(),
         n_local: rows.len(),
         row_offset: rows.start,
-        multigrain: None,
         stats: Stats {
             eigenvalues_below_shift: below,
             setup_seconds: setup,
             ..Stats::default()
         },
+        ..Solution::default()
     };
     with_near(empty, z, test)
 }
@@ -1267,6 +1272,12 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
         };
         let all = out.values.len() == p.nev && out.converged.iter().all(|&c| c);
         let s = Solution {
+            outcome: if all {
+                Outcome::Converged
+            } else {
+                Outcome::BudgetSpent
+            },
+            wanted: p.nev,
             eigenvalues: out.values,
             residual_norms: out.residuals,
             converged: out.converged,
@@ -1281,21 +1292,14 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
         // Davidson loop's operator); Lanczos takes one per basis column
         s.stats.mass_matvecs =
             s.stats.mass_matvecs.saturating_sub(2 * out.products) + out.mass_products;
-        Some(if all {
-            Ok(s)
-        } else {
-            Err(JdError::NotConverged {
-                wanted: p.nev,
-                partial: Box::new(s),
-            })
-        })
+        Some(Ok(s))
     }
 
     /// One solve on B from the local start vectors `x0`, its pairs mapped
     /// back. Collective.
     ///
     /// # Errors
-    /// As [`run_loop`], with the partial solutions mapped back.
+    /// As [`run_loop`].
     fn solve(&self, p: &JdParams, x0: &[f64], hooks: Hooks<'_>) -> Result<Solution, JdError> {
         if self.krylov && x0.is_empty() {
             if let Some(r) = self.lanczos(p) {
@@ -1315,18 +1319,10 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
         pb.deflate_locked = true;
         let pencil = self.pencil;
         let back = |s: Solution| pencil.map_back(pencil.polish(s, self.root));
-        match solved(run_loop::<_, _, ()>(&pb, p, hooks)) {
-            Ok(s) => Ok(back(s)),
-            Err(JdError::NotConverged { wanted, partial }) => Err(JdError::NotConverged {
-                wanted,
-                partial: Box::new(back(*partial)),
-            }),
-            Err(JdError::Stopped { wanted, partial }) => Err(JdError::Stopped {
-                wanted,
-                partial: Box::new(pencil.map_back(*partial)),
-            }),
-            Err(e) => Err(e),
-        }
+        solved(run_loop::<_, _, ()>(&pb, p, hooks)).map(|s| match s.outcome {
+            Outcome::Stopped => pencil.map_back(s),
+            _ => back(s),
+        })
     }
 
     /// Refinement of `sol`, the solve on B with parameters `p`: B's test does
@@ -1334,11 +1330,12 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
     /// ‖K − σM‖‖M⁻¹‖‖r_B‖/|ν|, and ‖M⁻¹‖ is not known), nor under
     /// ConvTest::Rel: the solve goes on from its vectors with B's tolerance
     /// tightened by the worst ratio found, until every pair meets the user's
-    /// `test` or the user's budget of products is spent. Collective.
+    /// `test` or the user's budget of products is spent: then
+    /// [`Outcome::Converged`], else the last solve's outcome when it ended
+    /// early and [`Outcome::Incomplete`] when it did not. Collective.
     ///
     /// # Errors
-    /// `NotConverged` when pairs still miss the test or fewer than
-    /// `params.nev` were found; as [`Self::solve`].
+    /// As [`Self::solve`].
     fn refine(
         &self,
         test: &TrueTest,
@@ -1370,11 +1367,13 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
             for (j, c) in sol.converged.iter_mut().enumerate() {
                 *c = *c && sol.residual_norms[j] <= test.allowed(sol.eigenvalues[j]);
             }
-            return Err(JdError::NotConverged {
-                wanted: params.nev,
-                partial: Box::new(sol),
-            });
+            if sol.is_converged() {
+                sol.outcome = Outcome::Incomplete;
+            }
+        } else {
+            sol.outcome = Outcome::Converged;
         }
+        sol.wanted = params.nev;
         Ok(sol)
     }
 }
@@ -1446,23 +1445,19 @@ impl TrueTest {
             .fold(0.0, f64::max)
     }
 
-    /// `r`, except that a solve that ran out of its budget still brings its
-    /// pairs, judged by this test on their true residuals.
+    /// `r`, the pairs of a solve that ran out of its budget judged by this
+    /// test on their true residuals.
     ///
     /// # Errors
-    /// `r`'s error, unless `NotConverged` with pairs.
+    /// `r`'s error.
     fn judge(&self, r: Result<Solution, JdError>) -> Result<Solution, JdError> {
-        match r {
-            Ok(s) => Ok(s),
-            Err(JdError::NotConverged { partial, .. }) if !partial.eigenvalues.is_empty() => {
-                let mut s = *partial;
-                for (j, c) in s.converged.iter_mut().enumerate() {
-                    *c = s.residual_norms[j] <= self.allowed(s.eigenvalues[j]);
-                }
-                Ok(s)
+        let mut s = r?;
+        if s.outcome == Outcome::BudgetSpent {
+            for (j, c) in s.converged.iter_mut().enumerate() {
+                *c = s.residual_norms[j] <= self.allowed(s.eigenvalues[j]);
             }
-            Err(e) => Err(e),
         }
+        Ok(s)
     }
 }
 

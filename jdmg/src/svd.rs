@@ -668,13 +668,7 @@ fn eigen_solve<A: Operator + ?Sized>(
     pb: &Problem<'_, A, SelfComm>,
     jd: &JdParams,
 ) -> Result<Solution, JdError> {
-    match Solver::problem(pb, jd).run() {
-        Ok(sol) => Ok(sol),
-        Err(JdError::NotConverged { partial, .. }) | Err(JdError::Stopped { partial, .. }) => {
-            Ok(*partial)
-        }
-        Err(e) => Err(e),
-    }
+    Solver::problem(pb, jd).run()
 }
 
 /// The settings of every eigen-solve of an SVD: JDQMR inner solves (a fixed

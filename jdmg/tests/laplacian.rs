@@ -174,15 +174,36 @@ fn not_converged_returns_partial() {
         ..JdParams::default()
     };
     match solve_matrix(&a, &params, None) {
-        Err(jdmg::JdError::NotConverged { wanted, partial }) => {
-            assert_eq!(wanted, 4);
+        Ok(partial) if partial.outcome == jdmg::Outcome::BudgetSpent => {
+            assert_eq!(partial.wanted, 4);
             assert_eq!(partial.eigenvalues.len(), 4);
             assert!(partial.converged.iter().any(|c| !c));
             assert!(partial.stats.matvecs >= 60);
             assert!(partial.residual_norms.iter().all(|r| r.is_finite()));
+            assert!(!partial.is_converged());
+            // the error form, for `?`
+            match partial.into_converged() {
+                Err(e @ jdmg::JdError::NotConverged(_)) => {
+                    let msg = e.to_string();
+                    assert!(msg.starts_with("not converged (budget spent): "), "{msg}");
+                    assert!(msg.contains(" of 4 eigenpairs after "), "{msg}");
+                }
+                other => panic!("expected NotConverged, got {other:?}"),
+            }
         }
-        other => panic!("expected NotConverged, got {other:?}"),
+        other => panic!("expected a spent budget, got {other:?}"),
     }
+    // a converged solve passes through
+    let generous = JdParams {
+        nev: 2,
+        tol: 1e-8,
+        max_matvecs: 10_000_000,
+        ..params
+    };
+    let sol = solve_matrix(&a, &generous, None).unwrap();
+    assert_eq!(sol.outcome, jdmg::Outcome::Converged);
+    assert_eq!(sol.wanted, 2);
+    assert_eq!(sol.into_converged().unwrap().nconverged(), 2);
 }
 
 /// The residuals of a partial result are those of its vectors, also for the
@@ -204,11 +225,11 @@ fn partial_residuals_are_the_true_ones() {
             ..JdParams::default()
         };
         let partial = match solve_matrix(&a, &params, None) {
-            Err(jdmg::JdError::NotConverged { partial, .. }) => {
+            Ok(partial) if partial.outcome == jdmg::Outcome::BudgetSpent => {
                 partial_seen += 1;
                 partial
             }
-            other => panic!("budget {budget}: expected NotConverged, got {other:?}"),
+            other => panic!("budget {budget}: expected a spent budget, got {other:?}"),
         };
         assert_eq!(partial.eigenvalues.len(), 9);
         let mut y = vec![0.0; n];
@@ -255,8 +276,8 @@ fn observer_can_stop_the_solve() {
         }
     };
     match solve_matrix(&a, &params, Some(&mut obs)) {
-        Err(jdmg::JdError::Stopped { wanted, partial }) => {
-            assert_eq!(wanted, 4);
+        Ok(partial) if partial.outcome == jdmg::Outcome::Stopped => {
+            assert_eq!(partial.wanted, 4);
             assert_eq!(partial.eigenvalues.len(), 4);
             assert_eq!(partial.stats.outer_iterations, 5);
             assert!(partial.converged.iter().any(|c| !c));

@@ -452,8 +452,8 @@ fn a_stop_on_one_rank_stops_every_rank_of_a_multigrain_solve() {
             .checkpoint(&mut sink)
             .run();
         match r {
-            Err(JdError::Stopped { wanted, partial }) => (
-                wanted,
+            Ok(partial) if partial.outcome == jdmg::Outcome::Stopped => (
+                partial.wanted,
                 partial.stats.outer_iterations,
                 partial.eigenvalues,
                 sink,

@@ -357,7 +357,10 @@ fn checkpoints_resume_with_deflation() {
             .checkpointing(ck)
             .spaces(spaces)
             .run(),
-        Err(JdError::Stopped { .. })
+        Ok(Solution {
+            outcome: Outcome::Stopped,
+            ..
+        })
     ));
     let saved = sink.0.expect("a checkpoint at iteration 3");
     let ck = Checkpointing {

@@ -125,8 +125,10 @@ proptest! {
         let tol = 1e-10;
         let prm = JdParams { nev, block, target, seed, tol, ..JdParams::default() };
         let (sol, complete) = match solve_matrix(&a, &prm, None) {
-            Ok(s) => (s, true),
-            Err(JdError::NotConverged { partial, .. }) => (*partial, false),
+            Ok(s) => {
+                let complete = s.is_converged();
+                (s, complete)
+            }
             Err(JdError::InvalidParams { .. }) => return Ok(()),
             Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
         };

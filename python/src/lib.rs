@@ -143,8 +143,8 @@ fn csr_rect(
 }
 
 /// Solves; returns `(status, eigenvalues, eigenvectors, converged,
-/// residual_norms, stats_json)`: status 0 converged, 1 the budget ran out
-/// (`NotConverged`), 2 stopped. Eigenvalues in the library's target order,
+/// residual_norms, stats_json)`: status 0 converged, 1 the budget ran out or
+/// pairs are missing by the inertia count, 2 stopped ([`Outcome`]). Eigenvalues in the library's target order,
 /// eigenvectors as one flat array of nev·n values (column-major), empty when
 /// `vectors` is false. The CSR matrix is built, and the solve runs, without
 /// the GIL.
@@ -429,11 +429,11 @@ fn solve_py<'py>(
     if let Some(e) = failure.take() {
         return Err(e);
     }
-    let (status, sol) = match result {
-        Ok(s) => (0u8, s),
-        Err(JdError::NotConverged { partial, .. }) => (1, *partial),
-        Err(JdError::Stopped { partial, .. }) => (2, *partial),
-        Err(e) => return Err(to_py(e)),
+    let sol = result.map_err(to_py)?;
+    let status = match sol.outcome {
+        Outcome::Converged => 0u8,
+        Outcome::BudgetSpent | Outcome::Incomplete => 1,
+        Outcome::Stopped => 2,
     };
     let stats = serde_json::to_string(&sol.stats)
         .map_err(|e| JdmgError::new_err(format!("statistics: {e}")))?;

@@ -16,8 +16,8 @@ use jdmg::names::{Named, UnknownName};
 use jdmg::report::{ResumedFrom, RunMode, SolveReport};
 use jdmg::{
     Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, Extraction,
-    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, PrecondChoice, Solution, Stats,
-    Target, Verify,
+    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, Outcome, PrecondChoice, Solution,
+    Stats, Target, Verify,
 };
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};
@@ -1381,14 +1381,12 @@ fn report(
     extra: Extra,
     history: Option<History>,
 ) -> Result<(), Fail> {
-    let (sol, converged) = match res {
-        Ok(s) => (s, true),
-        Err(JdError::NotConverged { partial, .. }) => (*partial, false),
-        Err(JdError::Stopped { partial, .. }) => (*partial, false),
+    let sol = match res {
+        Ok(s) => s,
         Err(e @ JdError::NonFinite(_)) => return Err(Fail::bad(format!("{e}{}", scale_hint(m)))),
         Err(e) => return Err(Fail::bad(e.to_string())),
     };
-    let mut rep = SolveReport::new(source, m.nrows(), m.nnz(), nprocs, params, &sol, converged);
+    let mut rep = SolveReport::new(source, m.nrows(), m.nnz(), nprocs, params, &sol);
     extra.into_report(&mut rep);
     let all_conv = rep.converged;
     let mut out = String::new();
@@ -1434,7 +1432,8 @@ fn report(
         Err(Fail(
             EXIT_NOT_CONVERGED,
             format!(
-                "not converged: {} of {} eigenpairs",
+                "not converged ({}): {} of {} eigenpairs",
+                sol.outcome.describe(),
                 sol.nconverged(),
                 sol.stats.interval.map_or(params.nev, |iv| iv.count)
             ),
@@ -1524,9 +1523,13 @@ fn text_report(out: &mut String, rep: &SolveReport, verbose: bool) {
     }
     let s = &rep.stats;
     let wanted = s.interval.map_or(rep.nev, |iv| iv.count);
+    let ended = match rep.outcome {
+        Outcome::Converged => String::new(),
+        o => format!(" ({})", o.describe()),
+    };
     let _ = writeln!(
         out,
-        "{} of {wanted} converged in {:.3} s: {} products with the matrix, {} outer iterations",
+        "{} of {wanted} converged{ended} in {:.3} s: {} products with the matrix, {} outer iterations",
         rep.converged_each.iter().filter(|&&c| c).count(),
         s.wall_seconds,
         s.matvecs,
@@ -1809,13 +1812,13 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
         report(a, params, &source, &m, r, size, extra, watch.history)
     } else {
         match r {
-            Ok(_) => Ok(()),
-            Err(JdError::NotConverged { .. }) => Err(Fail(EXIT_NOT_CONVERGED, String::new())),
-            Err(JdError::Stopped { .. }) => {
+            Ok(s) if s.is_converged() => Ok(()),
+            Ok(s) if s.outcome == Outcome::Stopped => {
                 let signal = INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
                 let code = if signal != 0 { 128 + signal } else { 3 };
                 Err(Fail(u8::try_from(code).unwrap_or(130), String::new()))
             }
+            Ok(_) => Err(Fail(EXIT_NOT_CONVERGED, String::new())),
             Err(_) => Err(Fail(EXIT_BAD_INPUT, String::new())),
         }
     }

@@ -309,10 +309,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// If not, the next pass starts from a fresh block (and the dynamic
     /// choice's window in `w` anew); a stop the observer asked for then waits
     /// for the loop top's last checkpoint (the partial result is the same, all
-    /// wanted pairs being locked).
-    ///
-    /// # Errors
-    /// `Stopped` when the observer asked to stop and there is no sink.
+    /// wanted pairs being locked); without a sink the solve ends at once with
+    /// [`Outcome::Stopped`].
     pub(super) fn pass_over(
         &mut self,
         observer: &mut Option<Observer<'_>>,
@@ -325,7 +323,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             return Ok(PassEnd::Done(self.finish(&[])));
         }
         if stop && self.sink.is_none() {
-            return Err(self.stopped());
+            return Ok(PassEnd::Done(self.ended(Outcome::Stopped)));
         }
         let block = self.fresh_block();
         if let Some(dy) = w.dynamic.as_mut() {

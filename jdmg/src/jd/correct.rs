@@ -250,10 +250,10 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         out.per_eq
             .iter()
             .map(|q| {
-                self.count(&Outcome {
+                self.count(&EquationOutcome {
                     steps: q.steps,
                     qmr_stop: Some(q.stop),
-                    ..Outcome::default()
+                    ..EquationOutcome::default()
                 });
                 q.steps
             })
@@ -311,7 +311,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
     }
 
     /// Adds one correction's counters to the solve's.
-    pub(super) fn count(&mut self, o: &Outcome) {
+    pub(super) fn count(&mut self, o: &EquationOutcome) {
         self.stats.matvecs += o.matvecs;
         self.stats.precond_applications += o.precond_applies;
         self.stats.precond_seconds += o.precond_seconds;

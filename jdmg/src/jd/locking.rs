@@ -6,13 +6,10 @@ use super::*;
 
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// At the loop top (from the second on): the checkpoint sink's request
-    /// (saved; a last checkpoint ends the solve with `Stopped`) and the
-    /// monitor's, which ends the loop with [`Exit::Repartition`]. `b`: the new
-    /// block's columns (in `t`); `stop`: the observer asked to stop.
+    /// (saved; a last checkpoint ends the solve with [`Outcome::Stopped`]) and
+    /// the monitor's, which ends the loop with [`Exit::Repartition`]. `b`: the
+    /// new block's columns (in `t`); `stop`: the observer asked to stop.
     /// Collective.
-    ///
-    /// # Errors
-    /// `Stopped` after the last checkpoint.
     pub(super) fn poll_hooks<P>(
         &mut self,
         monitor: &mut Option<&mut dyn LoopMonitor<Plan = P>>,
@@ -28,7 +25,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     s.save(&ck, last);
                 }
                 if last {
-                    return Err(self.stopped());
+                    return Ok(Some(Exit::Solved(self.ended(Outcome::Stopped))));
                 }
             }
         }

@@ -54,7 +54,9 @@ use precond::{Operator, Preconditioner};
 
 use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, BlockMass, Lent};
 use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
-use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, Inner, Outcome};
+use crate::correction::{
+    steps_rule, time_rule, CorrectionSolver, Equation, EquationOutcome, Inner,
+};
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::error::JdError;
 use crate::jdqmr::{QmrSetup, QmrStop};
@@ -63,7 +65,7 @@ use crate::params::{
 };
 use crate::random;
 use crate::scaling::{scale_for, ScaledOperator};
-use crate::solution::{IterationEvent, Solution, Stats};
+use crate::solution::{IterationEvent, Outcome, Solution, Stats};
 
 /// The problem as seen by one process.
 pub struct Problem<'a, A: ?Sized, C: ?Sized> {
@@ -183,8 +185,8 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
 }
 
 /// Observer of per-iteration events: return `ControlFlow::Break(())` to stop the
-/// solve, which then ends with [`JdError::Stopped`] carrying the pairs converged
-/// so far (for Ctrl-C handling, time limits, custom tests).
+/// solve, which then returns the pairs converged so far with
+/// [`crate::Outcome::Stopped`] (for Ctrl-C handling, time limits, custom tests).
 pub type Observer<'o> = &'o mut dyn FnMut(&IterationEvent) -> std::ops::ControlFlow<()>;
 
 /// Inputs of one correction phase handed to a [`CorrectionBackend`].
@@ -412,9 +414,6 @@ pub(crate) fn solved(r: Result<Exit<()>, JdError>) -> Result<Solution, JdError> 
 /// `InvalidParams` for inconsistent parameters (processes disagreeing on nev,
 /// block or basis size; a `precond` choice the problem cannot honour, see
 /// `PrecondChoice`), `NonFinite` when NaN/Inf appear,
-/// `NotConverged { partial }` when `max_matvecs` or `max_outer` run out (the
-/// partial solution carries locked pairs and the best current estimates),
-/// `Stopped { partial }` when the observer or the sink asked to stop,
 /// `Checkpoint` when `hooks.resume` does not match the problem, the processes
 /// or the parameters (on every process when on one).
 pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
@@ -474,31 +473,13 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
     } else {
         st.anorm / st.op.scale()
     };
-    result
-        .map(|exit| match exit {
-            Exit::Solved(mut s) => {
-                s.stats = st.stats.clone();
-                Exit::Solved(s)
-            }
-            repartition => repartition,
-        })
-        .map_err(|e| match e {
-            JdError::NotConverged {
-                wanted,
-                mut partial,
-            } => {
-                partial.stats = st.stats.clone();
-                JdError::NotConverged { wanted, partial }
-            }
-            JdError::Stopped {
-                wanted,
-                mut partial,
-            } => {
-                partial.stats = st.stats.clone();
-                JdError::Stopped { wanted, partial }
-            }
-            e => e,
-        })
+    result.map(|exit| match exit {
+        Exit::Solved(mut s) => {
+            s.stats = st.stats.clone();
+            Exit::Solved(s)
+        }
+        repartition => repartition,
+    })
 }
 
 impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C> {
@@ -697,7 +678,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             {
                 // Finishing anyway: a stop request changes nothing.
                 self.emit(observer, &ritz_seen, &[]);
-                return Err(self.not_converged());
+                return Ok(Exit::Solved(self.ended(Outcome::BudgetSpent)));
             }
             // (8) correction equations.
             let tc = Instant::now();
@@ -711,7 +692,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.correction_seconds += tc.elapsed().as_secs_f64();
             if self.emit(observer, &ritz_seen, &steps) {
                 if self.sink.is_none() {
-                    return Err(self.stopped());
+                    return Ok(Exit::Solved(self.ended(Outcome::Stopped)));
                 }
                 stop_pending = true;
             }

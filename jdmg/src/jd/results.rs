@@ -57,6 +57,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let s = self.op.scale();
         let ev = self.ev_scale();
         Solution {
+            outcome: Outcome::Converged,
+            wanted: self.prm.nev,
             eigenvalues: items.iter().map(|i| i.0 / ev).collect(),
             residual_norms: items.iter().map(|i| i.1 / s).collect(),
             converged: items.iter().map(|i| i.2).collect(),
@@ -68,12 +70,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
     }
 
-    /// Partial result: locked pairs plus the current best Ritz estimates.
-    /// `NotConverged` with [`State::partial`].
-    pub(super) fn not_converged(&mut self) -> JdError {
-        JdError::NotConverged {
-            wanted: self.prm.nev,
-            partial: Box::new(self.partial()),
+    /// The solution of a solve that ends early with `outcome`
+    /// ([`Outcome::BudgetSpent`] or [`Outcome::Stopped`]): [`State::partial`].
+    pub(super) fn ended(&mut self, outcome: Outcome) -> Solution {
+        Solution {
+            outcome,
+            ..self.partial()
         }
     }
 
@@ -92,14 +94,6 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.anorm / s
             ),
         )
-    }
-
-    /// `Stopped` (the observer asked) with [`State::partial`].
-    pub(super) fn stopped(&mut self) -> JdError {
-        JdError::Stopped {
-            wanted: self.prm.nev,
-            partial: Box::new(self.partial()),
-        }
     }
 
     /// The locked pairs plus the best current Ritz estimates of the rest

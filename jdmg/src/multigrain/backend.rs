@@ -10,7 +10,9 @@ use lblib::{Comm, Method};
 use super::mover::Mover;
 use super::params::Balance;
 use super::stats::MultigrainStats;
-use crate::correction::{steps_rule, time_rule, CorrectionSolver, Equation, MassCtx, Outcome};
+use crate::correction::{
+    steps_rule, time_rule, CorrectionSolver, Equation, EquationOutcome, MassCtx,
+};
 use crate::jd::{CorrectionBackend, CorrectionCtx};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to};
 use crate::params::{InnerStop, PrecondChoice};
@@ -146,7 +148,7 @@ struct Flexible {
     /// The corrections of its equations, in the group layout.
     eps: Vec<f64>,
     /// What the solve of each of its equations did.
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<EquationOutcome>,
     /// Products with M in those solves.
     mass_products: u64,
     /// The phase's seconds on this group's clock (before any wait).
@@ -231,7 +233,7 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
     ) -> Flexible {
         let ng = self.ng;
         let mut eps = vec![0.0; ng * mine.len()];
-        let mut done_mine = vec![Outcome::default(); mine.len()];
+        let mut done_mine = vec![EquationOutcome::default(); mine.len()];
         let mut mass_products = 0u64;
         let t_flex = self.group.wtime();
         if !mine.is_empty() {
@@ -365,7 +367,7 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         section: bool,
         ops: &mut usize,
         share: Option<f64>,
-    ) -> Outcome {
+    ) -> EquationOutcome {
         let shift = ctx.shifts[i];
         // the preconditioner's units: those of the unscaled matrices (with M:
         // eigenvalues scale by s_K/s_M, and Jacobi is diag(K) − θ·diag(M))
