@@ -842,6 +842,17 @@ mod tests {
         // The heuristic: where every task went, and how much it moved.
         assert_eq!(c.remap.tasks_per_machine(3), vec![108, 63, 39]);
         assert_eq!(c.remap.moved(), 138);
+        // Messages: the static distribution only broadcasts pivots; the
+        // optimized one also moves column k + 1 to machine 1 and back (§4.4);
+        // the heuristic moves columns at almost every level.
+        assert_eq!(c.static_schedule.costs.messages, 36);
+        assert_eq!(c.optimized.costs.messages, 55);
+        assert_eq!(c.dynamic.costs.messages, 162);
+        // Its own estimate against the static distribution's in the same order.
+        assert_eq!(
+            (c.remap.estimate, c.remap.initial_estimate),
+            (7992.0, 9166.0)
+        );
     }
 
     #[test]
