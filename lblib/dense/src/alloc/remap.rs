@@ -21,7 +21,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::dp::fastest;
 use super::{
     at_least, cyclic_slice_layout, optimized_lu_schedule, strictly_less, validate_times,
     AllocError, OptimizedLuSchedule,
@@ -685,7 +684,6 @@ pub fn compare_schedules(
     let g = LuTaskGraph::new(m);
     let static_owners = cyclic_slice_layout(times, m, m)?;
     let opt = optimized_lu_schedule(times, m)?;
-    debug_assert_eq!(opt.fastest, fastest(times));
     let st = static_mapping(&static_owners);
     let om = optimized_mapping(&opt);
     let remap = maheswaran_siegel(times, model, &st)?;
