@@ -57,6 +57,30 @@ fn tiny_runs_give_rows_with_numbers_and_keep_the_other_sections() {
         .unwrap();
     assert!((c1.ours_value.unwrap() - 31.6).abs() < 0.1, "{c1:?}");
     assert_eq!(c1.paper_value, Some(33.8));
+    // 000: Figures 11 and 12 are computed (no "not run" row): the heuristic moves
+    // 138 of the 210 tasks of the size-20 example, and with blocks of 32 columns
+    // it stays within 1 % of the static distribution at n = 1000 and 2000.
+    let r000 = runs.iter().find(|r| r.paper == "000").unwrap();
+    let fig11 = r000
+        .rows
+        .iter()
+        .find(|r| r.item.starts_with("Fig. 11 (left)"))
+        .unwrap();
+    assert_eq!(fig11.ours_value, Some(138.0), "{fig11:?}");
+    let fig12 = r000
+        .rows
+        .iter()
+        .find(|r| {
+            r.item
+                .starts_with("Fig. 12: t_dynamic / t_static, blocks of 32")
+        })
+        .unwrap();
+    assert_eq!(fig12.ours, "0.996, 1.006", "{fig12:?}");
+    assert_eq!(fig12.setting, "model (simulated schedule)");
+    assert!(r000
+        .rows
+        .iter()
+        .all(|r| !(r.item.contains("Maheswaran") && r.setting == "not run")));
     let md = assemble_markdown(&dir);
     for p in ["## 000", "## 001", "## 002", "## 003", "## 004"] {
         assert!(md.contains(p), "{p} missing");

@@ -56,6 +56,8 @@ impl Size {
 pub mod setting {
     /// Deterministic: the paper's own cost model or worked example, computed.
     pub const MODEL: &str = "model";
+    /// A schedule built by the paper's algorithm, evaluated in the paper's cost model.
+    pub const MODEL_SCHEDULE: &str = "model (simulated schedule)";
     /// Thread ranks on manual clocks.
     pub const MANUAL: &str = "virtual clocks (thread ranks, emulated slowdowns)";
     /// Thread ranks whose clocks are their CPU time × slowdown.
@@ -294,6 +296,8 @@ pub fn assemble_markdown(results: &Path) -> String {
     s.push_str(
         "Settings:\n\n\
          - **model**: the paper's cost model or worked example, computed exactly (no timing).\n\
+         - **model (simulated schedule)**: schedules built by the paper's algorithms and \
+           evaluated in the paper's own cost model (no timing).\n\
          - **virtual clocks (simulated schedule)**: the schedule of the paper's processor and \
            network model, simulated (no timing).\n\
          - **virtual clocks (thread ranks, emulated slowdowns)**: the solver runs on thread \

@@ -89,3 +89,129 @@ pub fn grouped_bars(
     root.present().map_err(perr)?;
     Ok(())
 }
+
+/// Lines with markers over a common x axis (NaN: no point).
+///
+/// # Errors
+/// The plotting or I/O error.
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    xs: &[f64],
+    series: &[(&str, Vec<f64>)],
+) -> Result<(), String> {
+    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(perr)?;
+    let finite: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|x| x.is_finite())
+        .collect();
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let span = (hi - lo).max(1e-3 * hi.abs().max(1.0));
+    let x0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let x1 = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let xspan = (x1 - x0).max(1.0);
+    let mut ch = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (x0 - 0.03 * xspan)..(x1 + 0.03 * xspan),
+            (lo - 0.1 * span)..(hi + 0.35 * span),
+        )
+        .map_err(perr)?;
+    ch.configure_mesh()
+        .x_label_formatter(&|x: &f64| format!("{x:.0}"))
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(perr)?;
+    for (s, (name, v)) in series.iter().enumerate() {
+        let c = color(s);
+        let pts: Vec<(f64, f64)> = xs
+            .iter()
+            .copied()
+            .zip(v.iter().copied())
+            .filter(|(_, y)| y.is_finite())
+            .collect();
+        ch.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(perr)?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], c.stroke_width(2)));
+        ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+            .map_err(perr)?;
+    }
+    ch.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(perr)?;
+    root.present().map_err(perr)?;
+    Ok(())
+}
+
+/// Side-by-side panels of the LU task graph: in panel `i`, the cell of row `k`
+/// (step) and column `j` (column block) is coloured by `panels[i].1[k][j]`, the
+/// machine of `F(k)` (`j == k`) or `U(k, j)`; `None` leaves the cell blank.
+/// Factor tasks are outlined.
+///
+/// # Errors
+/// The plotting or I/O error.
+pub fn task_grids(
+    path: &Path,
+    title: &str,
+    machines: &[String],
+    panels: &[(&str, Vec<Vec<Option<usize>>>)],
+) -> Result<(), String> {
+    let cell = 16i32;
+    let n = panels.first().map_or(0, |(_, g)| g.len()) as i32;
+    let (margin, top, gap, legend) = (20i32, 50i32, 30i32, 30i32);
+    let w = 2 * margin + panels.len() as i32 * (n * cell + gap);
+    let h = top + n * cell + legend + 2 * margin;
+    let root = SVGBackend::new(path, (w.max(300) as u32, h as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(perr)?;
+    let font = ("sans-serif", 14).into_font();
+    root.draw(&Text::new(
+        title,
+        (margin, 10),
+        ("sans-serif", 18).into_font(),
+    ))
+    .map_err(perr)?;
+    for (p, (name, grid)) in panels.iter().enumerate() {
+        let x0 = margin + p as i32 * (n * cell + gap);
+        root.draw(&Text::new(*name, (x0, top - 20), font.clone()))
+            .map_err(perr)?;
+        for (k, row) in grid.iter().enumerate() {
+            for (j, m) in row.iter().enumerate() {
+                let Some(m) = m else { continue };
+                let (x, y) = (x0 + j as i32 * cell, top + k as i32 * cell);
+                let r = [(x, y), (x + cell - 1, y + cell - 1)];
+                root.draw(&Rectangle::new(r, color(*m).filled()))
+                    .map_err(perr)?;
+                if j == k {
+                    root.draw(&Rectangle::new(r, BLACK.stroke_width(2)))
+                        .map_err(perr)?;
+                }
+            }
+        }
+    }
+    let ly = top + n * cell + margin;
+    for (i, m) in machines.iter().enumerate() {
+        let x = margin + i as i32 * 160;
+        root.draw(&Rectangle::new(
+            [(x, ly), (x + 12, ly + 12)],
+            color(i).filled(),
+        ))
+        .map_err(perr)?;
+        root.draw(&Text::new(m.as_str(), (x + 18, ly), font.clone()))
+            .map_err(perr)?;
+    }
+    root.present().map_err(perr)?;
+    Ok(())
+}

@@ -10,6 +10,7 @@
 //! | `000` §2.2 dynamic programming, Table 2/3 | [`incremental_dp`], [`IncrementalDp`] |
 //! | `000` §2.2 "reverse" slice layout for LU/QR | [`IncrementalDp::slice_layout`], [`cyclic_slice_layout`] |
 //! | `000` §4.4 optimized distribution | [`optimized_dp`], [`optimized_lu_schedule`] |
+//! | `000` §4.1 LU task graph, §4.3 Maheswaran–Siegel remapping, Figures 11–12 cost model | [`LuTaskGraph`], [`maheswaran_siegel`], [`machine_costs`], [`compare_schedules`] |
 //! | `000` §3 Tables 4, 5; §2.2 Figure 2 | [`predicted_times`], [`PredictedTimes`], [`simulate_lu`], [`update_loads`] |
 //! | `000` §2.1, §4.5 semi-static strategy | [`reallocate_remaining`] |
 //! | `001` §4.3–4.4 2D grids | [`grid_2d_rational`], [`best_grid_arrangement`], [`grid_2d_panel`], [`kalinov_lastovetsky`], [`panel_column_order`] |
@@ -24,6 +25,7 @@ mod clusters;
 mod dp;
 mod grid2d;
 mod predict;
+mod remap;
 mod semistatic;
 
 pub use chunks::{optimal_chunks, optimal_chunks_heap, optimal_chunks_init, Allocation};
@@ -41,6 +43,11 @@ pub use grid2d::{
     KalinovLastovetsky,
 };
 pub use predict::{predicted_times, pure_cyclic_layout, simulate_lu, update_loads, PredictedTimes};
+pub use remap::{
+    compare_schedules, critical_paths, list_schedule, machine_costs, maheswaran_siegel,
+    optimized_mapping, priority_order, static_mapping, EvaluatedSchedule, LuCostModel, LuTask,
+    LuTaskGraph, MachineCosts, Remap, ScheduleComparison, TaskMapping,
+};
 pub use semistatic::{reallocate_remaining, BlockMove, Reallocation};
 
 /// Errors of the allocation algorithms: every bad input is reported with what
