@@ -42,8 +42,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         // With a mass matrix: ‖K‖ + |θ|‖M‖ in place of ‖A‖ (see `mass`).
         match self.prm.conv {
             ConvTest::Norm => self.prm.tol * self.res_scale(theta).max(f64::MIN_POSITIVE),
-            ConvTest::Rel if self.has_mass() => self.prm.tol * theta.abs() * self.mnorm,
-            ConvTest::Rel => self.prm.tol * theta.abs(),
+            ConvTest::Rel => self.prm.tol * theta.abs() * self.mass_norm(),
             ConvTest::Abs => self.prm.tol * self.op.scale(),
             ConvTest::Sqrt => (self.prm.tol * (theta.abs() * self.op.scale()).sqrt())
                 .max(1e3 * f64::EPSILON * self.res_scale(theta)),
@@ -384,20 +383,16 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             // q ⊥ locked vectors and the previous columns, twice; then normalized.
             for _ in 0..2 {
                 let mut c = vec![0.0; nl + j];
-                let (xd, vd) = if mass {
-                    (&self.bxl[..], &self.bv[..])
-                } else {
-                    (&self.xl[..], &self.v[..])
-                };
+                let (xd, vd) = (self.dual_locked(), self.dual_basis());
                 gemm_tn(&mut c[..nl], xd, n, nl, &q, 1, self.prm.threads);
                 gemm_tn(&mut c[nl..], vd, n, j, &q, 1, self.prm.threads);
                 let mut nq = [0.0];
                 self.allreduce(&mut c);
                 gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
                 gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1, self.prm.threads);
-                if mass {
-                    gemm_sub(&mut bq, &self.bxl, n, nl, &c[..nl], 1, self.prm.threads);
-                    gemm_sub(&mut bq, &self.bv, n, j, &c[nl..], 1, self.prm.threads);
+                if let Some(ms) = &self.mass {
+                    gemm_sub(&mut bq, &ms.bxl, n, nl, &c[..nl], 1, self.prm.threads);
+                    gemm_sub(&mut bq, &ms.bv, n, j, &c[nl..], 1, self.prm.threads);
                 }
                 nq[0] = crate::dense::dot(&q, if mass { &bq } else { &q });
                 self.allreduce(&mut nq);
@@ -416,8 +411,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 break;
             }
             self.v[j * n..(j + 1) * n].copy_from_slice(&q);
-            if mass {
-                self.bv[j * n..(j + 1) * n].copy_from_slice(&bq);
+            if let Some(ms) = self.mass.as_mut() {
+                ms.bv[j * n..(j + 1) * n].copy_from_slice(&bq);
             }
             self.op.apply(&q, &mut w);
             self.stats.matvecs += 1;

@@ -32,7 +32,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 ritz: theta,
                 anorm: self.anorm,
                 scale: self.op.scale(),
-                mass_scale: self.mop.as_ref().map(|m| m.scale()),
+                mass_scale: self.mass.as_ref().map(|ms| ms.op.scale()),
                 qmr: if self.prm.inner_solver == InnerSolver::Qmrs {
                     sel.iter()
                         .map(|s| self.qmr_setup(s, self.shift_for(s)))
@@ -219,9 +219,9 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             shifts: &shifts,
             setups: &setups,
             threads: self.prm.threads,
-            mass: self.mop.as_ref().map(|m| BlockMass {
-                op: m as &dyn Operator,
-                locked: &self.bxl[..],
+            mass: self.mass.as_ref().map(|ms| BlockMass {
+                op: &ms.op as &dyn Operator,
+                locked: &ms.bxl[..],
                 x: &bx[..n * b],
             }),
         };
@@ -288,9 +288,9 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             }
             stop => Box::new(steps_rule(stop, maxits, rel, floor)),
         };
-        let mass = self.mop.as_ref().map(|m| crate::correction::MassCtx {
-            op: m as &dyn Operator,
-            locked: &self.bxl[..],
+        let mass = self.mass.as_ref().map(|ms| crate::correction::MassCtx {
+            op: &ms.op as &dyn Operator,
+            locked: &ms.bxl[..],
             bx,
         });
         let out = solver.solve_general(

@@ -201,14 +201,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let sigma = self.sigma();
             let mut ws = self.w[m * n..(m + b) * n].to_vec();
             ws.iter_mut()
-                .zip(&self.bt[..n * b])
+                .zip(&self.dual_block()[..n * b])
                 .for_each(|(w, bt)| *w -= sigma * bt);
             let mut z = vec![0.0; n * b];
             self.mass_inverse(&ws, &mut z, b);
             let (a, c) = out.split_at_mut(m * b);
             gemm_tn(a, &self.w[..m * n], n, m, &z, b, th);
             let mut bz = vec![0.0; m * b];
-            gemm_tn(&mut bz, &self.bv[..m * n], n, m, &z, b, th);
+            gemm_tn(&mut bz, &self.dual_basis()[..m * n], n, m, &z, b, th);
             a.iter_mut().zip(&bz).for_each(|(a, bz)| *a -= sigma * bz);
             gemm_tn(c, &ws, n, b, &z, b, th);
             self.stats.basis_passes += 2;
@@ -268,7 +268,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let sigma = self.sigma();
             let mut ws = self.w[..n * m].to_vec();
             ws.iter_mut()
-                .zip(&self.bv[..n * m])
+                .zip(&self.dual_basis()[..n * m])
                 .for_each(|(w, bv)| *w -= sigma * bv);
             let mut z = vec![0.0; n * m];
             self.mass_inverse(&ws, &mut z, m);
@@ -561,7 +561,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         // ‖R‖² then, with M, ‖X‖² (the test takes ‖r‖/‖x‖).
         let mut nrm = vec![0.0; if mass { 2 * nev } else { nev }];
         // R = W Y − (V Y) Θ, or W Y − (MV Y) Θ with M; X = V Y.
-        let basis = if mass { &self.bv } else { &self.v };
+        let basis = self.dual_basis();
         crate::tall_skinny::ritz_residuals(
             &mut x,
             &mut r,

@@ -134,8 +134,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 be.on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
             }
             self.xl.extend_from_slice(&self.t[j * n..(j + 1) * n]);
-            if self.has_mass() {
-                self.bxl.extend_from_slice(&lock_bx[j * n..(j + 1) * n]);
+            if let Some(ms) = self.mass.as_mut() {
+                ms.bxl.extend_from_slice(&lock_bx[j * n..(j + 1) * n]);
             }
             self.lam.push(th);
             self.res.push(rn);

@@ -125,31 +125,86 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
     }
 }
 
+/// The loop's state of a generalized problem: M, and the images under M of
+/// the basis, the locked (and deflation) vectors and the new block, kept
+/// beside them as W = K·V is kept beside V (module documentation).
+pub(super) struct MassState<'a> {
+    /// M times its internal scale.
+    pub op: ScaledOperator<'a, dyn Operator + 'a>,
+    /// M·V (n × max_basis).
+    pub bv: Vec<f64>,
+    /// M·[deflation, locked vectors].
+    pub bxl: Vec<f64>,
+    /// M·T (n × k).
+    pub bt: Vec<f64>,
+    /// Estimates of ‖K‖ and ‖M‖ (scaled units) for the convergence test.
+    pub knorm: f64,
+    pub mnorm: f64,
+    /// Set when a vector x with xᵀMx ≤ 0 was met (M not positive definite).
+    pub error: Option<String>,
+}
+
+impl<'a> MassState<'a> {
+    /// The state for M on `n` local rows, a basis of `max_basis` columns and
+    /// blocks of `k`.
+    pub(super) fn new(m: &'a dyn Operator, n: usize, max_basis: usize, k: usize) -> Self {
+        Self {
+            op: ScaledOperator::new(m),
+            bv: vec![0.0; n * max_basis],
+            bxl: Vec::new(),
+            bt: vec![0.0; n * k],
+            knorm: 0.0,
+            mnorm: 0.0,
+            error: None,
+        }
+    }
+}
+
 impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Whether the problem is generalized.
     pub(super) fn has_mass(&self) -> bool {
-        self.mop.is_some()
+        self.mass.is_some()
+    }
+
+    /// The locked (and deflation) vectors' side of the inner products: M·X
+    /// with M, X without.
+    pub(super) fn dual_locked(&self) -> &[f64] {
+        self.mass.as_ref().map_or(&self.xl, |ms| &ms.bxl)
+    }
+
+    /// The basis's side of the inner products: M·V with M, V without.
+    pub(super) fn dual_basis(&self) -> &[f64] {
+        self.mass.as_ref().map_or(&self.v, |ms| &ms.bv)
+    }
+
+    /// The new block's side of the inner products: M·T with M, T without.
+    pub(super) fn dual_block(&self) -> &[f64] {
+        self.mass.as_ref().map_or(&self.t, |ms| &ms.bt)
+    }
+
+    /// ‖M‖ (scaled units); 1 without M.
+    pub(super) fn mass_norm(&self) -> f64 {
+        self.mass.as_ref().map_or(1.0, |ms| ms.mnorm)
     }
 
     /// The internal scale of the eigenvalues: s_K/s_M (s_K without M).
     pub(super) fn ev_scale(&self) -> f64 {
-        self.op.scale() / self.mop.as_ref().map_or(1.0, |m| m.scale())
+        self.op.scale() / self.mass.as_ref().map_or(1.0, |ms| ms.op.scale())
     }
 
     /// The scale of a residual of Ritz value θ in the `norm` test: ‖A‖
     /// (standard) or ‖K‖ + |θ|·‖M‖ (generalized), scaled units.
     pub(super) fn res_scale(&self, theta: f64) -> f64 {
-        if self.has_mass() {
-            self.knorm + theta.abs() * self.mnorm
-        } else {
-            self.anorm
+        match &self.mass {
+            Some(ms) => ms.knorm + theta.abs() * ms.mnorm,
+            None => self.anorm,
         }
     }
 
     /// `y = M x` (scaled M) for `k` vectors; counted.
     pub(super) fn mass_apply(&mut self, x: &[f64], y: &mut [f64], k: usize) {
-        if let Some(m) = self.mop.as_ref() {
-            m.apply_block(x, y, k);
+        if let Some(ms) = &self.mass {
+            ms.op.apply_block(x, y, k);
             self.stats.mass_matvecs += k as u64;
         }
     }
@@ -160,11 +215,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         if to <= from {
             return;
         }
-        let mut bt = std::mem::take(&mut self.bt);
-        let t = std::mem::take(&mut self.t);
-        self.mass_apply(&t[from * n..to * n], &mut bt[from * n..to * n], to - from);
-        self.bt = bt;
-        self.t = t;
+        if let Some(ms) = self.mass.as_mut() {
+            let cols = from * n..to * n;
+            ms.op
+                .apply_block(&self.t[cols.clone()], &mut ms.bt[cols], to - from);
+            self.stats.mass_matvecs += (to - from) as u64;
+        }
     }
 
     /// `x = M⁻¹ rhs` (scaled M) for `k` vectors by preconditioned conjugate
@@ -179,8 +235,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     pub(super) fn mass_inverse(&mut self, rhs: &[f64], x: &mut [f64], k: usize) {
         let n = self.n;
         x[..n * k].iter_mut().for_each(|v| *v = 0.0);
-        let dinv: Vec<f64> = match (self.pb.mass.and_then(|m| m.diagonal), self.mop.as_ref()) {
-            (Some(d), Some(m)) => d.iter().map(|v| 1.0 / (v * m.scale())).collect(),
+        let dinv: Vec<f64> = match (self.pb.mass.and_then(|m| m.diagonal), &self.mass) {
+            (Some(d), Some(ms)) => d.iter().map(|v| 1.0 / (v * ms.op.scale())).collect(),
             _ => vec![1.0; n],
         };
         let precondition = |r: &[f64], z: &mut [f64]| {
@@ -266,14 +322,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
 
     /// Records that M is not positive definite (the first time).
     pub(super) fn mass_failed(&mut self, what: String) {
-        if self.mass_error.is_none() {
-            self.mass_error = Some(what);
+        if let Some(ms) = self.mass.as_mut().filter(|ms| ms.error.is_none()) {
+            ms.error = Some(what);
         }
     }
 
     /// `MassNotPositiveDefinite` when the orthogonalization met xᵀMx ≤ 0.
     pub(super) fn check_mass(&mut self) -> Result<(), JdError> {
-        match self.mass_error.take() {
+        match self.mass.as_mut().and_then(|ms| ms.error.take()) {
             Some(what) => Err(JdError::MassNotPositiveDefinite { what }),
             None => Ok(()),
         }
@@ -317,8 +373,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 if pre != 1.0 {
                     w.iter_mut().for_each(|v| *v *= pre);
                     a[0] *= pre;
-                    match (mass, self.mop.as_ref()) {
-                        (true, Some(m)) => m.set_scale(pre),
+                    match (mass, &self.mass) {
+                        (true, Some(ms)) => ms.op.set_scale(pre),
                         _ => self.op.set_scale(pre),
                     }
                 }
@@ -360,8 +416,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         let (ev, _) = sym_eig(&t, k).ok_or(JdError::NonFinite("the norm estimate"))?;
-        match (mass, self.mop.as_ref()) {
-            (true, Some(m)) => m.set_scale(1.0),
+        match (mass, &self.mass) {
+            (true, Some(ms)) => ms.op.set_scale(1.0),
             _ => self.op.set_scale(1.0),
         }
         Ok(ev.iter().fold(0.0f64, |m, v| m.max(v.abs())) / pre)
@@ -381,13 +437,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         };
         let (sk, sm) = (scale_for(knorm), scale_for(mnorm));
         self.op.set_scale(sk);
-        if let Some(m) = self.mop.as_ref() {
-            m.set_scale(sm);
+        if let Some(ms) = self.mass.as_mut() {
+            ms.op.set_scale(sm);
+            ms.knorm = knorm * sk;
+            ms.mnorm = mnorm * sm;
         }
         self.scale_decided = true;
         self.stats.scale = sk;
-        self.knorm = knorm * sk;
-        self.mnorm = mnorm * sm;
         // The pencil's spectral radius (max |θ|) is tracked from the Ritz values.
         self.anorm = 0.0;
         let ev = self.ev_scale();
@@ -401,16 +457,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// are not stored in checkpoints).
     pub(super) fn refresh_mass_images(&mut self) {
         let (n, m, nl) = (self.n, self.m, self.nproj());
-        let v = std::mem::take(&mut self.v);
-        let mut bv = std::mem::take(&mut self.bv);
-        self.mass_apply(&v[..n * m], &mut bv[..n * m], m);
-        self.v = v;
-        self.bv = bv;
-        let xl = std::mem::take(&mut self.xl);
-        let mut bxl = vec![0.0; n * nl];
-        self.mass_apply(&xl[..n * nl], &mut bxl, nl);
-        self.xl = xl;
-        self.bxl = bxl;
+        let Some(ms) = self.mass.as_mut() else {
+            return;
+        };
+        ms.op.apply_block(&self.v[..n * m], &mut ms.bv[..n * m], m);
+        ms.bxl = vec![0.0; n * nl];
+        ms.op.apply_block(&self.xl[..n * nl], &mut ms.bxl, nl);
+        self.stats.mass_matvecs += (m + nl) as u64;
     }
 
     /// Explicit Rayleigh quotients and true residuals of the lock candidates

@@ -44,6 +44,7 @@ use projection::Projected;
 use select::{Selected, Work};
 
 pub use mass::Mass;
+use mass::MassState;
 pub(crate) use spaces::local_rows;
 pub use spaces::Spaces;
 
@@ -286,18 +287,9 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     ndefl: usize,
     /// Start vectors of the problem (agreed over the processes).
     ninit: usize,
-    /// The mass matrix M times its internal scale (generalized problems only;
-    /// see `mass`). Every array below is empty without it.
-    mop: Option<ScaledOperator<'a, dyn Operator + 'a>>,
-    /// M·V (n × max_basis), M·[deflation, locked vectors], M·T.
-    bv: Vec<f64>,
-    bxl: Vec<f64>,
-    bt: Vec<f64>,
-    /// Estimates of ‖K‖ and ‖M‖ (scaled units) for the convergence test.
-    knorm: f64,
-    mnorm: f64,
-    /// Set when a vector x with xᵀMx ≤ 0 was met (M not positive definite).
-    mass_error: Option<String>,
+    /// What a generalized problem K x = λ M x adds (see `mass`); None for
+    /// A x = λ x.
+    mass: Option<MassState<'a>>,
     /// Harmonic Ritz extraction's state (G = WᵀW); None: Rayleigh-Ritz.
     harm: Option<harmonic::Harmonic>,
 }
@@ -468,11 +460,7 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
     let s = &mut st.stats;
     s.dense_seconds =
         (s.projection_seconds + s.correction_seconds - s.spmv_seconds - s.precond_seconds).max(0.0);
-    st.stats.anorm_estimate = if pb.mass.is_some() {
-        st.knorm / st.op.scale()
-    } else {
-        st.anorm / st.op.scale()
-    };
+    st.stats.anorm_estimate = st.mass.as_ref().map_or(st.anorm, |ms| ms.knorm) / st.op.scale();
     result.map(|exit| match exit {
         Exit::Solved(mut s) => {
             s.stats = st.stats.clone();
@@ -523,21 +511,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             start: Instant::now(),
             ndefl: 0,
             ninit: 0,
-            mop: pb.mass.map(|m| ScaledOperator::new(m.op)),
-            bv: if pb.mass.is_some() {
-                vec![0.0; n * mb]
-            } else {
-                Vec::new()
-            },
-            bxl: Vec::new(),
-            bt: if pb.mass.is_some() {
-                vec![0.0; n * sz.k]
-            } else {
-                Vec::new()
-            },
-            knorm: 0.0,
-            mnorm: 0.0,
-            mass_error: None,
+            mass: pb.mass.map(|m| MassState::new(m.op, n, mb, sz.k)),
             harm: None,
         }
     }

@@ -46,11 +46,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for pass in 0..2 {
             let (cx, rest) = buf.split_at_mut(nl * b);
             let (cv, nr) = rest.split_at_mut(m * b);
-            let (xd, vd) = if mass {
-                (&self.bxl[..], &self.bv[..])
-            } else {
-                (&self.xl[..], &self.v[..])
-            };
+            let (xd, vd) = (self.dual_locked(), self.dual_basis());
             gemm_tn(cx, xd, n, nl, &self.t, b, self.prm.threads);
             gemm_tn(cv, vd, n, m, &self.t, b, self.prm.threads);
             self.stats.basis_passes += 1;
@@ -58,7 +54,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 for j in 0..b {
                     let col = &self.t[j * n..(j + 1) * n];
                     if mass {
-                        nr[j] = crate::dense::dot(col, &self.bt[j * n..(j + 1) * n]);
+                        nr[j] = crate::dense::dot(col, &self.dual_block()[j * n..(j + 1) * n]);
                         nr[b + j] = crate::dense::dot(col, col);
                     } else {
                         nr[j] = crate::dense::dot(col, col);
@@ -85,9 +81,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let cv = &rest[..m * b];
             gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, self.prm.threads);
             gemm_sub(&mut self.t, &self.v, n, m, cv, b, self.prm.threads);
-            if mass {
-                gemm_sub(&mut self.bt, &self.bxl, n, nl, cx, b, self.prm.threads);
-                gemm_sub(&mut self.bt, &self.bv, n, m, cv, b, self.prm.threads);
+            if let Some(ms) = self.mass.as_mut() {
+                gemm_sub(&mut ms.bt, &ms.bxl, n, nl, cx, b, self.prm.threads);
+                gemm_sub(&mut ms.bt, &ms.bv, n, m, cv, b, self.prm.threads);
             }
             self.stats.basis_passes += 1;
             if pass == 0 {
@@ -95,7 +91,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 // most of its norm (cancellation); one global sum decides.
                 let mut after: Vec<f64> = (0..b)
                     .map(|j| {
-                        let d = if mass { &self.bt } else { &self.t };
+                        let d = self.dual_block();
                         crate::dense::dot(&self.t[j * n..(j + 1) * n], &d[j * n..(j + 1) * n])
                     })
                     .collect();
@@ -114,8 +110,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for (j, &nb) in norms0.iter().enumerate() {
             if kept != j {
                 self.t.copy_within(j * n..(j + 1) * n, kept * n);
-                if mass {
-                    self.bt.copy_within(j * n..(j + 1) * n, kept * n);
+                if let Some(ms) = self.mass.as_mut() {
+                    ms.bt.copy_within(j * n..(j + 1) * n, kept * n);
                 }
             }
             let mut norm_before = nb;
@@ -160,7 +156,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let n = self.n;
         self.mass_block(0, kept);
         let mut nn: Vec<f64> = (0..kept)
-            .map(|j| crate::dense::dot(&self.t[j * n..(j + 1) * n], &self.bt[j * n..(j + 1) * n]))
+            .map(|j| {
+                crate::dense::dot(
+                    &self.t[j * n..(j + 1) * n],
+                    &self.dual_block()[j * n..(j + 1) * n],
+                )
+            })
             .collect();
         self.allreduce(&mut nn);
         for (j, &v) in nn.iter().enumerate() {
@@ -170,7 +171,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let s = 1.0 / v.sqrt();
             self.t[j * n..(j + 1) * n].iter_mut().for_each(|x| *x *= s);
-            self.bt[j * n..(j + 1) * n].iter_mut().for_each(|x| *x *= s);
+            if let Some(ms) = self.mass.as_mut() {
+                ms.bt[j * n..(j + 1) * n].iter_mut().for_each(|x| *x *= s);
+            }
         }
     }
 
@@ -197,15 +200,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 let (prev, cur) = self.t.split_at_mut(j * n);
                 let col = &cur[..n];
                 // The dual columns: M·[X V T] with a mass matrix.
-                let (xd, vd, prevd, cold) = if mass {
-                    (
-                        &self.bxl[..],
-                        &self.bv[..],
-                        &self.bt[..j * n],
-                        &self.bt[j * n..(j + 1) * n],
-                    )
-                } else {
-                    (&self.xl[..], &self.v[..], &prev[..], col)
+                let (xd, vd, prevd, cold) = match &self.mass {
+                    Some(ms) => (
+                        &ms.bxl[..],
+                        &ms.bv[..],
+                        &ms.bt[..j * n],
+                        &ms.bt[j * n..(j + 1) * n],
+                    ),
+                    None => (&self.xl[..], &self.v[..], &prev[..], col),
                 };
                 let mut off = 0;
                 if full {
@@ -228,17 +230,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             if full {
                 gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
                 gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.prm.threads);
-                if mass {
-                    let bcol = &mut self.bt[j * n..(j + 1) * n];
-                    gemm_sub(bcol, &self.bxl, n, nl, &c[..nl], 1, self.prm.threads);
-                    gemm_sub(bcol, &self.bv, n, m, &c[nl..nl + m], 1, self.prm.threads);
+                if let Some(ms) = self.mass.as_mut() {
+                    let bcol = &mut ms.bt[j * n..(j + 1) * n];
+                    gemm_sub(bcol, &ms.bxl, n, nl, &c[..nl], 1, self.prm.threads);
+                    gemm_sub(bcol, &ms.bv, n, m, &c[nl..nl + m], 1, self.prm.threads);
                 }
                 self.stats.basis_passes += 1;
                 off = nl + m;
             }
             gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.prm.threads);
-            if mass {
-                let (bprev, bcur) = self.bt.split_at_mut(j * n);
+            if let Some(ms) = self.mass.as_mut() {
+                let (bprev, bcur) = ms.bt.split_at_mut(j * n);
                 gemm_sub(
                     &mut bcur[..n],
                     bprev,
@@ -250,7 +252,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 );
             }
         }
-        let dual = if mass { &self.bt } else { &self.t };
+        let dual = self.dual_block();
         let col = &self.t[j * n..(j + 1) * n];
         let mut nn = [crate::dense::dot(col, &dual[j * n..(j + 1) * n]), 0.0];
         // With M: xᵀx too, so that xᵀMx < 0 beyond rounding (a few hundred ε
@@ -264,7 +266,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             1
         };
         self.allreduce(&mut nn[..len]);
-        if mass && nn[0] < -1e3 * f64::EPSILON * (self.mnorm * nn[1] + norm0 * norm0) {
+        if mass && nn[0] < -1e3 * f64::EPSILON * (self.mass_norm() * nn[1] + norm0 * norm0) {
             self.mass_failed(format!(
                 "an orthogonalized vector x with xᵀx = {:e} has xᵀMx = {:e}",
                 nn[1], nn[0]
@@ -283,10 +285,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.t[j * n..(j + 1) * n]
             .iter_mut()
             .for_each(|v| *v /= nrm);
-        if mass {
-            self.bt[j * n..(j + 1) * n]
-                .iter_mut()
-                .for_each(|v| *v /= nrm);
+        if let Some(ms) = self.mass.as_mut() {
+            ms.bt[j * n..(j + 1) * n].iter_mut().for_each(|v| *v /= nrm);
         }
         Column::Kept
     }

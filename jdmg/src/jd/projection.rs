@@ -143,8 +143,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
         }
         self.v[m * n..(m + b) * n].copy_from_slice(&self.t[..n * b]);
-        if self.has_mass() {
-            self.bv[m * n..(m + b) * n].copy_from_slice(&self.bt[..n * b]);
+        if let Some(ms) = self.mass.as_mut() {
+            ms.bv[m * n..(m + b) * n].copy_from_slice(&ms.bt[..n * b]);
         }
         self.m += b;
         Ok(())
@@ -167,10 +167,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         if let Some(sel) = column_selection(c, m, p) {
-            let mass = self.has_mass();
             let mut arrays = vec![&mut self.v, &mut self.w];
-            if mass {
-                arrays.push(&mut self.bv);
+            if let Some(ms) = self.mass.as_mut() {
+                arrays.push(&mut ms.bv);
             }
             for a in arrays {
                 if select_columns(a, n, &sel) {
@@ -197,9 +196,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.prm.threads,
             );
             self.stats.basis_passes += 2;
-            if self.has_mass() {
+            if let Some(ms) = self.mass.as_mut() {
                 gemm_nn_in_place(
-                    &mut self.bv,
+                    &mut ms.bv,
                     n,
                     m,
                     c,
@@ -270,20 +269,21 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// M-orthonormalized (CGS2), M·V following, then W and H rebuilt.
     fn repair_basis_mass(&mut self) {
         let (n, m) = (self.n, self.m);
-        let v = std::mem::take(&mut self.v);
-        let mut bv = std::mem::take(&mut self.bv);
-        self.mass_apply(&v[..n * m], &mut bv[..n * m], m);
-        self.v = v;
-        self.bv = bv;
+        // M's state is out of `self` while its images follow the basis.
+        let Some(mut ms) = self.mass.take() else {
+            return;
+        };
+        ms.op.apply_block(&self.v[..n * m], &mut ms.bv[..n * m], m);
+        self.stats.mass_matvecs += m as u64;
         let mut c = vec![0.0; m + 1];
         let mut kept = 0;
         for j in 0..m {
             if kept != j {
                 self.v.copy_within(j * n..(j + 1) * n, kept * n);
-                self.bv.copy_within(j * n..(j + 1) * n, kept * n);
+                ms.bv.copy_within(j * n..(j + 1) * n, kept * n);
             }
             for _pass in 0..2 {
-                let (bprev, bcur) = self.bv.split_at_mut(kept * n);
+                let (bprev, bcur) = ms.bv.split_at_mut(kept * n);
                 let (prev, cur) = self.v.split_at_mut(kept * n);
                 gemm_tn(
                     &mut c[..kept],
@@ -320,7 +320,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],
-                &self.bv[kept * n..(kept + 1) * n],
+                &ms.bv[kept * n..(kept + 1) * n],
             )];
             self.allreduce(&mut nn);
             let nrm = nn[0].max(0.0).sqrt();
@@ -328,12 +328,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 self.v[kept * n..(kept + 1) * n]
                     .iter_mut()
                     .for_each(|v| *v /= nrm);
-                self.bv[kept * n..(kept + 1) * n]
+                ms.bv[kept * n..(kept + 1) * n]
                     .iter_mut()
                     .for_each(|v| *v /= nrm);
                 kept += 1;
             }
         }
+        self.mass = Some(ms);
         self.m = kept;
         self.rebuild_h();
     }

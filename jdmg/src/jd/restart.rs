@@ -61,7 +61,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             return;
         }
         let from = cap.max(self.m) * self.n;
-        for v in [&mut self.v, &mut self.w, &mut self.bv] {
+        let mut arrays = vec![&mut self.v, &mut self.w];
+        if let Some(ms) = self.mass.as_mut() {
+            arrays.push(&mut ms.bv);
+        }
+        for v in arrays {
             if v.len() > from {
                 precond::pages::release(&mut v[from..]);
             }

@@ -47,9 +47,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         permute_columns(&mut vecs, n, &order);
         // M-orthonormal in the scaled M_s = s_M·M: √s_M·X is M-orthonormal.
         if let Some(f) = self
-            .mop
+            .mass
             .as_ref()
-            .map(|m| m.scale().sqrt())
+            .map(|ms| ms.op.scale().sqrt())
             .filter(|&f| f != 1.0)
         {
             vecs.iter_mut().for_each(|v| *v *= f);
@@ -120,12 +120,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 let mass = self.has_mass();
                 let mut rs = vec![0.0; n * need];
                 gemm_nn(&mut rs, &self.w, n, m, &ys, need, self.prm.threads);
-                let bxs = if mass {
-                    let mut b = vec![0.0; n * need];
-                    gemm_nn(&mut b, &self.bv, n, m, &ys, need, self.prm.threads);
-                    b
-                } else {
-                    Vec::new()
+                let bxs = match &self.mass {
+                    Some(ms) => {
+                        let mut b = vec![0.0; n * need];
+                        gemm_nn(&mut b, &ms.bv, n, m, &ys, need, self.prm.threads);
+                        b
+                    }
+                    None => Vec::new(),
                 };
                 let mut nrm = vec![0.0; need];
                 let mut x2 = vec![0.0; if mass { need } else { 0 }];

@@ -103,7 +103,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     bxb,
                     rb,
                     &mut nrm[..cnt],
-                    &self.bv,
+                    self.dual_basis(),
                     &self.w,
                     n,
                     m,

@@ -14,11 +14,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         let mut stats = self.stats.clone();
         stats.wall_seconds = self.start.elapsed().as_secs_f64();
-        stats.anorm_estimate = if self.has_mass() {
-            self.knorm
-        } else {
-            self.anorm
-        } / self.op.scale();
+        stats.anorm_estimate =
+            self.mass.as_ref().map_or(self.anorm, |ms| ms.knorm) / self.op.scale();
         let mut projected = vec![0.0; m * m];
         for j in 0..m {
             projected[j * m..(j + 1) * m].copy_from_slice(&self.h[j * mb..j * mb + m]);

@@ -184,7 +184,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let y = self.pb.spaces.deflation;
         let mass = self.has_mass();
         self.xl.clear();
-        self.bxl.clear();
+        if let Some(ms) = self.mass.as_mut() {
+            ms.bxl.clear();
+        }
         let mut col = vec![0.0; n];
         // M·col with a mass matrix (M-orthonormalization), else unused.
         let mut bcol = vec![0.0; if mass { n } else { 0 }];
@@ -208,20 +210,19 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let norm0 = nn[0].max(0.0).sqrt();
             for _ in 0..2 {
                 let mut c = vec![0.0; kept + 1];
-                let dual = if mass { &self.bxl } else { &self.xl };
-                gemm_tn(&mut c[..kept], dual, n, kept, &col, 1, self.prm.threads);
+                gemm_tn(
+                    &mut c[..kept],
+                    self.dual_locked(),
+                    n,
+                    kept,
+                    &col,
+                    1,
+                    self.prm.threads,
+                );
                 self.allreduce(&mut c);
                 gemm_sub(&mut col, &self.xl, n, kept, &c[..kept], 1, self.prm.threads);
-                if mass {
-                    gemm_sub(
-                        &mut bcol,
-                        &self.bxl,
-                        n,
-                        kept,
-                        &c[..kept],
-                        1,
-                        self.prm.threads,
-                    );
+                if let Some(ms) = &self.mass {
+                    gemm_sub(&mut bcol, &ms.bxl, n, kept, &c[..kept], 1, self.prm.threads);
                 }
             }
             let mut nn = [d(&col, &bcol)];
@@ -232,9 +233,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             col.iter_mut().for_each(|v| *v /= nrm);
             self.xl.extend_from_slice(&col);
-            if mass {
+            if let Some(ms) = self.mass.as_mut() {
                 bcol.iter_mut().for_each(|v| *v /= nrm);
-                self.bxl.extend_from_slice(&bcol);
+                ms.bxl.extend_from_slice(&bcol);
             }
             kept += 1;
         }
@@ -274,8 +275,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let mut c = vec![0.0; q * p];
         gemm_tn(&mut c, &self.xl, n, q, &r[..n * p], p, self.prm.threads);
         self.allreduce(&mut c);
-        let sub = if self.has_mass() { &self.bxl } else { &self.xl };
-        gemm_sub(&mut r[..n * p], sub, n, q, &c, p, self.prm.threads);
+        gemm_sub(
+            &mut r[..n * p],
+            self.dual_locked(),
+            n,
+            q,
+            &c,
+            p,
+            self.prm.threads,
+        );
         for (j, v) in nrm.iter_mut().enumerate() {
             let col = &r[j * n..(j + 1) * n];
             *v = crate::dense::dot(col, col);
