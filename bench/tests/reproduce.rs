@@ -81,6 +81,28 @@ fn tiny_runs_give_rows_with_numbers_and_keep_the_other_sections() {
         .rows
         .iter()
         .all(|r| !(r.item.contains("Maheswaran") && r.setting == "not run")));
+    // 001: the 2-D QR and the §4.5 clusters run are measured (no "not run" row
+    // left), and the QR checks are at rounding level.
+    let r001 = runs.iter().find(|r| r.paper == "001").unwrap();
+    assert!(r001.rows.iter().all(|r| r.setting != "not run"), "{r001:?}");
+    let qr: Vec<_> = r001
+        .rows
+        .iter()
+        .filter(|r| r.item.contains("2-D QR"))
+        .collect();
+    assert_eq!(qr.len(), 2, "{r001:?}");
+    for r in qr {
+        let x = r.ours_value.unwrap();
+        assert!(x > 0.0 && x.is_finite(), "{r:?}");
+        assert_eq!(r.paper_value, Some(1.0 / 3.0));
+        assert!(r.verdict.contains("‖A − QR‖/‖A‖"), "{r:?}");
+    }
+    let clusters = r001
+        .rows
+        .iter()
+        .filter(|r| r.item.starts_with("§4.5 executed (emulated clusters"))
+        .count();
+    assert_eq!(clusters, 4, "{r001:?}");
     let md = assemble_markdown(&dir);
     for p in ["## 000", "## 001", "## 002", "## 003", "## 004"] {
         assert!(md.contains(p), "{p} missing");

@@ -102,7 +102,7 @@ pub struct DenseArgs {
     /// mpirun: 2,2 = ranks 0-1 and 2-3 (implies --layout clusters).
     #[arg(long, value_delimiter = ',')]
     cluster_sizes: Vec<usize>,
-    /// Run lu or gemm on an R x C process grid (Mehaut and Robert §4.3-4.5; e.g. 2x2;
+    /// Run lu, qr or gemm on an R x C process grid (Mehaut and Robert §4.3-4.5; e.g. 2x2;
     /// R*C must equal the number of processes).
     #[arg(long)]
     grid: Option<String>,

@@ -1,5 +1,6 @@
-//! The outer-product matrix product `C = A B` ([`grid_gemm`]) and the
-//! right-looking LU with partial pivoting ([`grid_lu`]) on a heterogeneous
+//! The outer-product matrix product `C = A B` ([`grid_gemm`]), the
+//! right-looking LU with partial pivoting ([`grid_lu`]) and the blocked
+//! Householder QR ([`grid_qr`]) on a heterogeneous
 //! `R × Q` process grid (Mehaut and Robert §4.3–4.5): the matrix is tiled by panels of
 //! `B_p × B_q` blocks, and in every panel grid row `i` owns `r_i` block rows and
 //! grid column `j` owns `c_j` block columns, the integer panel allocation of
@@ -15,7 +16,10 @@
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::factor::{lu_in_place, lu_in_place_scratch};
 use faer::linalg::matmul::matmul;
-use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
+use faer::linalg::qr::no_pivoting::factor::{qr_in_place, qr_in_place_scratch};
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_unit_lower_triangular_in_place,
+};
 use faer::{Accum, MatMut, MatRef, Par};
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +27,7 @@ use super::alloc::{grid_2d_panel, kalinov_lastovetsky, optimal_chunks, Grid2dPar
 use super::factor::perm_to_transpositions;
 use super::layout::n_blocks;
 use super::{DenseError, Source};
-use lbcomm::Comm;
+use lbcomm::{Comm, ReduceOp};
 
 /// Which 2-D allocation lays out the blocks of a [`GridLayout`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -646,8 +650,206 @@ pub fn grid_lu<C: Comm>(
     })
 }
 
+/// This process's part of the `QR` factors of [`grid_qr`].
+#[derive(Debug, Clone)]
+pub struct GridQr {
+    /// `rows_at(i, j) × cols_of(j)`, column-major: `R` on and above the
+    /// diagonal, the Householder vectors below it (faer's and LAPACK's storage).
+    pub local: Vec<f64>,
+    /// The upper triangular factors `T` of the block reflectors
+    /// `H_k = I − V_k T_k⁻¹ V_kᵀ` (faer's convention), `block × n` column-major:
+    /// panel `k`'s `w × w` factor in columns `c0..c1` (faer's `Q_coeff`, as
+    /// [`crate::check::qr_errors`] takes it). Replicated.
+    pub t_factors: Vec<f64>,
+    /// Bytes this process sent in the panel gathers, the reductions of `Vᵀ A`
+    /// down its grid column and the broadcasts it rooted.
+    pub bytes_sent: u64,
+}
+
+/// Blocked Householder QR, `A = QR`, on the 2-D grid layout (Mehaut and Robert
+/// §4.3, "LU and QR Decomposition on Heterogeneous Grids": the core is the same
+/// rank-`r` update as LU's; collective over `comm`, size `rows * cols`; every
+/// process fills its own blocks from `a`).
+///
+/// Step `k` (block column `k`, global columns `c0..c1`, width `w`, owned by
+/// grid column `q_k`):
+/// 1. *Panel*: the processes of grid column `q_k` gather rows `c0..n` of the
+///    block column down the grid column (`all_gather_v` on the column
+///    communicator), and the owner of the diagonal block factors it with faer's
+///    `qr_in_place` (block size `w`): Householder vectors `V` (unit lower
+///    trapezoidal), `R11`, and the `w × w` triangular factor `T` of the compact
+///    WY form `H = I − V T⁻¹ Vᵀ`.
+/// 2. The factored panel and `T` are broadcast to every process (along the
+///    grid rows would do for the panel allocation; one broadcast over all
+///    processes also serves Kalinov–Lastovetsky, whose row owners differ
+///    between grid columns); the grid column `q_k` stores its rows of it.
+/// 3. *Update* `A ← Hᵀ A = A − V T⁻ᵀ (Vᵀ A)` of the columns right of `c1`,
+///    rows `c0..n`: every process forms `Vᵀ A` on its rows (faer GEMM), the
+///    grid column sums it (`all_reduce`), every process solves with `Tᵀ` (faer
+///    triangular solve) and subtracts `V X` from its rows (faer GEMM).
+///
+/// # Errors
+/// [`DenseError::BadParam`] if the communicator does not match the grid;
+/// [`DenseError::BadMatrix`] for a wrong-sized source.
+pub fn grid_qr<C: Comm>(
+    comm: &C,
+    layout: &GridLayout,
+    a: &Source,
+    par: Par,
+) -> Result<GridQr, DenseError> {
+    let n = layout.n;
+    a.validate(n)?;
+    layout.check_comm(comm)?;
+    let q = layout.cols;
+    let me = comm.rank();
+    let (gi, gj) = (me / q, me % q);
+    let col_comm = comm.split(q + gj, gi);
+    let my_rows = layout.rows_at(gi, gj);
+    let my_cols = layout.cols_of(gj);
+    let (mr, mc) = (my_rows.len(), my_cols.len());
+    let mut local = fill(a, n, &my_rows, &my_cols);
+    let nb = layout.col_owner.len();
+    let bw = layout.block;
+    let mut t_factors = vec![0.0; bw * n];
+    let mut bytes_sent = 0u64;
+    let owner_rows: Vec<Vec<usize>> = (0..layout.rows).map(|i| layout.rows_at(i, gj)).collect();
+    let mut mem = MemBuffer::new(qr_in_place_scratch::<f64>(
+        n,
+        bw,
+        bw,
+        par,
+        Default::default(),
+    ));
+    let mut panel: Vec<f64> = Vec::new();
+    let mut gathered: Vec<f64> = Vec::new();
+    let mut v: Vec<f64> = Vec::new();
+    let mut wbuf: Vec<f64> = Vec::new();
+    for k in 0..nb {
+        let c0 = k * bw;
+        let c1 = (c0 + bw).min(n);
+        let w = c1 - c0;
+        let m = n - c0;
+        let ocol = layout.col_owner[k];
+        let frow = layout.row_owners[ocol][k];
+        let froot = frow * q + ocol;
+        panel.clear();
+        panel.resize(m * w + w * w, 0.0);
+        let r0 = my_rows.partition_point(|&r| r < c0);
+        let lc0 = my_cols.partition_point(|&c| c < c0);
+        let lc1 = my_cols.partition_point(|&c| c < c1);
+        // 1. Panel gather down grid column ocol, factorization on its diagonal owner.
+        if gj == ocol {
+            let counts: Vec<usize> = owner_rows
+                .iter()
+                .map(|rows| (rows.len() - rows.partition_point(|&r| r < c0)) * w)
+                .collect();
+            let mut send = Vec::with_capacity((mr - r0) * w);
+            for c in lc0..lc0 + w {
+                send.extend_from_slice(&local[c * mr + r0..(c + 1) * mr]);
+            }
+            bytes_sent += (send.len() * 8) as u64;
+            gathered.clear();
+            gathered.resize(counts.iter().sum(), 0.0);
+            col_comm.all_gather_v(&send, &counts, &mut gathered);
+            if me == froot {
+                let mut off = 0;
+                for (rows, &cnt) in owner_rows.iter().zip(&counts) {
+                    let rs = &rows[rows.partition_point(|&r| r < c0)..];
+                    for c in 0..w {
+                        for (x, &r) in rs.iter().enumerate() {
+                            panel[c * m + r - c0] = gathered[off + c * rs.len() + x];
+                        }
+                    }
+                    off += cnt;
+                }
+                let (pm, tail) = panel.split_at_mut(m * w);
+                qr_in_place(
+                    MatMut::from_column_major_slice_mut(pm, m, w),
+                    MatMut::from_column_major_slice_mut(tail, w, w),
+                    par,
+                    MemStack::new(&mut mem),
+                    Default::default(),
+                );
+                bytes_sent += (panel.len() * 8 * (comm.size() - 1)) as u64;
+            }
+        }
+        // 2. Factored panel and T to everybody; grid column ocol keeps its rows.
+        comm.broadcast(&mut panel, froot);
+        let (pm, tail) = panel.split_at(m * w);
+        for c in 0..w {
+            t_factors[(c0 + c) * bw..(c0 + c) * bw + w].copy_from_slice(&tail[c * w..(c + 1) * w]);
+        }
+        if gj == ocol {
+            for c in 0..w {
+                for lr in r0..mr {
+                    local[(lc0 + c) * mr + lr] = pm[c * m + my_rows[lr] - c0];
+                }
+            }
+        }
+        // 3. A ← A − V T⁻ᵀ (Vᵀ A) on my rows >= c0, my columns right of c1.
+        let ntr = mc - lc1;
+        if ntr == 0 {
+            continue;
+        }
+        let nr = mr - r0;
+        // V on my rows: unit diagonal, zero above it.
+        v.clear();
+        v.resize(nr * w, 0.0);
+        for c in 0..w {
+            for (x, &r) in my_rows[r0..].iter().enumerate() {
+                let i = r - c0;
+                v[c * nr + x] = match i.cmp(&c) {
+                    std::cmp::Ordering::Greater => pm[c * m + i],
+                    std::cmp::Ordering::Equal => 1.0,
+                    std::cmp::Ordering::Less => 0.0,
+                };
+            }
+        }
+        wbuf.clear();
+        wbuf.resize(w * ntr, 0.0);
+        if nr > 0 {
+            let all = MatRef::from_column_major_slice(&local, mr, mc);
+            matmul(
+                MatMut::from_column_major_slice_mut(&mut wbuf, w, ntr),
+                Accum::Replace,
+                MatRef::from_column_major_slice(&v, nr, w).transpose(),
+                all.submatrix(r0, lc1, nr, ntr),
+                1.0,
+                par,
+            );
+        }
+        if layout.rows > 1 {
+            bytes_sent += (wbuf.len() * 8) as u64;
+            col_comm.all_reduce(&mut wbuf, ReduceOp::Sum);
+        }
+        if nr == 0 {
+            continue;
+        }
+        let t = MatRef::from_column_major_slice(tail, w, w);
+        solve_lower_triangular_in_place(
+            t.transpose(),
+            MatMut::from_column_major_slice_mut(&mut wbuf, w, ntr),
+            par,
+        );
+        let all = MatMut::from_column_major_slice_mut(&mut local, mr, mc);
+        matmul(
+            all.submatrix_mut(r0, lc1, nr, ntr),
+            Accum::Add,
+            MatRef::from_column_major_slice(&v, nr, w),
+            MatRef::from_column_major_slice(&wbuf, w, ntr),
+            -1.0,
+            par,
+        );
+    }
+    Ok(GridQr {
+        local,
+        t_factors,
+        bytes_sent,
+    })
+}
+
 /// Gathers the parts of a grid-distributed matrix (`C` of [`grid_gemm`], the
-/// factors of [`grid_lu`]) into the whole `n × n` matrix on every process
+/// factors of [`grid_lu`] or [`grid_qr`]) into the whole `n × n` matrix on every process
 /// (collective).
 pub fn gather_grid<C: Comm + ?Sized>(comm: &C, layout: &GridLayout, local: &[f64]) -> Vec<f64> {
     let n = layout.n;

@@ -10,7 +10,7 @@
 //! | `003` §5 rates of a flexible section, used as `000`'s cycle-times | [`rates`] |
 //! | `000` §2.2 right-looking LU / QR on a 1-D column-block layout, §2.1/§4.5 semi-static re-planning | [`factor`] |
 //! | `000` §2.1 matrix product (Algorithm 2.1 chunks) | [`gemm`] |
-//! | `001` §4.3–4.5 outer-product matrix product and right-looking LU on a heterogeneous 2-D grid (panel or Kalinov–Lastovetsky allocation) | [`grid`] |
+//! | `001` §4.3–4.5 outer-product matrix product, right-looking LU and Householder QR on a heterogeneous 2-D grid (panel or Kalinov–Lastovetsky allocation) | [`grid`] |
 //! | `002` malleable task graphs, `004` BC/BCE/RS tile allocation, tiled LU on threads | [`sched`] |
 //! | checks: backward error, orthogonality, serial faer references, solve | [`check`] |
 //! | one call that runs an operation and reports (the `jdmg dense` CLI) | [`run`] |

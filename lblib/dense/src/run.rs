@@ -9,7 +9,7 @@ use super::factor::{
     check_replan_thresholds, factor_distributed_with, gather_factors, Factorization, Replan,
 };
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
-use super::grid::{gather_grid, grid_gemm, grid_lu, GridAlloc, GridLayout};
+use super::grid::{gather_grid, grid_gemm, grid_lu, grid_qr, GridAlloc, GridLayout};
 use super::layout::{ColumnLayout, LayoutKind};
 use super::rates::{RateMeter, RateParams, RateSample};
 use super::{par_for, random_entry, DenseError, Source};
@@ -79,7 +79,7 @@ pub struct DenseParams {
     /// Clusters of ranks for [`LayoutKind::Clusters`] (`001` §4.5); `None`:
     /// one cluster of all ranks. Default: `None`.
     pub clusters: Option<Vec<Vec<usize>>>,
-    /// Run on an `R × Q` process grid (`001` §4.3–4.5; `gemm` and `lu`).
+    /// Run on an `R × Q` process grid (`001` §4.3–4.5; `gemm`, `lu` and `qr`).
     /// Default: `None` (1-D column layouts).
     pub grid: Option<(usize, usize)>,
     /// The 2-D allocation of the grid (panel or Kalinov–Lastovetsky).
@@ -198,9 +198,6 @@ impl DenseParams {
             return bad("clusters", 0, "cluster lists need --layout clusters");
         }
         if let Some((r, q)) = self.grid {
-            if self.op == DenseOp::Qr {
-                return bad("grid", r * q, "the 2-D grid runs lu and gemm, not qr");
-            }
             if replan > 0 {
                 return bad("replan", replan, "re-planning applies to 1-D layouts");
             }
@@ -283,8 +280,9 @@ pub struct DenseReport {
     pub grid: Option<(usize, usize)>,
     /// The 2-D allocation (`panel` or `kl`), if on a grid.
     pub grid_alloc: Option<String>,
-    /// Bytes sent by all processes during the 2-D LU (panel gathers, swaps,
-    /// broadcasts counted once per receiver); 0 elsewhere.
+    /// Bytes sent by all processes during the 2-D LU or QR (panel gathers,
+    /// swaps or `Vᵀ A` reductions, broadcasts counted once per receiver); 0
+    /// elsewhere.
     pub grid_bytes: u64,
     /// `003` §4 %imbalance of the collectives of the operation.
     pub imbalance_percent: f64,
@@ -411,6 +409,36 @@ pub fn run_dense<C: Comm>(
                             .map(|i| random_entry(params.seed ^ 0xB, i, n))
                             .collect();
                         let x = check::lu_solve(&full, &f.ipiv, n, &b, par);
+                        checks[2] = check::solve_residual(&a, n, &x, &b, par);
+                    }
+                }
+            }
+        } else if params.op == DenseOp::Qr {
+            traced.reset();
+            traced.barrier();
+            let t0 = traced.wtime();
+            let f = grid_qr(&traced, &gl, src, par)?;
+            traced.barrier();
+            report.wall_seconds = traced.wtime() - t0;
+            report.imbalance_percent = traced.report()?.imbalance_percent;
+            let mut bytes = [f.bytes_sent];
+            comm.all_reduce_u64(&mut bytes, ReduceOp::Sum);
+            report.grid_bytes = bytes[0];
+            if params.check || params.rhs {
+                let full = gather_grid(traced.inner(), &gl, &f.local);
+                if comm.rank() == 0 {
+                    let a = src.to_col_major(n);
+                    if params.check {
+                        let (be, orth) =
+                            check::qr_errors(&a, &full, &f.t_factors, n, params.block, par);
+                        checks[0] = be;
+                        checks[1] = orth;
+                    }
+                    if params.rhs {
+                        let b: Vec<f64> = (0..n)
+                            .map(|i| random_entry(params.seed ^ 0xB, i, n))
+                            .collect();
+                        let x = check::qr_solve(&full, &f.t_factors, n, params.block, &b, par);
                         checks[2] = check::solve_residual(&a, n, &x, &b, par);
                     }
                 }

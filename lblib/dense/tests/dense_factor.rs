@@ -672,29 +672,96 @@ fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
         assert_eq!(entries, 96 * 96);
         assert!(r.grid_bytes > 0);
     }
-    // QR on a grid and re-planning on a grid are typed errors.
+    // Re-planning on a grid is a typed error.
     let comm = lbcomm::SelfComm::new();
-    for params in [
-        DenseParams {
+    let params = DenseParams {
+        n: 16,
+        block: 4,
+        grid: Some((1, 1)),
+        layout: LayoutKind::Hetero,
+        replan: Replan::every(1),
+        ..DenseParams::default()
+    };
+    assert!(matches!(
+        run_dense(&comm, &Source::Random { seed: 0 }, &params),
+        Err(DenseError::BadParam { .. })
+    ));
+}
+
+/// 001 §4.3 (QR on heterogeneous grids): the 2-D Householder QR gives faer's
+/// `R` up to the signs of its rows, `‖A − QR‖/‖A‖` and `‖QᵀQ − I‖` at rounding
+/// level, on 1×p, p×1 and 2-D grids, equal and heterogeneous cycle-times, both
+/// allocations.
+#[test]
+fn grid_qr_equals_serial_faer_on_small_grids() {
+    use hetdense::grid::{gather_grid, grid_qr, GridAlloc, GridLayout};
+    let (n, block) = (90, 8); // 12 blocks, the last one narrower
+    let src = Source::Random { seed: 11 };
+    let a = src.to_col_major(n);
+    let (qr_ref, _) = serial_qr(&a, n, block, faer::Par::Seq);
+    let scale = qr_ref.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let grids = [(1, 1), (1, 2), (2, 1), (1, 3), (3, 1), (2, 2), (2, 3)];
+    for (r, q) in grids {
+        let p = r * q;
+        for hetero in [false, true] {
+            for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
+                let times = if hetero {
+                    GRID_TIMES[..p].to_vec()
+                } else {
+                    vec![1.0; p]
+                };
+                let lay =
+                    GridLayout::build_with(alloc, &times, r, q, n, block, 2 * r, 2 * q).unwrap();
+                let out = ThreadComm::run(p, |comm| {
+                    let f = grid_qr(&comm, &lay, &src, faer::Par::Seq).unwrap();
+                    (gather_grid(&comm, &lay, &f.local), f.t_factors)
+                });
+                for (qr, t) in &out {
+                    let tag = format!("{r}x{q} hetero={hetero} {alloc:?}");
+                    // R = D R_faer, D = diag(±1).
+                    let mut d = 0.0f64;
+                    for i in 0..n {
+                        let s = (qr[i * n + i] * qr_ref[i * n + i]).signum();
+                        for j in i..n {
+                            d = d.max((qr[j * n + i] - s * qr_ref[j * n + i]).abs());
+                        }
+                    }
+                    assert!(
+                        d <= 100.0 * n as f64 * EPS * scale,
+                        "{tag}: max |R - D R_faer| = {d:e}"
+                    );
+                    let (be, orth) = check::qr_errors(&a, qr, t, n, block, faer::Par::Seq);
+                    assert!(be <= n as f64 * EPS, "{tag}: ‖A − QR‖/‖A‖ = {be:e}");
+                    assert!(orth <= n as f64 * EPS, "{tag}: ‖QᵀQ − I‖ = {orth:e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn run_dense_qr_on_a_grid_with_virtual_slowdowns() {
+    use hetdense::grid::GridAlloc;
+    for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
+        let params = DenseParams {
             op: DenseOp::Qr,
-            n: 16,
-            block: 4,
-            grid: Some((1, 1)),
-            ..DenseParams::default()
-        },
-        DenseParams {
-            n: 16,
-            block: 4,
-            grid: Some((1, 1)),
+            n: 96,
+            block: 8,
+            grid: Some((2, 2)),
+            grid_alloc: alloc,
             layout: LayoutKind::Hetero,
-            replan: Replan::every(1),
+            rhs: true,
             ..DenseParams::default()
-        },
-    ] {
-        assert!(matches!(
-            run_dense(&comm, &Source::Random { seed: 0 }, &params),
-            Err(DenseError::BadParam { .. })
-        ));
+        };
+        let cfg = ThreadConfig::with_slowdowns(&[1.0, 2.0, 3.0, 6.0], ClockMode::Manual);
+        let reps = ThreadComm::run_with(cfg, |comm| {
+            run_dense(&comm, &Source::Random { seed: 4 }, &params).unwrap()
+        });
+        let r = &reps[0];
+        assert!(r.backward_error.unwrap() <= 96.0 * EPS, "{alloc:?}");
+        assert!(r.orthogonality.unwrap() <= 96.0 * EPS, "{alloc:?}");
+        assert!(r.solve_residual.unwrap() <= 96.0 * EPS, "{alloc:?}");
+        assert!(r.grid_bytes > 0);
     }
 }
 
