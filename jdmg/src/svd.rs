@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::dense::{dot, norm, sym_eig};
 use crate::error::JdError;
 use crate::params::{ConvTest, InnerSolver, JdParams, PrecondChoice, Target};
-use crate::solution::Solution;
+use crate::solution::{Outcome, Solution};
 use crate::{Problem, Solver};
 
 /// Which end of the singular values.
@@ -94,6 +94,14 @@ impl Default for SvdParams {
 /// Singular triplets and what they cost.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SvdSolution {
+    /// How the computation ended: only with [`Outcome::Converged`] are all
+    /// `wanted` triplets converged ([`Outcome::BudgetSpent`] when
+    /// `max_products` ran out, [`Outcome::Incomplete`] when a singular value
+    /// is too small for the tolerance: σ = 0 of a rank-deficient A has no
+    /// left vector from stage 1).
+    pub outcome: Outcome,
+    /// Triplets asked for.
+    pub wanted: usize,
     /// Singular values, in target order (descending for `Largest`, ascending
     /// for `Smallest`).
     pub values: Vec<f64>,
@@ -116,6 +124,24 @@ pub struct SvdSolution {
 }
 
 impl SvdSolution {
+    /// Whether all wanted triplets converged ([`Outcome::Converged`]).
+    pub fn is_converged(&self) -> bool {
+        self.outcome == Outcome::Converged
+    }
+
+    /// `Ok(self)` when converged, else [`SvdError::NotConverged`] carrying it
+    /// (for `?`).
+    ///
+    /// # Errors
+    /// `NotConverged` for any outcome but [`Outcome::Converged`].
+    pub fn into_converged(self) -> Result<Self, SvdError> {
+        if self.is_converged() {
+            Ok(self)
+        } else {
+            Err(SvdError::NotConverged(Box::new(self)))
+        }
+    }
+
     /// Number of converged triplets.
     pub fn nconverged(&self) -> usize {
         self.converged.iter().filter(|&&c| c).count()
@@ -163,15 +189,11 @@ pub enum SvdError {
     /// Parameters or matrix unusable, or an eigen-solve failed.
     #[error(transparent)]
     Solve(#[from] JdError),
-    /// Budget spent: `partial` holds every triplet, converged or not, with its
-    /// residual.
-    #[error("not converged: {} of {wanted} singular triplets after {} products with A", partial.nconverged(), partial.stats.products)]
-    NotConverged {
-        /// Triplets asked for.
-        wanted: usize,
-        /// The triplets reached.
-        partial: Box<SvdSolution>,
-    },
+    /// A computation that did not converge, made an error by
+    /// [`SvdSolution::into_converged`] (the solvers return it as `Ok`, with
+    /// its [`Outcome`]): every triplet reached, with its residual.
+    #[error("not converged ({}): {} of {} singular triplets after {} products with A", .0.outcome.describe(), .0.nconverged(), .0.wanted, .0.stats.products)]
+    NotConverged(Box<SvdSolution>),
 }
 
 /// A rectangular operator for [`svds_operator`]: products with A and Aᵀ on
@@ -451,10 +473,9 @@ impl Operator for Augmented<'_> {
 /// # Errors
 /// [`SvdError::Solve`] with `InvalidParams` for `nsv` of 0 or above
 /// min(rows, columns), a tolerance not in (0, 1), a bad `anorm`, an empty
-/// matrix or one holding NaN/Inf; [`SvdError::NotConverged`] with every
-/// triplet reached when the budget ran out or a singular value is too small
-/// for the tolerance (σ = 0 of a rank-deficient A has no left vector from
-/// stage 1).
+/// matrix or one holding NaN/Inf. A budget spent, or a singular value too
+/// small for the tolerance, is an outcome of the solution
+/// ([`SvdSolution::outcome`]), with every triplet reached.
 pub fn svds(a: &CsrMatrix, params: &SvdParams) -> Result<SvdSolution, SvdError> {
     if a.data().iter().any(|x| !x.is_finite()) {
         return Err(JdError::NonFinite("the matrix").into());
@@ -543,7 +564,16 @@ pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolu
     };
     let (u, v) = (pick(&us, m), pick(&vs, n));
     let (u, v) = if o.swapped { (v, u) } else { (u, v) };
+    let all = order.iter().filter(|&&j| done[j]).count() >= params.nsv;
     let sol = SvdSolution {
+        outcome: if all {
+            Outcome::Converged
+        } else if stats.products >= params.max_products {
+            Outcome::BudgetSpent
+        } else {
+            Outcome::Incomplete
+        },
+        wanted: params.nsv,
         values: order.iter().map(|&j| vals[j]).collect(),
         u,
         v,
@@ -553,12 +583,6 @@ pub fn svds_operator(a: &dyn RectOperator, params: &SvdParams) -> Result<SvdSolu
         ncols: a.ncols(),
         stats,
     };
-    if sol.nconverged() < params.nsv {
-        return Err(SvdError::NotConverged {
-            wanted: params.nsv,
-            partial: Box::new(sol),
-        });
-    }
     Ok(sol)
 }
 

@@ -202,11 +202,17 @@ fn a_spent_budget_returns_every_triplet_reached() {
         ..params(4, SvdWhich::Smallest, 1e-12)
     };
     match svds(&a, &p) {
-        Err(SvdError::NotConverged { wanted, partial }) => {
-            assert_eq!(wanted, 4);
+        Ok(partial) if partial.outcome == jdmg::Outcome::BudgetSpent => {
+            assert_eq!(partial.wanted, 4);
             assert_eq!(partial.values.len(), 4);
             assert!(partial.nconverged() < 4);
             assert!(partial.residual_norms.iter().all(|r| r.is_finite()));
+            let e = partial.into_converged().unwrap_err();
+            assert!(matches!(e, SvdError::NotConverged(_)), "{e}");
+            assert!(
+                e.to_string().starts_with("not converged (budget spent): "),
+                "{e}"
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -563,11 +563,12 @@ fn svds_py<'py>(
     if let Some(e) = failure.take() {
         return Err(e);
     }
-    let (status, sol) = match result {
-        Ok(s) => (0u8, s),
-        Err(jdmg::SvdError::NotConverged { partial, .. }) => (1, *partial),
+    let sol = match result {
+        Ok(s) => s,
         Err(jdmg::SvdError::Solve(e)) => return Err(to_py(e)),
+        Err(e @ jdmg::SvdError::NotConverged(_)) => return Err(JdmgError::new_err(e.to_string())),
     };
+    let status = u8::from(!sol.is_converged());
     let stats = serde_json::to_string(&sol.stats)
         .map_err(|e| JdmgError::new_err(format!("statistics: {e}")))?;
     let (u, v) = if vectors {

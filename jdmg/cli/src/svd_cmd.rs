@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use jdmg::{svds, SvdError, SvdParams, SvdSolution, SvdWhich};
+use jdmg::{svds, SvdParams, SvdSolution, SvdWhich};
 use matrices::rectangular::GradSpec;
 use matrices::CsrMatrix;
 use serde::Serialize;
@@ -110,11 +110,8 @@ pub fn svd_cmd(a: &SvdArgs) -> Result<(), Fail> {
         block: a.block,
         ..SvdParams::default()
     };
-    let (sol, converged) = match svds(&matrix, &params) {
-        Ok(s) => (s, true),
-        Err(SvdError::NotConverged { partial, .. }) => (*partial, false),
-        Err(SvdError::Solve(e)) => return Err(Fail::bad(e.to_string())),
-    };
+    let sol = svds(&matrix, &params).map_err(|e| Fail::bad(e.to_string()))?;
+    let converged = sol.is_converged();
     if let Some((pu, pv)) = &vectors {
         write_column_major(pu, &sol.u)?;
         write_column_major(pv, &sol.v)?;
