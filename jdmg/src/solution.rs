@@ -236,9 +236,11 @@ pub enum Outcome {
     /// `max_matvecs` or `max_outer` ran out first
     /// ([`crate::JdParams::max_matvecs`]).
     BudgetSpent,
-    /// Every pair the iteration found converged, but an inertia count says
-    /// that pairs are missing and the repair did not find them all (an
-    /// interval or a certified interior solve; [`crate::certify`]).
+    /// The iteration ended, but the checks after it found pairs missing or
+    /// short: an inertia count says that pairs are missing and the repair did
+    /// not find them all (an interval or a certified interior solve;
+    /// [`crate::certify`]), or shift-and-invert pairs still miss the user's
+    /// test on their true residuals after the refinement ([`crate::st`]).
     Incomplete,
     /// An observer or a checkpoint sink asked to stop (a signal handler's
     /// observer among them; [`crate::Solver::observer`]).
@@ -251,7 +253,7 @@ impl Outcome {
         match self {
             Outcome::Converged => "converged",
             Outcome::BudgetSpent => "budget spent",
-            Outcome::Incomplete => "pairs missing by the inertia count",
+            Outcome::Incomplete => "pairs missing or short after the checks",
             Outcome::Stopped => "stopped",
         }
     }
