@@ -960,6 +960,7 @@ fn run_scaled<C: Comm + ?Sized>(
     if let Some(z) = near.as_ref().filter(|z| z.lam.len() >= params.nev) {
         let mut s = near_only(z, &test, kr.range.clone(), below, setup);
         s.stats.matvecs += probe;
+        s.wanted = params.nev;
         return Ok(s);
     }
     let (mut all_deflation, near_space, near_inverse);
