@@ -4,6 +4,7 @@
 //! `cargo run --release -p jdmg --example matrix_free -- [N] [NEV]` (default 48, 4):
 //! the NEV smallest eigenvalues of the N³ grid, checked against the analytic ones.
 
+use jdmg::ProblemSettings;
 use jdmg::{JdParams, Problem, Solver};
 use lblib::SelfComm;
 use precond::Operator;
@@ -66,7 +67,10 @@ fn main() {
         }
     };
     let params = JdParams {
-        nev,
+        problem: ProblemSettings {
+            nev,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = match Solver::problem(&problem, &params).run() {

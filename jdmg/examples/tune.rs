@@ -1,5 +1,6 @@
 //! Parameter exploration: `cargo run --release -p jdmg --example tune -- SPEC NEV TOL`
 //! prints matvecs and time for several inner-solver settings.
+use jdmg::{BasisSettings, CorrectionSettings, PrecondSettings, ProblemSettings};
 use jdmg::{JdParams, PrecondChoice, Solver};
 use matrices::generate::{generate, GenSpec};
 
@@ -24,13 +25,25 @@ fn main() {
         (3, 0, 24, 12),
     ] {
         let p = JdParams {
-            nev,
-            tol,
-            maxits: Some(maxits),
-            block,
-            max_basis: mb,
-            restart_size: rs,
-            precond: PrecondChoice::None,
+            problem: ProblemSettings {
+                nev,
+                tol,
+                ..Default::default()
+            },
+            basis: BasisSettings {
+                block,
+                max_basis: mb,
+                restart_size: rs,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                maxits: Some(maxits),
+                ..Default::default()
+            },
+            preconditioner: PrecondSettings {
+                kind: PrecondChoice::None,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         let t = std::time::Instant::now();

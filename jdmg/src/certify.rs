@@ -24,6 +24,7 @@
 //! exactly the missing ones (they are the nearest to σ in the orthogonal
 //! complement), and the returned set is rebuilt from both.
 
+use crate::params::{BasisSettings, ProblemSettings};
 use lblib::{Comm, ReduceOp};
 use matrices::CsrMatrix;
 use std::time::Instant;
@@ -126,7 +127,7 @@ pub(crate) fn certify<C: Comm + ?Sized>(
     sigma: f64,
 ) -> Result<Solution, JdError> {
     let mut sol = res?;
-    if params.verify == Verify::Never
+    if params.problem.verify == Verify::Never
         || !spaces.deflation.is_empty()
         || sol.eigenvalues.is_empty()
         || !sol.is_converged()
@@ -206,8 +207,8 @@ fn count<C: Comm + ?Sized>(
     let scale = sol.stats.anorm_estimate.max(sigma.abs());
     let floor = 64.0 * f64::EPSILON * scale;
     let (r, inside) = radius(sigma, &sol.eigenvalues, &bound, floor)?;
-    let lo = count_below(k, mass, sigma - r, params.threads, comm)?;
-    let hi = count_below(k, mass, sigma + r, params.threads, comm)?;
+    let lo = count_below(k, mass, sigma - r, params.execution.threads, comm)?;
+    let hi = count_below(k, mass, sigma + r, params.execution.threads, comm)?;
     Some(Count {
         radius: r,
         count: hi.saturating_sub(lo),
@@ -296,15 +297,22 @@ fn repair<C: Comm + ?Sized>(
     // The repaired pairs meet the solve's own test (its estimate of ‖A‖);
     // hard locking, whose verification finds copies soft locking may miss.
     let sub = JdParams {
-        nev: p,
-        locking: true,
-        anorm: params
-            .anorm
-            .or(Some(sol.stats.anorm_estimate))
-            .filter(|a| *a > 0.0),
-        block: 0,
-        max_basis: 0,
-        restart_size: 0,
+        problem: ProblemSettings {
+            nev: p,
+            anorm: params
+                .problem
+                .anorm
+                .or(Some(sol.stats.anorm_estimate))
+                .filter(|a| *a > 0.0),
+            ..params.problem
+        },
+        basis: BasisSettings {
+            locking: true,
+            block: 0,
+            max_basis: 0,
+            restart_size: 0,
+            ..params.basis
+        },
         ..params.clone()
     };
     let spaces = Spaces {

@@ -245,11 +245,11 @@ impl Checkpoint {
             nprocs: self.nprocs,
             rank: self.rank,
             params: self.params.clone(),
-            params_sigma_bits: match self.params.target {
+            params_sigma_bits: match self.params.problem.target {
                 Target::Closest(s) => Some(s.to_bits()),
                 _ => None,
             },
-            params_anorm_bits: self.params.anorm.map(f64::to_bits),
+            params_anorm_bits: self.params.problem.anorm.map(f64::to_bits),
             block: self.block,
             max_basis: self.max_basis,
             scale_bits: self.scale.to_bits(),
@@ -360,11 +360,11 @@ impl Checkpoint {
             (t, _) => t,
         };
         let mut params = meta.params;
-        if let (Target::Closest(_), Some(b)) = (params.target, meta.params_sigma_bits) {
-            params.target = Target::Closest(f64::from_bits(b));
+        if let (Target::Closest(_), Some(b)) = (params.problem.target, meta.params_sigma_bits) {
+            params.problem.target = Target::Closest(f64::from_bits(b));
         }
-        if let (Some(_), Some(b)) = (params.anorm, meta.params_anorm_bits) {
-            params.anorm = Some(f64::from_bits(b));
+        if let (Some(_), Some(b)) = (params.problem.anorm, meta.params_anorm_bits) {
+            params.problem.anorm = Some(f64::from_bits(b));
         }
         let mut ck = Checkpoint {
             n_global: meta.n_global,
@@ -420,10 +420,10 @@ impl Checkpoint {
             s.wall_seconds,
             s.anorm_estimate,
             s.scale,
-            p.tol,
-            p.ilut_drop,
-            p.precond_shift.unwrap_or(f64::NAN),
-            match p.inner {
+            p.problem.tol,
+            p.preconditioner.ilut_drop,
+            p.preconditioner.shift.unwrap_or(f64::NAN),
+            match p.correction.stop {
                 crate::params::InnerStop::Time { seconds } => seconds,
                 _ => f64::NAN,
             },
@@ -469,12 +469,12 @@ impl Checkpoint {
         s.anorm_estimate = anorm_est;
         s.scale = scale;
         let p = &mut self.params;
-        p.tol = tol;
-        p.ilut_drop = drop;
-        if p.precond_shift.is_some() {
-            p.precond_shift = Some(shift);
+        p.problem.tol = tol;
+        p.preconditioner.ilut_drop = drop;
+        if p.preconditioner.shift.is_some() {
+            p.preconditioner.shift = Some(shift);
         }
-        if let crate::params::InnerStop::Time { seconds } = &mut p.inner {
+        if let crate::params::InnerStop::Time { seconds } = &mut p.correction.stop {
             *seconds = secs;
         }
         self.operator_fingerprint = [fp0, fp1];
@@ -649,20 +649,28 @@ impl Checkpoint {
         differ("this rank's row count", self.n_local, n_local)?;
         differ("this rank's first row", self.row_offset, row_offset)?;
         let p = &self.params;
-        differ("nev", p.nev, params.nev)?;
-        differ("the target", p.target, params.target)?;
-        differ("the seed", p.seed, params.seed)?;
-        differ("locking", p.locking, params.locking)?;
-        differ("the inner solver", p.inner_solver, params.inner_solver)?;
-        differ("verify", p.verify, params.verify)?;
+        differ("nev", p.problem.nev, params.problem.nev)?;
+        differ("the target", p.problem.target, params.problem.target)?;
+        differ("the seed", p.basis.seed, params.basis.seed)?;
+        differ("locking", p.basis.locking, params.basis.locking)?;
+        differ(
+            "the inner solver",
+            p.correction.solver,
+            params.correction.solver,
+        )?;
+        differ("verify", p.problem.verify, params.problem.verify)?;
         differ(
             "restart_keep_previous",
-            p.restart_keep_previous,
-            params.restart_keep_previous,
+            p.basis.restart_keep_previous,
+            params.basis.restart_keep_previous,
         )?;
-        differ("the convergence test", p.conv, params.conv)?;
-        differ("anorm", p.anorm, params.anorm)?;
-        differ("the extraction", p.extraction, params.extraction)?;
+        differ("the convergence test", p.problem.conv, params.problem.conv)?;
+        differ("anorm", p.problem.anorm, params.problem.anorm)?;
+        differ(
+            "the extraction",
+            p.basis.extraction,
+            params.basis.extraction,
+        )?;
         Ok(())
     }
 }
@@ -720,6 +728,7 @@ pub fn rank_path(path: &Path, rank: usize, nprocs: usize) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::ProblemSettings;
 
     fn sample() -> Checkpoint {
         let n = 5;
@@ -730,7 +739,10 @@ mod tests {
             nprocs: 2,
             rank: 1,
             params: JdParams {
-                target: Target::Closest(0.1),
+                problem: ProblemSettings {
+                    target: Target::Closest(0.1),
+                    ..Default::default()
+                },
                 ..JdParams::default()
             },
             block: 2,

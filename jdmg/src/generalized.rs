@@ -6,12 +6,12 @@
 //! ‖Kx − θMx‖₂ ≤ tol·(‖K‖ + |θ|·‖M‖)·‖x‖₂.
 //!
 //! Checks before the solve: K and M square and of the same size, both
-//! symmetric (`JdParams::check_symmetry`), M's diagonal positive
+//! symmetric (`crate::ProblemSettings::check_symmetry`), M's diagonal positive
 //! ([`crate::JdError::MassNotPositiveDefinite`], as is any xᵀMx ≤ 0 met later).
 //!
 //! **Preconditioners.** The built ones (`Ilu0`, `Auto`'s ILU(0), `Ilut`,
 //! `Spai`, `Fsai`) are built from the matrix K − σ₀M, σ₀ =
-//! `JdParams::precond_shift` when given, else σ for `Closest(σ)` and 0
+//! `crate::PrecondSettings::shift` when given, else σ for `Closest(σ)` and 0
 //! otherwise (ILU of K, the usual choice for the lowest modes of a stiffness
 //! matrix); Jacobi follows each equation's shift θ as diag(K) − θ·diag(M).
 //! A user preconditioner of one's own [`crate::Problem`] is told the shift θ

@@ -28,7 +28,10 @@
 //!     }
 //! }
 //! let a: sprs::CsMat<f64> = t.to_csr();
-//! let params = JdParams { nev: 4, tol: 1e-10, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 4, tol: 1e-10, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! let sol = solve_matrix(&a, &params, None)?;
 //! for (j, lambda) in sol.eigenvalues.iter().enumerate() {
 //!     let exact = 2.0 - 2.0 * (std::f64::consts::PI * (j + 1) as f64 / (n + 1) as f64).cos();
@@ -85,7 +88,10 @@
 //! let k = Jacobi { n: a.nrows() };
 //! let comm = SelfComm::new();
 //! let problem = Problem::new(&a, &comm)?.with_preconditioner(&k)?;
-//! let params = JdParams { nev: 3, tol: 1e-9, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 3, tol: 1e-9, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! let sol = solve(&problem, &params, None)?;
 //! let e = |i: usize| 2.0 - 2.0 * (std::f64::consts::PI * i as f64 / 31.0).cos();
 //! assert!((sol.eigenvalues[0] - 2.0 * e(1)).abs() < 1e-7);
@@ -108,10 +114,13 @@
 //! let diag: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, i, (i + 1) as f64)).collect();
 //! let a = CsrMatrix::from_triplets(n, n, &diag).expect("a 100 x 100 matrix");
 //! let params = JdParams {
-//!     nev: 3,
-//!     target: Target::Closest(50.2),
-//!     maxits: Some(20),
-//!     tol: 1e-10,
+//!     problem: ProblemSettings {
+//!         nev: 3,
+//!         target: Target::Closest(50.2),
+//!         tol: 1e-10,
+//!         ..Default::default()
+//!     },
+//!     correction: CorrectionSettings { maxits: Some(20), ..Default::default() },
 //!     ..JdParams::default()
 //! };
 //! let sol = solve_matrix(&a, &params, None)?;
@@ -153,7 +162,10 @@
 //!     let c = (std::f64::consts::PI * j as f64 / (n + 1) as f64).cos();
 //!     6.0 * (1.0 - c) / (h * h * (2.0 + c))
 //! };
-//! let params = JdParams { nev: 3, tol: 1e-10, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 3, tol: 1e-10, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! // The 3 smallest.
 //! let sol = Solver::new(&k, &params).mass(&m).run()?;
 //! for (j, lambda) in sol.eigenvalues.iter().enumerate() {
@@ -183,7 +195,10 @@
 //! use std::ops::ControlFlow;
 //!
 //! let a = matrices::generate::generate(&"lap3d:12".parse().unwrap()).unwrap();
-//! let params = JdParams { nev: 4, tol: 1e-12, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 4, tol: 1e-12, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! let mut seen = 0;
 //! let mut observer = |ev: &IterationEvent| {
 //!     seen = ev.outer_iteration;
@@ -200,7 +215,7 @@
 //!
 //! # Threads
 //!
-//! [`JdParams::threads`] sets the threads of one process's sparse products and
+//! [`crate::ExecutionSettings::threads`] sets the threads of one process's sparse products and
 //! dense kernels. [`solve_distributed`] runs the fine-grain solver over the
 //! ranks of any [`Comm`](lblib::Comm): [`ThreadComm`](lblib::ThreadComm) runs
 //! them as threads of this process (`MpiComm`, with the feature `mpi`, as MPI
@@ -211,11 +226,16 @@
 //! use jdmg::prelude::*;
 //!
 //! let a = matrices::generate::generate(&"lap3d:10".parse().unwrap()).unwrap();
-//! let params = JdParams { nev: 2, tol: 1e-10, threads: 2, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 2, tol: 1e-10, ..Default::default() },
+//!     execution: ExecutionSettings { threads: 2, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! let one = solve_matrix(&a, &params, None)?;
 //!
 //! let ranks = ThreadComm::run(2, |comm| {
-//!     let params = JdParams { threads: 1, ..params.clone() };
+//!     let mut params = params.clone();
+//!     params.execution.threads = 1;
 //!     solve_distributed(&a, &comm, &params, None).map(|s| (s.rows(), s.eigenvalues))
 //! });
 //! for rank in ranks {
@@ -293,7 +313,8 @@ pub use multigrain::{
     MultigrainStats,
 };
 pub use params::{
-    ConvTest, Extraction, InnerSolver, InnerStop, JdParams, PrecondChoice, Target, Verify,
+    BasisSettings, ConvTest, CorrectionSettings, ExecutionSettings, Extraction, InnerSolver,
+    InnerStop, JdParams, PrecondChoice, PrecondSettings, ProblemSettings, Target, Verify,
 };
 pub use repartition::{RepartitionEvent, RepartitionParams, RepartitionStats};
 pub use report::{ResumedFrom, RunMode, SolveReport};
@@ -309,10 +330,11 @@ pub use svd::{
 pub mod prelude {
     pub use crate::jd::Observer;
     pub use crate::{
-        solve, solve_distributed, solve_matrix, solve_multigrain, AsCsr, Balance, Checkpoint,
-        CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, InnerSolver,
-        InnerStop, IterationEvent, JdError, JdParams, MultigrainParams, Outcome, PrecondChoice,
-        Problem, Solution, Solver, Spaces, Stats, Target, Verify,
+        solve, solve_distributed, solve_matrix, solve_multigrain, AsCsr, Balance, BasisSettings,
+        Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest,
+        CorrectionSettings, ExecutionSettings, Extraction, InnerSolver, InnerStop, IterationEvent,
+        JdError, JdParams, MultigrainParams, Outcome, PrecondChoice, PrecondSettings, Problem,
+        ProblemSettings, Solution, Solver, Spaces, Stats, Target, Verify,
     };
     pub use lblib::{Comm, SelfComm, ThreadComm};
     pub use matrices::CsrMatrix;

@@ -28,7 +28,7 @@ pub enum Target {
 #[serde(rename_all = "lowercase")]
 pub enum ConvTest {
     /// ‖r‖ ≤ tol·‖A‖ (PRIMME's test; the default). ‖A‖ is estimated by the largest
-    /// |Ritz value| seen unless [`JdParams::anorm`] is given.
+    /// |Ritz value| seen unless [`crate::ProblemSettings::anorm`] is given.
     #[default]
     Norm,
     /// ‖r‖ ≤ tol·|θ| (SLEPc's default).
@@ -174,17 +174,39 @@ pub enum Extraction {
     Harmonic,
 }
 
-/// Parameters of [`crate::solve`]. Every field has a documented default
-/// (`JdParams::default()`); [`JdParams::check`] checks what does not depend on
-/// the problem, the solvers the rest against the problem size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+/// Parameters of a solve ([`crate::Solver`]), grouped by the stage they
+/// set: the problem, the basis and its restart, the correction equations, the
+/// preconditioner and the execution. Every field has a documented default
+/// (`JdParams::default()`) and means the same in every mode (one process,
+/// threads, MPI, solve groups, shift-and-invert); [`JdParams::check`] checks
+/// what does not depend on the problem, the solvers the rest against the
+/// problem size.
+///
+/// In config files and JSON each group is a table (`[basis]` then `max_basis
+/// = 40`, or `{"basis": {"max_basis": 40}}`). Every setting also has a flat
+/// name, read at the top level into its group ([`JdParams::FLAT_KEYS`]:
+/// `max_basis = 40`, `precond = "ilu0"` for `preconditioner.kind`): the keys
+/// of earlier config files and the keywords of the Python `eigsh`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct JdParams {
+    /// What is wanted and when a pair counts as converged.
+    pub problem: ProblemSettings,
+    /// The search space: its block, size and restart, how pairs are extracted from it and locked, and its start.
+    pub basis: BasisSettings,
+    /// The correction equations: how they are solved and for how long.
+    pub correction: CorrectionSettings,
+    /// The preconditioner of the correction equations.
+    pub preconditioner: PrecondSettings,
+    /// How the solve runs: threads, budgets and the switch to spectrum slicing.
+    pub execution: ExecutionSettings,
+}
+
+/// What is wanted and when a pair counts as converged. Part of [`JdParams`] (`[problem]` in config files).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProblemSettings {
     /// Number of eigenpairs wanted. Default 4.
     pub nev: usize,
-    /// Block size k: Ritz pairs corrected per outer iteration. Default 0 = min(nev, 8)
-    /// (a block at least as large as a cluster or multiplicity finds it whole).
-    pub block: usize,
     /// Which eigenvalues. Default `Smallest`.
     pub target: Target,
     /// Convergence tolerance. Default 1e-8.
@@ -193,6 +215,42 @@ pub struct JdParams {
     pub conv: ConvTest,
     /// ‖A‖ if known (used by `ConvTest::Norm`); default None = estimated.
     pub anorm: Option<f64>,
+    /// Verification pass for missed copies of multiple eigenvalues: once `nev`
+    /// pairs are locked, a fresh random block orthogonal to them is iterated until
+    /// its best Ritz pair is shown to lie beyond the wanted set (or converges
+    /// inside it: a missed copy, which is locked, and the pass repeats). Default
+    /// `Auto`.
+    pub verify: Verify,
+    /// Refuse an explicit matrix that is not symmetric ([`crate::JdError::NotSymmetric`]:
+    /// some |a_ij − a_ji| above [`crate::symmetry::SYMMETRY_TOL`] times max |a_ij|)
+    /// before solving, in the drivers that take a matrix (`solve_matrix`,
+    /// `solve_distributed`, `solve_multigrain`, `Solver::shift_invert`). One pass
+    /// over the nonzeros. Default true; false skips it (the solver then assumes
+    /// symmetry; operators given as a [`crate::Problem`] are never checked).
+    pub check_symmetry: bool,
+}
+
+impl Default for ProblemSettings {
+    fn default() -> Self {
+        Self {
+            nev: 4,
+            target: Target::Smallest,
+            tol: 1e-8,
+            conv: ConvTest::Norm,
+            anorm: None,
+            verify: Verify::Auto,
+            check_symmetry: true,
+        }
+    }
+}
+
+/// The search space: its block, size and restart, how pairs are extracted from it and locked, and its start. Part of [`JdParams`] (`[basis]` in config files).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BasisSettings {
+    /// Block size k: Ritz pairs corrected per outer iteration. Default 0 = min(nev, 8)
+    /// (a block at least as large as a cluster or multiplicity finds it whole).
+    pub block: usize,
     /// Maximum basis size. Default 0 = [`default_max_basis`] capped by n (24 for the
     /// default nev = 4: lap3d:64 took 0.90× the time of a 30-column basis with
     /// ILU(0) and GD+k and 0.91× with BiCGSTAB(3) and no preconditioner, side by
@@ -207,6 +265,94 @@ pub struct JdParams {
     /// Keep the previous iteration's Ritz directions at restart (GD+k / LOBPCG-like
     /// thick restart). Default true.
     pub restart_keep_previous: bool,
+    /// How eigenpairs are extracted from the basis. Default `Auto`: harmonic
+    /// Ritz for `Target::Closest(σ)` without a mass matrix, standard
+    /// Rayleigh-Ritz otherwise (see [`Extraction`]).
+    pub extraction: Extraction,
+    /// Lock converged eigenpairs out of the basis (hard locking). Default true.
+    pub locking: bool,
+    /// Seed of the start vectors (independent of the number of processes). Default 1.
+    pub seed: u64,
+}
+
+impl Default for BasisSettings {
+    fn default() -> Self {
+        Self {
+            block: 0,
+            max_basis: 0,
+            restart_size: 0,
+            restart_keep_previous: true,
+            extraction: Extraction::Auto,
+            locking: true,
+            seed: 1,
+        }
+    }
+}
+
+/// The correction equations: how they are solved and for how long. Part of [`JdParams`] (`[correction]` in config files).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CorrectionSettings {
+    /// How the correction equations are solved. Default `Auto` (GD+k and block
+    /// JDQMR by measured cost; see [`InnerSolver::Auto`]).
+    pub solver: InnerSolver,
+    /// Inner stopping rule. Default `Adaptive` (2^−iter; with `Qmrs`: JDQMR's
+    /// dynamic rules).
+    pub stop: InnerStop,
+    /// Inner steps cap per correction equation; 0 gives Davidson steps (GD+k).
+    /// Default None = [`DEFAULT_MAXITS_QMRS`] for JDQMR and for `Auto`'s JDQMR
+    /// phases (a cap only: JDQMR's dynamic rules stop earlier); for BiCGSTAB, 0
+    /// (GD+k: t = −K⁻¹r for the whole block in one preconditioner call, PRIMME's
+    /// GD+k) when the correction equations are preconditioned, else
+    /// [`DEFAULT_MAXITS_BICGSTAB`] (the paper's BiCGSTAB(3)). Solve groups default
+    /// to [`crate::optimal_m::DEFAULT_MAXITS_GROUPS`] (balancing times the
+    /// correction equations).
+    pub maxits: Option<usize>,
+}
+
+impl Default for CorrectionSettings {
+    fn default() -> Self {
+        Self {
+            solver: InnerSolver::Auto,
+            stop: InnerStop::Adaptive,
+            maxits: None,
+        }
+    }
+}
+
+/// The preconditioner of the correction equations. Part of [`JdParams`] (`[preconditioner]` in config files).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrecondSettings {
+    /// Preconditioner. Default `Auto` (ILU(0) when stable, else FSAI or Jacobi; see
+    /// [`PrecondChoice::Auto`]).
+    pub kind: PrecondChoice,
+    /// Shift σ of the preconditioner (A − σI); default None = σ of `Closest(σ)`,
+    /// else 0 for `Smallest`, and for `Largest` an upper bound of the spectrum.
+    pub shift: Option<f64>,
+    /// ILUT fill per row (with `Ilut`). Default 20.
+    pub ilut_fill: usize,
+    /// ILUT drop tolerance (with `Ilut`). Default 0.
+    pub ilut_drop: f64,
+}
+
+impl Default for PrecondSettings {
+    fn default() -> Self {
+        Self {
+            kind: PrecondChoice::Auto,
+            shift: None,
+            ilut_fill: 20,
+            ilut_drop: 0.0,
+        }
+    }
+}
+
+/// How the solve runs: threads, budgets and the switch to spectrum slicing. Part of [`JdParams`] (`[execution]` in config files).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExecutionSettings {
+    /// Threads used by each process for SpMV and dense kernels. Default 1.
+    pub threads: usize,
     /// Stop after this many matrix-vector products (all, inner included). Default 10⁷.
     /// Checked once per outer iteration, after its Rayleigh-Ritz step and before
     /// its correction equations: the solve ends (`Outcome::BudgetSpent`) at the first
@@ -222,54 +368,6 @@ pub struct JdParams {
     pub max_matvecs: u64,
     /// Stop after this many outer iterations. Default 100,000.
     pub max_outer: usize,
-    /// Inner steps cap per correction equation; 0 gives Davidson steps (GD+k).
-    /// Default None = [`DEFAULT_MAXITS_QMRS`] for JDQMR and for `Auto`'s JDQMR
-    /// phases (a cap only: JDQMR's dynamic rules stop earlier); for BiCGSTAB, 0
-    /// (GD+k: t = −K⁻¹r for the whole block in one preconditioner call, PRIMME's
-    /// GD+k) when the correction equations are preconditioned, else
-    /// [`DEFAULT_MAXITS_BICGSTAB`] (the paper's BiCGSTAB(3)). Solve groups default
-    /// to [`crate::optimal_m::DEFAULT_MAXITS_GROUPS`] (balancing times the
-    /// correction equations).
-    pub maxits: Option<usize>,
-    /// Inner stopping rule. Default `Adaptive` (2^−iter; with `Qmrs`: JDQMR's
-    /// dynamic rules).
-    pub inner: InnerStop,
-    /// How the correction equations are solved. Default `Auto` (GD+k and block
-    /// JDQMR by measured cost; see [`InnerSolver::Auto`]).
-    pub inner_solver: InnerSolver,
-    /// Preconditioner. Default `Auto` (ILU(0) when stable, else FSAI or Jacobi; see
-    /// [`PrecondChoice::Auto`]).
-    pub precond: PrecondChoice,
-    /// Shift σ of the preconditioner (A − σI); default None = σ of `Closest(σ)`,
-    /// else 0 for `Smallest`, and for `Largest` an upper bound of the spectrum.
-    pub precond_shift: Option<f64>,
-    /// ILUT fill per row (with `Ilut`). Default 20.
-    pub ilut_fill: usize,
-    /// ILUT drop tolerance (with `Ilut`). Default 0.
-    pub ilut_drop: f64,
-    /// Seed of the start vectors (independent of the number of processes). Default 1.
-    pub seed: u64,
-    /// Lock converged eigenpairs out of the basis (hard locking). Default true.
-    pub locking: bool,
-    /// Threads used by each process for SpMV and dense kernels. Default 1.
-    pub threads: usize,
-    /// Verification pass for missed copies of multiple eigenvalues: once `nev`
-    /// pairs are locked, a fresh random block orthogonal to them is iterated until
-    /// its best Ritz pair is shown to lie beyond the wanted set (or converges
-    /// inside it: a missed copy, which is locked, and the pass repeats). Default
-    /// `Auto`.
-    pub verify: Verify,
-    /// Refuse an explicit matrix that is not symmetric ([`crate::JdError::NotSymmetric`]:
-    /// some |a_ij − a_ji| above [`crate::symmetry::SYMMETRY_TOL`] times max |a_ij|)
-    /// before solving, in the drivers that take a matrix (`solve_matrix`,
-    /// `solve_distributed`, `solve_multigrain`, `Solver::shift_invert`). One pass
-    /// over the nonzeros. Default true; false skips it (the solver then assumes
-    /// symmetry; operators given as a [`crate::Problem`] are never checked).
-    pub check_symmetry: bool,
-    /// How eigenpairs are extracted from the basis. Default `Auto`: harmonic
-    /// Ritz for `Target::Closest(σ)` without a mass matrix, standard
-    /// Rayleigh-Ritz otherwise (see [`Extraction`]).
-    pub extraction: Extraction,
     /// From this many wanted pairs on, `Target::Smallest` or `Largest` of an
     /// explicit matrix (no shift, start or deflation vectors, checkpoints) is
     /// solved by spectrum slicing over the indices of that end
@@ -281,36 +379,131 @@ pub struct JdParams {
     pub slice_from: usize,
 }
 
-impl Default for JdParams {
+impl Default for ExecutionSettings {
     fn default() -> Self {
         Self {
-            nev: 4,
-            block: 0,
-            target: Target::Smallest,
-            tol: 1e-8,
-            conv: ConvTest::Norm,
-            anorm: None,
-            max_basis: 0,
-            restart_size: 0,
-            restart_keep_previous: true,
+            threads: 1,
             max_matvecs: 10_000_000,
             max_outer: 100_000,
-            maxits: None,
-            inner: InnerStop::Adaptive,
-            inner_solver: InnerSolver::Auto,
-            precond: PrecondChoice::Auto,
-            precond_shift: None,
-            ilut_fill: 20,
-            ilut_drop: 0.0,
-            seed: 1,
-            locking: true,
-            threads: 1,
-            verify: Verify::Auto,
-            check_symmetry: true,
-            extraction: Extraction::Auto,
             slice_from: 200,
         }
     }
+}
+
+impl JdParams {
+    /// The flat name of every setting and its place: (flat name, group, key
+    /// in the group).
+    pub const FLAT_KEYS: [(&'static str, &'static str, &'static str); 25] = [
+        ("nev", "problem", "nev"),
+        ("target", "problem", "target"),
+        ("tol", "problem", "tol"),
+        ("conv", "problem", "conv"),
+        ("anorm", "problem", "anorm"),
+        ("verify", "problem", "verify"),
+        ("check_symmetry", "problem", "check_symmetry"),
+        ("block", "basis", "block"),
+        ("max_basis", "basis", "max_basis"),
+        ("restart_size", "basis", "restart_size"),
+        ("restart_keep_previous", "basis", "restart_keep_previous"),
+        ("extraction", "basis", "extraction"),
+        ("locking", "basis", "locking"),
+        ("seed", "basis", "seed"),
+        ("inner_solver", "correction", "solver"),
+        ("inner", "correction", "stop"),
+        ("maxits", "correction", "maxits"),
+        ("precond", "preconditioner", "kind"),
+        ("precond_shift", "preconditioner", "shift"),
+        ("ilut_fill", "preconditioner", "ilut_fill"),
+        ("ilut_drop", "preconditioner", "ilut_drop"),
+        ("threads", "execution", "threads"),
+        ("max_matvecs", "execution", "max_matvecs"),
+        ("max_outer", "execution", "max_outer"),
+        ("slice_from", "execution", "slice_from"),
+    ];
+}
+
+/// The wire form of [`JdParams`]: one table per group.
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct GroupedParams {
+    problem: ProblemSettings,
+    basis: BasisSettings,
+    correction: CorrectionSettings,
+    preconditioner: PrecondSettings,
+    execution: ExecutionSettings,
+}
+
+/// Reads the grouped form and the flat names (each moved into its group; a
+/// setting given both ways, or an unknown key, is an error that names the
+/// grouped key).
+impl<'de> Deserialize<'de> for JdParams {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut v = serde_json::Value::deserialize(d)?;
+        group_flat_keys(&mut v).map_err(D::Error::custom)?;
+        let g = GroupedParams::deserialize(v).map_err(D::Error::custom)?;
+        Ok(JdParams {
+            problem: g.problem,
+            basis: g.basis,
+            correction: g.correction,
+            preconditioner: g.preconditioner,
+            execution: g.execution,
+        })
+    }
+}
+
+/// Moves the flat names ([`JdParams::FLAT_KEYS`]) at the top of the object
+/// `v` into their groups.
+///
+/// # Errors
+/// A message naming the key when it is given both flat and in its group, or
+/// when a top-level key is neither a group nor a flat key.
+fn group_flat_keys(v: &mut serde_json::Value) -> Result<(), String> {
+    let Some(obj) = v.as_object_mut() else {
+        return Ok(()); // the typed pass reports the wrong type
+    };
+    const GROUPS: [&str; 5] = [
+        "problem",
+        "basis",
+        "correction",
+        "preconditioner",
+        "execution",
+    ];
+    let keys: Vec<String> = obj.keys().cloned().collect();
+    for key in keys {
+        if GROUPS.contains(&key.as_str()) {
+            if !obj[&key].is_object() {
+                return Err(format!("`{key}` must be a table of settings"));
+            }
+            continue;
+        }
+        let Some(&(_, group, new)) = JdParams::FLAT_KEYS.iter().find(|(old, ..)| *old == key)
+        else {
+            let hint = JdParams::FLAT_KEYS
+                .iter()
+                .find(|(_, _, new)| *new == key)
+                .map(|(_, g, n)| format!(" (did you mean `{g}.{n}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "unknown key `{key}`{hint}: the settings are the groups {}",
+                GROUPS.map(|g| format!("`{g}`")).join(", ")
+            ));
+        };
+        let value = obj.remove(&key).unwrap_or_default();
+        let table = obj
+            .entry(group)
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        let Some(table) = table.as_object_mut() else {
+            return Err(format!("`{group}` must be a table of settings"));
+        };
+        if table.contains_key(new) {
+            return Err(format!(
+                "`{key}` is given twice: flat and as `{group}.{new}` (keep `{group}.{new}`)"
+            ));
+        }
+        table.insert(new.to_string(), value);
+    }
+    Ok(())
 }
 
 /// Inner step cap of BiCGSTAB when `maxits` is not given.
@@ -371,10 +564,10 @@ impl JdParams {
     /// The block size k before the problem caps it at n: `block`, or min(nev,
     /// [`DEFAULT_BLOCK_CAP`]) when 0.
     pub fn block_size(&self) -> usize {
-        if self.block == 0 {
-            self.nev.min(DEFAULT_BLOCK_CAP)
+        if self.basis.block == 0 {
+            self.problem.nev.min(DEFAULT_BLOCK_CAP)
         } else {
-            self.block
+            self.basis.block
         }
     }
 
@@ -382,13 +575,15 @@ impl JdParams {
     /// becomes BiCGSTAB (solve groups), and the inner step cap of the solver.
     pub fn resolved(&self) -> JdParams {
         let mut p = self.clone();
-        if p.inner_solver == InnerSolver::Auto {
-            p.inner_solver = InnerSolver::Bicgstab;
+        if p.correction.solver == InnerSolver::Auto {
+            p.correction.solver = InnerSolver::Bicgstab;
         }
-        p.maxits.get_or_insert(match p.inner_solver {
-            InnerSolver::Qmrs => DEFAULT_MAXITS_QMRS,
-            _ => DEFAULT_MAXITS_BICGSTAB,
-        });
+        p.correction
+            .maxits
+            .get_or_insert(match p.correction.solver {
+                InnerSolver::Qmrs => DEFAULT_MAXITS_QMRS,
+                _ => DEFAULT_MAXITS_BICGSTAB,
+            });
         p
     }
 
@@ -396,27 +591,29 @@ impl JdParams {
     /// equations that are `preconditioned` or not: `Auto` stays (dynamic) when
     /// preconditioned and becomes `Qmrs` when not (with `InnerStop::Time`,
     /// `Bicgstab`); BiCGSTAB's default cap is 0 (GD+k) with a preconditioner (see
-    /// [`JdParams::maxits`]).
+    /// [`crate::CorrectionSettings::maxits`]).
     pub fn resolved_for(&self, preconditioned: bool) -> JdParams {
         let mut p = self.clone();
-        if p.inner_solver == InnerSolver::Auto {
-            if matches!(p.inner, InnerStop::Time { .. }) {
-                p.inner_solver = InnerSolver::Bicgstab;
+        if p.correction.solver == InnerSolver::Auto {
+            if matches!(p.correction.stop, InnerStop::Time { .. }) {
+                p.correction.solver = InnerSolver::Bicgstab;
             } else if !preconditioned {
-                p.inner_solver = InnerSolver::Qmrs;
+                p.correction.solver = InnerSolver::Qmrs;
             }
         }
-        p.maxits.get_or_insert(match p.inner_solver {
-            InnerSolver::Qmrs | InnerSolver::Auto => DEFAULT_MAXITS_QMRS,
-            _ if preconditioned => 0,
-            _ => DEFAULT_MAXITS_BICGSTAB,
-        });
+        p.correction
+            .maxits
+            .get_or_insert(match p.correction.solver {
+                InnerSolver::Qmrs | InnerSolver::Auto => DEFAULT_MAXITS_QMRS,
+                _ if preconditioned => 0,
+                _ => DEFAULT_MAXITS_BICGSTAB,
+            });
         p
     }
 
     /// The inner step cap (after [`JdParams::resolved`]; BiCGSTAB's default before).
     pub fn maxits(&self) -> usize {
-        self.maxits.unwrap_or(DEFAULT_MAXITS_BICGSTAB)
+        self.correction.maxits.unwrap_or(DEFAULT_MAXITS_BICGSTAB)
     }
 
     /// Checks the parameters that do not depend on the problem (every check
@@ -429,18 +626,18 @@ impl JdParams {
     /// [`crate::JdError::InvalidParams`] naming the offending field.
     pub fn check(&self) -> Result<(), crate::JdError> {
         let bad = |field: &'static str, m: String| Err(crate::JdError::invalid(field, m));
-        if !(self.tol.is_finite() && self.tol > 0.0) {
+        if !(self.problem.tol.is_finite() && self.problem.tol > 0.0) {
             return bad(
                 "tol",
-                format!("tol must be positive and finite, got {}", self.tol),
+                format!("tol must be positive and finite, got {}", self.problem.tol),
             );
         }
-        if let Target::Closest(s) = self.target {
+        if let Target::Closest(s) = self.problem.target {
             if !s.is_finite() {
                 return bad("target", format!("target σ must be finite, got {s}"));
             }
         }
-        if let Some(a) = self.anorm {
+        if let Some(a) = self.problem.anorm {
             if !(a.is_finite() && a > 0.0) {
                 return bad(
                     "anorm",
@@ -448,7 +645,7 @@ impl JdParams {
                 );
             }
         }
-        if let InnerStop::Time { seconds } = self.inner {
+        if let InnerStop::Time { seconds } = self.correction.stop {
             if !(seconds.is_finite() && seconds >= 0.0) {
                 return bad(
                     "inner",
@@ -456,14 +653,16 @@ impl JdParams {
                 );
             }
         }
-        if self.inner_solver == InnerSolver::Qmrs && matches!(self.inner, InnerStop::Time { .. }) {
+        if self.correction.solver == InnerSolver::Qmrs
+            && matches!(self.correction.stop, InnerStop::Time { .. })
+        {
             return bad("inner", "inner = time needs inner_solver = bicgstab".into());
         }
-        if self.threads == 0 {
+        if self.execution.threads == 0 {
             return bad("threads", "threads must be at least 1".into());
         }
         // every preconditioner refuses a non-finite shift, Jacobi included
-        if let Some(s) = self.precond_shift {
+        if let Some(s) = self.preconditioner.shift {
             if !s.is_finite() {
                 return bad(
                     "precond_shift",
@@ -471,16 +670,21 @@ impl JdParams {
                 );
             }
         }
-        if self.extraction == Extraction::Harmonic && !matches!(self.target, Target::Closest(_)) {
+        if self.basis.extraction == Extraction::Harmonic
+            && !matches!(self.problem.target, Target::Closest(_))
+        {
             return bad(
                 "extraction",
                 "harmonic extraction needs a target σ (Target::Closest)".into(),
             );
         }
-        if !(self.ilut_drop.is_finite() && self.ilut_drop >= 0.0) {
+        if !(self.preconditioner.ilut_drop.is_finite() && self.preconditioner.ilut_drop >= 0.0) {
             return bad(
                 "ilut_drop",
-                format!("ilut_drop must be finite and >= 0, got {}", self.ilut_drop),
+                format!(
+                    "ilut_drop must be finite and >= 0, got {}",
+                    self.preconditioner.ilut_drop
+                ),
             );
         }
         Ok(())
@@ -496,21 +700,24 @@ impl JdParams {
         if n == 0 {
             return bad("matrix", "the matrix is empty (n = 0)".into());
         }
-        if self.nev == 0 {
+        if self.problem.nev == 0 {
             return bad("nev", "nev must be at least 1".into());
         }
-        if self.nev > n {
+        if self.problem.nev > n {
             return bad(
                 "nev",
-                format!("nev = {} exceeds the matrix dimension n = {n}", self.nev),
+                format!(
+                    "nev = {} exceeds the matrix dimension n = {n}",
+                    self.problem.nev
+                ),
             );
         }
         self.check()?;
         let k = self.block_size().min(n);
-        let mut max_basis = if self.max_basis == 0 {
-            default_max_basis(k, self.nev, n)
+        let mut max_basis = if self.basis.max_basis == 0 {
+            default_max_basis(k, self.problem.nev, n)
         } else {
-            self.max_basis
+            self.basis.max_basis
         };
         max_basis = max_basis.min(n);
         if max_basis < 2 * k && max_basis < n {
@@ -519,10 +726,10 @@ impl JdParams {
                 format!("max_basis = {max_basis} must be at least twice the block size k = {k}"),
             );
         }
-        let restart = if self.restart_size == 0 {
+        let restart = if self.basis.restart_size == 0 {
             max_basis / 2
         } else {
-            self.restart_size
+            self.basis.restart_size
         };
         // On small problems (max_basis = n < 2k) the bounds cross: keep the lower.
         let lo = k.min(max_basis);
@@ -609,7 +816,10 @@ mod tests {
             assert_eq!(default_max_basis(k, nev, large), above, "k = {k}");
         }
         let p = JdParams {
-            nev: 1,
+            problem: ProblemSettings {
+                nev: 1,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         assert_eq!(p.resolve(large).unwrap().max_basis, 8);
@@ -617,5 +827,88 @@ mod tests {
         assert_eq!(p.resolve(small).unwrap().max_basis, 16);
         // Capped by n.
         assert_eq!(p.resolve(10).unwrap().max_basis, 10);
+    }
+}
+
+#[cfg(test)]
+mod serde_tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<JdParams, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn grouped_form_round_trips() {
+        let p = JdParams {
+            problem: ProblemSettings {
+                nev: 7,
+                target: Target::Closest(1.5),
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                solver: InnerSolver::Qmrs,
+                stop: InnerStop::Time { seconds: 0.25 },
+                maxits: Some(12),
+            },
+            preconditioner: PrecondSettings {
+                kind: PrecondChoice::Ilut,
+                shift: Some(-2.0),
+                ..Default::default()
+            },
+            ..JdParams::default()
+        };
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.starts_with(r#"{"problem":{"nev":7"#), "{json}");
+        assert_eq!(read(&json).unwrap(), p);
+        assert_eq!(read("{}").unwrap(), JdParams::default());
+    }
+
+    #[test]
+    fn flat_names_go_to_their_groups() {
+        let p = read(
+            r#"{"nev": 3, "precond": "jacobi", "precond_shift": 1.0, "inner_solver": "qmrs",
+                "inner": "fixed", "max_basis": 30, "threads": 2, "basis": {"seed": 9}}"#,
+        )
+        .unwrap();
+        assert_eq!(p.problem.nev, 3);
+        assert_eq!(p.preconditioner.kind, PrecondChoice::Jacobi);
+        assert_eq!(p.preconditioner.shift, Some(1.0));
+        assert_eq!(p.correction.solver, InnerSolver::Qmrs);
+        assert_eq!(p.correction.stop, InnerStop::Fixed);
+        assert_eq!(p.basis.max_basis, 30);
+        assert_eq!(p.basis.seed, 9);
+        assert_eq!(p.execution.threads, 2);
+        // Every flat name lands on a key its group knows.
+        for (flat, group, key) in JdParams::FLAT_KEYS {
+            let v = serde_json::to_value(JdParams::default()).unwrap();
+            let value = &v[group][key];
+            assert!(!value.is_null() || key == "anorm" || key == "maxits" || key == "shift");
+            let one = serde_json::json!({ flat: value });
+            assert_eq!(
+                serde_json::from_value::<JdParams>(one).unwrap(),
+                JdParams::default()
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_and_doubled_keys_name_the_grouped_key() {
+        let e = read(r#"{"nev": 3, "problem": {"nev": 4}}"#).unwrap_err();
+        assert!(
+            e.contains("`nev` is given twice") && e.contains("problem.nev"),
+            "{e}"
+        );
+        let e = read(r#"{"kind": "ilu0"}"#).unwrap_err();
+        assert!(
+            e.contains("unknown key `kind`") && e.contains("preconditioner.kind"),
+            "{e}"
+        );
+        let e = read(r#"{"nevv": 3}"#).unwrap_err();
+        assert!(e.contains("unknown key `nevv`"), "{e}");
+        let e = read(r#"{"problem": {"nevv": 3}}"#).unwrap_err();
+        assert!(e.contains("nevv"), "{e}");
+        let e = read(r#"{"basis": 3}"#).unwrap_err();
+        assert!(e.contains("basis"), "{e}");
     }
 }

@@ -109,7 +109,7 @@ impl SolveReport {
         sol: &Solution,
     ) -> Self {
         // an interval solve wants its count by inertia, not nev
-        let wanted = sol.stats.interval.map_or(params.nev, |iv| iv.count);
+        let wanted = sol.stats.interval.map_or(params.problem.nev, |iv| iv.count);
         let converged = sol.is_converged()
             && sol.converged.iter().all(|&c| c)
             && sol.eigenvalues.len() == wanted;
@@ -117,7 +117,7 @@ impl SolveReport {
             source: source.into(),
             n,
             nnz,
-            nev: params.nev,
+            nev: params.problem.nev,
             eigenvalues: sol.eigenvalues.clone(),
             residual_norms: sol.residual_norms.clone(),
             converged,
@@ -162,6 +162,7 @@ fn floats_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::ProblemSettings;
 
     fn solution() -> Solution {
         Solution {
@@ -182,7 +183,10 @@ mod tests {
     #[test]
     fn json_round_trip_keeps_keys_and_reads_null_as_nan() {
         let params = JdParams {
-            nev: 2,
+            problem: ProblemSettings {
+                nev: 2,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         let mut r = SolveReport::new("generated lap3d:4", 64, 288, 2, &params, &solution());

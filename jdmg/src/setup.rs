@@ -96,10 +96,13 @@ pub fn check_pair(k: &CsrMatrix, m: &CsrMatrix, params: &JdParams) -> Result<(),
 
 /// The shift σ₀ of the built preconditioner of K − σ₀M (see [`crate::generalized`]).
 pub fn mass_precond_shift(params: &JdParams) -> f64 {
-    params.precond_shift.unwrap_or(match params.target {
-        Target::Closest(s) => s,
-        _ => 0.0,
-    })
+    params
+        .preconditioner
+        .shift
+        .unwrap_or(match params.problem.target {
+            Target::Closest(s) => s,
+            _ => 0.0,
+        })
 }
 
 /// K − σM (the sparsity pattern of K + M).
@@ -124,14 +127,14 @@ pub fn shifted_pair(k: &CsrMatrix, m: &CsrMatrix, sigma: f64) -> Result<CsrMatri
 /// the solver applies itself with the current Ritz value as shift; ILU(0) for
 /// `Auto`, which [`build_preconditioner`] keeps only when it is stable).
 pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
-    match params.precond {
+    match params.preconditioner.kind {
         PrecondChoice::None | PrecondChoice::Jacobi => None,
         PrecondChoice::Ilu0 | PrecondChoice::Auto => {
             Some(PrecondKind::Ilu0(PivotParams::default()))
         }
         PrecondChoice::Ilut => Some(PrecondKind::Ilut(IlutParams {
-            fill: params.ilut_fill,
-            drop_tol: params.ilut_drop,
+            fill: params.preconditioner.ilut_fill,
+            drop_tol: params.preconditioner.ilut_drop,
             ..IlutParams::default()
         })),
         PrecondChoice::Spai => Some(PrecondKind::Spai(SpaiParams::default())),
@@ -139,21 +142,24 @@ pub fn precond_kind(params: &JdParams) -> Option<PrecondKind> {
     }
 }
 
-/// Shift σ of the preconditioner A − σI (see [`JdParams::precond_shift`]).
+/// Shift σ of the preconditioner A − σI (see [`crate::PrecondSettings::shift`]).
 pub fn precond_shift(params: &JdParams, a: &CsrMatrix) -> f64 {
-    params.precond_shift.unwrap_or(match params.target {
-        Target::Closest(s) => s,
-        Target::Smallest => 0.0,
-        Target::Largest => gershgorin(a).1,
-        Target::LargestMagnitude => {
-            let (lo, hi) = gershgorin(a);
-            if hi.abs() >= lo.abs() {
-                hi
-            } else {
-                lo
+    params
+        .preconditioner
+        .shift
+        .unwrap_or(match params.problem.target {
+            Target::Closest(s) => s,
+            Target::Smallest => 0.0,
+            Target::Largest => gershgorin(a).1,
+            Target::LargestMagnitude => {
+                let (lo, hi) = gershgorin(a);
+                if hi.abs() >= lo.abs() {
+                    hi
+                } else {
+                    lo
+                }
             }
-        }
-    })
+        })
 }
 
 /// Builds the preconditioner of `a_local` (a square diagonal block) for `params`.
@@ -191,7 +197,7 @@ impl Built {
 
 /// [`build_preconditioner`] before boxing.
 fn built(params: &JdParams, a_local: &CsrMatrix, shift: f64) -> Result<Option<Built>, JdError> {
-    if params.precond == PrecondChoice::Auto {
+    if params.preconditioner.kind == PrecondChoice::Auto {
         let ilu = ilu0_factors(params, a_local, shift, &PivotParams::default())
             .ok()
             .filter(|f| ilu0_is_stable(f, a_local, shift));
@@ -443,10 +449,13 @@ pub(crate) fn rows<'m, 'c, C: Comm + ?Sized>(
     let setup_seconds = t0.elapsed().as_secs_f64();
     // The diagonal serves Jacobi only (`inner_for`): not kept beside a built
     // preconditioner (8 MB on a 10⁶-row problem).
-    let diag = (pc.is_none() || params.precond == PrecondChoice::Jacobi).then(|| match &local {
-        None => a.diagonal(),
-        Some(l) => (0..l.nrows()).map(|i| l.get(i, range.start + i)).collect(),
-    });
+    let diag =
+        (pc.is_none() || params.preconditioner.kind == PrecondChoice::Jacobi).then(
+            || match &local {
+                None => a.diagonal(),
+                Some(l) => (0..l.nrows()).map(|i| l.get(i, range.start + i)).collect(),
+            },
+        );
     Ok(Rows {
         op,
         range,
@@ -514,7 +523,7 @@ pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
         RowsSpec {
             part: part.as_ref(),
             opts: precond::dist::DistOptions {
-                threads: params.threads,
+                threads: params.execution.threads,
                 overlap: false,
                 max_block: max_block.max(1),
             },
@@ -529,6 +538,7 @@ pub(crate) fn mass_rows<'m, 'c, C: Comm + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::{PrecondSettings, ProblemSettings};
     use matrices::generate::{generate, GenSpec};
     use precond::preconditioners::Fsai;
 
@@ -596,7 +606,10 @@ mod tests {
         let a = generate(&"lap2d:12".parse::<GenSpec>().unwrap()).unwrap();
         let n = a.nrows();
         let single = JdParams {
-            nev: 1,
+            problem: ProblemSettings {
+                nev: 1,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         let p = PivotParams::default();
@@ -615,7 +628,10 @@ mod tests {
         }
         // An explicit ILU(0) follows the same rule.
         let explicit = JdParams {
-            precond: PrecondChoice::Ilu0,
+            preconditioner: PrecondSettings {
+                kind: PrecondChoice::Ilu0,
+                ..single.preconditioner
+            },
             ..single
         };
         let m = build_preconditioner(&explicit, &a, 0.0).unwrap().unwrap();

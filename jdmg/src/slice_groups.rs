@@ -127,7 +127,7 @@ pub(crate) fn run<B: Comm>(
     let ng = groups.len();
     let gc = base.split(g, pos);
     let n = k.nrows();
-    let threads = params.threads;
+    let threads = params.execution.threads;
     let mut factored = 0;
     // The ends, over every process.
     let (a, b, inside, indices, asked) = match range {
@@ -467,7 +467,7 @@ fn assemble<B: Comm, C: Comm>(
                 n_local,
                 mop,
                 out,
-                params.threads,
+                params.execution.threads,
             );
         }
     }

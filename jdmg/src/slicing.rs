@@ -43,6 +43,7 @@
 //! The slices are solved one after the other, each over every process of the
 //! communicator (rank 0 factors, as [`crate::Solver::shift_invert`]).
 
+use crate::params::{ExecutionSettings, ProblemSettings};
 use std::time::Instant;
 
 use lblib::{Comm, ReduceOp};
@@ -180,7 +181,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
             }
             let n = k.nrows();
             range.check(n)?;
-            let (known, counts) = bracket(k, mass, first, last, params.threads, comm)?;
+            let (known, counts) = bracket(k, mass, first, last, params.execution.threads, comm)?;
             let Some(((lower, _), (upper, _))) = known.ends else {
                 unreachable!("a bracket has its ends")
             };
@@ -461,7 +462,7 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
         crate::setup::check_pair(k, m, params)?;
     }
     let per = slicing.per_slice.max(1);
-    let threads = params.threads;
+    let threads = params.execution.threads;
     let Sliced {
         a,
         below_a,
@@ -496,7 +497,7 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
     let mut prev = 0..0;
     for s in slices.iter().filter(|s| s.count() > 0) {
         report.slices += 1;
-        let budget = params.max_matvecs.saturating_sub(used);
+        let budget = params.execution.max_matvecs.saturating_sub(used);
         let res = solve_slice(
             k,
             mass,
@@ -665,10 +666,16 @@ fn solve_slice<C: Comm + ?Sized>(
     // its largest eigenvalues would go on to its smallest, the whole rest of
     // A's spectrum crowded near 0).
     let sub = |nev: usize| JdParams {
-        nev,
-        target: Target::Closest(sigma),
-        max_matvecs: budget,
-        verify: Verify::Never,
+        problem: ProblemSettings {
+            nev,
+            target: Target::Closest(sigma),
+            verify: Verify::Never,
+            ..params.problem
+        },
+        execution: ExecutionSettings {
+            max_matvecs: budget,
+            ..params.execution
+        },
         ..params.clone()
     };
     let defl = Spaces {
@@ -713,7 +720,10 @@ fn solve_slice<C: Comm + ?Sized>(
         sigma,
         comm,
         &JdParams {
-            max_matvecs: budget.saturating_sub(sol.stats.matvecs),
+            execution: ExecutionSettings {
+                max_matvecs: budget.saturating_sub(sol.stats.matvecs),
+                ..sub(more).execution
+            },
             ..sub(more)
         },
         Spaces {

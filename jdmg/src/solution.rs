@@ -234,7 +234,7 @@ pub enum Outcome {
     #[default]
     Converged,
     /// `max_matvecs` or `max_outer` ran out first
-    /// ([`crate::JdParams::max_matvecs`]).
+    /// ([`crate::ExecutionSettings::max_matvecs`]).
     BudgetSpent,
     /// The iteration ended, but the checks after it found pairs missing or
     /// short: an inertia count says that pairs are missing and the repair did

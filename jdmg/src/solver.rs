@@ -10,7 +10,10 @@
 //! use std::ops::ControlFlow;
 //!
 //! let a = matrices::generate::generate(&"lap3d:8".parse().unwrap()).unwrap();
-//! let params = JdParams { nev: 3, tol: 1e-10, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 3, tol: 1e-10, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! let mut residuals = Vec::new();
 //! let mut watch = |ev: &IterationEvent| {
 //!     residuals.push(ev.residual_norms.clone());
@@ -395,7 +398,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
     pub fn run(self) -> Result<Solution, JdError> {
         // Many pairs at one end: slices over their indices.
         let by_index = self.slices_by_index()?;
-        let descending = by_index.is_some() && self.params.target == Target::Largest;
+        let descending = by_index.is_some() && self.params.problem.target == Target::Largest;
         let interval = self
             .input
             .interval
@@ -420,16 +423,18 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             interval,
             ..
         } = &self.input;
-        let nev = self.params.nev;
-        let n = if self.params.slice_from > 0
-            && nev >= self.params.slice_from
-            && matches!(self.params.target, Target::Smallest | Target::Largest)
-        {
+        let nev = self.params.problem.nev;
+        let n = if self.params.execution.slice_from > 0
+            && nev >= self.params.execution.slice_from
+            && matches!(
+                self.params.problem.target,
+                Target::Smallest | Target::Largest
+            ) {
             a.as_csr()?.nrows()
         } else {
             0
         };
-        let by_index = match self.params.target {
+        let by_index = match self.params.problem.target {
             Target::Smallest => Some((0, nev.wrapping_sub(1))),
             Target::Largest => Some((n.wrapping_sub(nev), n.wrapping_sub(1))),
             _ => None,
@@ -437,8 +442,8 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
         .filter(|_| {
             interval.is_none()
                 && shift.is_none()
-                && self.params.slice_from > 0
-                && nev >= self.params.slice_from
+                && self.params.execution.slice_from > 0
+                && nev >= self.params.execution.slice_from
                 && nev <= n
                 && self.sinks.is_empty()
                 && self.resume.is_none()
@@ -558,7 +563,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             ..Hooks::default()
         };
         // The eigenvalues closest to σ get the inertia certificate.
-        let sigma = shift.or(match params.target {
+        let sigma = shift.or(match params.problem.target {
             Target::Closest(s) => Some(s),
             _ => None,
         });
@@ -570,11 +575,13 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             // Shift-and-invert's corrections are t = −r (GD+k steps): no
             // equations for solve groups to share, so it runs fine grain over
             // every process of the groups.
-            (Some(_), _, Some(_)) if params.maxits.is_some_and(|m| m > 0) => Err(JdError::invalid(
-                "shift",
-                "shift-and-invert with solve groups takes GD+k steps (maxits = 0): its \
+            (Some(_), _, Some(_)) if params.correction.maxits.is_some_and(|m| m > 0) => {
+                Err(JdError::invalid(
+                    "shift",
+                    "shift-and-invert with solve groups takes GD+k steps (maxits = 0): its \
                  correction equations would need the factors in every group",
-            )),
+                ))
+            }
             (Some((base, mg)), world, Some(sigma)) => match world {
                 Some(w) => certified(
                     crate::st::run(&csr, mass, sigma, w, params, spaces, hooks),
@@ -675,7 +682,7 @@ fn fine<C: Comm>(
     let spec = RowsSpec {
         part: part.as_ref(),
         opts: DistOptions {
-            threads: params.threads,
+            threads: params.execution.threads,
             overlap: false,
             max_block: sizes.max_basis,
         },
@@ -696,7 +703,7 @@ fn fine<C: Comm>(
             let spec = RowsSpec {
                 part: part.as_ref(),
                 opts: DistOptions {
-                    threads: params.threads,
+                    threads: params.execution.threads,
                     overlap: false,
                     max_block: sizes.max_basis,
                 },

@@ -41,6 +41,7 @@
 //! Robust and simple for moderate n (the factors fit one node); SLEPc with
 //! MUMPS or SuperLU_DIST would distribute the factorization itself.
 
+use crate::params::{BasisSettings, CorrectionSettings, PrecondSettings, ProblemSettings};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -948,19 +949,19 @@ fn run_scaled<C: Comm + ?Sized>(
             sigma,
             n,
             row_offset: kr.range.start,
-            seed: params.seed,
+            seed: params.basis.seed,
         }
         .find(
             &test,
-            NearSearch::<C>::radius(&test, b_params(params, side, &test).tol),
-            params.nev,
+            NearSearch::<C>::radius(&test, b_params(params, side, &test).problem.tol),
+            params.problem.nev,
         ),
         Wanted::Above => (None, 0),
     };
-    if let Some(z) = near.as_ref().filter(|z| z.lam.len() >= params.nev) {
+    if let Some(z) = near.as_ref().filter(|z| z.lam.len() >= params.problem.nev) {
         let mut s = near_only(z, &test, kr.range.clone(), below, setup);
         s.stats.matvecs += probe;
-        s.wanted = params.nev;
+        s.wanted = params.problem.nev;
         return Ok(s);
     }
     let (mut all_deflation, near_space, near_inverse);
@@ -975,7 +976,10 @@ fn run_scaled<C: Comm + ?Sized>(
         None => (user_inv, space.as_ref(), &deflation),
     };
     let left = JdParams {
-        nev: params.nev - near.as_ref().map_or(0, |z| z.lam.len()),
+        problem: ProblemSettings {
+            nev: params.problem.nev - near.as_ref().map_or(0, |z| z.lam.len()),
+            ..params.problem
+        },
         ..params.clone()
     };
     let p = b_params(&left, side, &test);
@@ -1042,7 +1046,7 @@ fn run_scaled<C: Comm + ?Sized>(
     Ok(match &near {
         None => out,
         Some(z) => Solution {
-            wanted: params.nev,
+            wanted: params.problem.nev,
             ..with_near(out, z, &test)
         },
     })
@@ -1108,8 +1112,8 @@ fn factor_on_root<C: Comm + ?Sized>(
 ) -> Result<(Option<ShiftInvert>, Option<usize>, f64), JdError> {
     let t0 = Instant::now();
     let factored = (comm.rank() == 0).then(|| match mass {
-        None => ShiftInvert::new(k, sigma, params.threads),
-        Some(m) => ShiftInvert::pencil(k, m, sigma, params.threads),
+        None => ShiftInvert::new(k, sigma, params.execution.threads),
+        Some(m) => ShiftInvert::pencil(k, m, sigma, params.execution.threads),
     });
     let setup = t0.elapsed().as_secs_f64();
     share_factorization(comm, factored, setup)
@@ -1132,7 +1136,7 @@ fn pencil_rows<'m, 'c, C: Comm + ?Sized>(
     let spec = |field| RowsSpec {
         part,
         opts: DistOptions {
-            threads: params.threads,
+            threads: params.execution.threads,
             overlap: false,
             max_block,
         },
@@ -1167,25 +1171,37 @@ fn rank_rows(part: Option<&RowPartition>, size: usize, n: usize) -> (Vec<usize>,
 /// where `test` gives one a priori.
 fn b_params(params: &JdParams, side: Wanted, test: &TrueTest) -> JdParams {
     let mut p = JdParams {
-        target: match side {
-            Wanted::Nearest => Target::LargestMagnitude,
-            Wanted::Above => Target::Largest,
+        problem: ProblemSettings {
+            target: match side {
+                Wanted::Nearest => Target::LargestMagnitude,
+                Wanted::Above => Target::Largest,
+            },
+            anorm: None,
+            ..params.problem
         },
-        precond: PrecondChoice::None,
-        precond_shift: None,
-        anorm: None,
-        // B's wanted eigenvalues are well separated: plain GD+k steps t = −r (a
-        // block Krylov method) beat BiCGSTAB(3) corrections, each of whose steps
-        // costs two solves (diag(1..1000), σ = 500.3, nev 4: 56 against 144
-        // products with B).
-        maxits: params.maxits.or(Some(0)),
-        // B's wanted eigenvalues are its extreme ones.
-        extraction: Extraction::Ritz,
+        basis: BasisSettings {
+            // B's wanted eigenvalues are its extreme ones.
+            extraction: Extraction::Ritz,
+            ..params.basis
+        },
+        correction: CorrectionSettings {
+            // B's wanted eigenvalues are well separated: plain GD+k steps t = −r (a
+            // block Krylov method) beat BiCGSTAB(3) corrections, each of whose steps
+            // costs two solves (diag(1..1000), σ = 500.3, nev 4: 56 against 144
+            // products with B).
+            maxits: params.correction.maxits.or(Some(0)),
+            ..params.correction
+        },
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            shift: None,
+            ..params.preconditioner
+        },
         ..params.clone()
     };
     if let Some(tol) = test.a_priori() {
-        p.conv = ConvTest::Rel;
-        p.tol = tol;
+        p.problem.conv = ConvTest::Rel;
+        p.problem.tol = tol;
     }
     p
 }
@@ -1232,12 +1248,12 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
     /// leaves its Krylov space no room. Collective.
     fn lanczos(&self, p: &JdParams) -> Option<Result<Solution, JdError>> {
         let n = self.n;
-        let block = p.block_size().min(p.nev).max(1);
-        let ncv = match p.max_basis {
-            0 => LanczosParams::basis_for(p.nev, block, n)?,
-            mb => mb.max(p.nev + 2 * block).min(n.checked_sub(block)?),
+        let block = p.block_size().min(p.problem.nev).max(1);
+        let ncv = match p.basis.max_basis {
+            0 => LanczosParams::basis_for(p.problem.nev, block, n)?,
+            mb => mb.max(p.problem.nev + 2 * block).min(n.checked_sub(block)?),
         };
-        if ncv < p.nev + 2 * block {
+        if ncv < p.problem.nev + 2 * block {
             return None;
         }
         let t0 = Instant::now();
@@ -1247,17 +1263,17 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
             self.comm,
             self.row_offset,
             LanczosParams {
-                nev: p.nev,
+                nev: p.problem.nev,
                 block,
                 ncv,
-                tol: p.tol,
-                max_products: p.max_matvecs,
+                tol: p.problem.tol,
+                max_products: p.execution.max_matvecs,
                 end: match self.side {
                     Wanted::Nearest => End::LargestMagnitude,
                     Wanted::Above => End::Largest,
                 },
-                seed: p.seed,
-                threads: p.threads,
+                seed: p.basis.seed,
+                threads: p.execution.threads,
             },
         );
         let stats = Stats {
@@ -1271,14 +1287,14 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
             wall_seconds: t0.elapsed().as_secs_f64(),
             ..Stats::default()
         };
-        let all = out.values.len() == p.nev && out.converged.iter().all(|&c| c);
+        let all = out.values.len() == p.problem.nev && out.converged.iter().all(|&c| c);
         let s = Solution {
             outcome: if all {
                 Outcome::Converged
             } else {
                 Outcome::BudgetSpent
             },
-            wanted: p.nev,
+            wanted: p.problem.nev,
             eigenvalues: out.values,
             residual_norms: out.residuals,
             converged: out.converged,
@@ -1346,12 +1362,15 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
     ) -> Result<Solution, JdError> {
         for _ in 0..REFINEMENTS {
             let worst = test.worst_ratio(&sol);
-            let left = params.max_matvecs.saturating_sub(sol.stats.matvecs);
+            let left = params
+                .execution
+                .max_matvecs
+                .saturating_sub(sol.stats.matvecs);
             if worst <= 1.0 || left == 0 {
                 break;
             }
-            p.tol = (p.tol / (2.0 * worst).min(1e6)).max(1e3 * f64::EPSILON);
-            p.max_matvecs = left.min(2 * sol.stats.matvecs + REFINEMENT_MATVECS);
+            p.problem.tol = (p.problem.tol / (2.0 * worst).min(1e6)).max(1e3 * f64::EPSILON);
+            p.execution.max_matvecs = left.min(2 * sol.stats.matvecs + REFINEMENT_MATVECS);
             let counts = sol.stats.clone();
             let x0 = std::mem::take(&mut sol.eigenvectors);
             let mut next = test.judge(self.solve(&p, &x0, Hooks::default()))?;
@@ -1364,7 +1383,7 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
             next.stats.wall_seconds += counts.wall_seconds;
             sol = next;
         }
-        if test.worst_ratio(&sol) > 1.0 || sol.eigenvalues.len() < params.nev {
+        if test.worst_ratio(&sol) > 1.0 || sol.eigenvalues.len() < params.problem.nev {
             for (j, c) in sol.converged.iter_mut().enumerate() {
                 *c = *c && sol.residual_norms[j] <= test.allowed(sol.eigenvalues[j]);
             }
@@ -1374,7 +1393,7 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
         } else {
             sol.outcome = Outcome::Converged;
         }
-        sol.wanted = params.nev;
+        sol.wanted = params.problem.nev;
         Ok(sol)
     }
 }
@@ -1402,9 +1421,9 @@ struct TrueTest {
 impl TrueTest {
     fn new(k: &CsrMatrix, mass: Option<&CsrMatrix>, sigma: f64, params: &JdParams) -> Self {
         Self {
-            conv: params.conv,
-            tol: params.tol,
-            knorm: params.anorm.unwrap_or_else(|| norm1(k)),
+            conv: params.problem.conv,
+            tol: params.problem.tol,
+            knorm: params.problem.anorm.unwrap_or_else(|| norm1(k)),
             mnorm: mass.map_or(0.0, norm1),
             sigma,
             pencil: mass.is_some(),

@@ -27,6 +27,7 @@
 //! given ([`SvdParams::anorm`]) or estimated by a short Lanczos run on C. The
 //! residuals reported are recomputed from the returned vectors.
 
+use crate::params::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings};
 use std::sync::Mutex;
 
 use lblib::SelfComm;
@@ -705,14 +706,26 @@ fn eigen_params(
     tol: f64,
 ) -> JdParams {
     JdParams {
-        nev,
-        target,
-        tol,
-        conv,
-        seed: params.seed,
-        threads: params.threads,
-        max_matvecs: params.max_products,
-        inner_solver: InnerSolver::Qmrs,
+        problem: ProblemSettings {
+            nev,
+            target,
+            tol,
+            conv,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            seed: params.seed,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Qmrs,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            threads: params.threads,
+            max_matvecs: params.max_products,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -747,9 +760,9 @@ fn stage1(
         ConvTest::Sqrt,
         params.tol * anorm,
     );
-    jd.anorm = Some(anorm * anorm);
-    jd.block = params.block;
-    jd.precond = if diag.is_some() {
+    jd.problem.anorm = Some(anorm * anorm);
+    jd.basis.block = params.block;
+    jd.preconditioner.kind = if diag.is_some() {
         PrecondChoice::Jacobi
     } else {
         PrecondChoice::None
@@ -836,8 +849,8 @@ fn stage2(
         ConvTest::Abs,
         0.5 * params.tol * anorm,
     );
-    jd.anorm = Some(anorm);
-    jd.precond = PrecondChoice::None;
+    jd.problem.anorm = Some(anorm);
+    jd.preconditioner.kind = PrecondChoice::None;
     let sol = eigen_solve(&pb, &jd)?;
     stats.stage2_products += sol.stats.matvecs;
     stats.outer_iterations += sol.stats.outer_iterations;

@@ -1,5 +1,5 @@
 //! The symmetry check of explicit matrices made by the drivers before a solve
-//! ([`crate::JdParams::check_symmetry`]): jdmg solves symmetric problems, and a
+//! ([`crate::ProblemSettings::check_symmetry`]): jdmg solves symmetric problems, and a
 //! non-symmetric matrix would run up to the matvec budget and return garbage.
 
 use matrices::info::matrix_info;
@@ -17,7 +17,7 @@ pub use crate::error::SYMMETRY_TOL;
 /// # Errors
 /// [`JdError::NotSymmetric`] with the absolute and relative asymmetry.
 pub fn check_symmetric(a: &CsrMatrix, params: &JdParams) -> Result<(), JdError> {
-    if !params.check_symmetry || a.nrows() != a.ncols() {
+    if !params.problem.check_symmetry || a.nrows() != a.ncols() {
         return Ok(());
     }
     let info = matrix_info(a, None);
@@ -35,6 +35,7 @@ pub fn check_symmetric(a: &CsrMatrix, params: &JdParams) -> Result<(), JdError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::ProblemSettings;
 
     #[test]
     fn tolerates_rounding_and_refuses_asymmetry() {
@@ -57,7 +58,10 @@ mod tests {
             other => panic!("expected NotSymmetric, got {other:?}"),
         }
         let off = JdParams {
-            check_symmetry: false,
+            problem: ProblemSettings {
+                check_symmetry: false,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         assert!(check_symmetric(&b, &off).is_ok());

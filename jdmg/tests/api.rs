@@ -1,9 +1,10 @@
 //! The library API for solver authors: matrices from sprs and faer in one call, a
 //! matrix-free operator through the validating `Problem` constructor, and a user
-//! preconditioner that is used whatever `JdParams::precond` says.
+//! preconditioner that is used whatever `PrecondSettings::kind` says.
 
 mod common;
 
+use jdmg::ProblemSettings;
 use jdmg::{solve, solve_matrix, JdParams, Problem};
 use lblib::SelfComm;
 use precond::{Operator, Preconditioner};
@@ -26,8 +27,11 @@ fn lap1d_exact(n: usize, k: usize) -> Vec<f64> {
 
 fn params() -> JdParams {
     JdParams {
-        nev: 3,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }

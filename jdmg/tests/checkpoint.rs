@@ -9,6 +9,7 @@ use jdmg::{
     solve_matrix, Checkpoint, CheckpointError, CheckpointRequest, CheckpointSink, Checkpointing,
     JdError, JdParams, Solution, Stats,
 };
+use jdmg::{BasisSettings, CorrectionSettings, ProblemSettings};
 use lblib::{Comm, ThreadComm};
 use matrices::generate::{generate, GenSpec};
 use matrices::CsrMatrix;
@@ -52,9 +53,15 @@ fn lap3d(n: usize) -> CsrMatrix {
 /// tests compare the steps of two runs.
 fn params() -> JdParams {
     JdParams {
-        nev: 4,
-        tol: 1e-10,
-        inner_solver: jdmg::InnerSolver::Bicgstab,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: jdmg::InnerSolver::Bicgstab,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -120,7 +127,7 @@ fn resumed_serial_solve_matches_the_uninterrupted_one() {
         full.stats.matvecs
     );
     // Residuals recomputed from the returned vectors.
-    let bound = 10.0 * p.tol * full.stats.anorm_estimate;
+    let bound = 10.0 * p.problem.tol * full.stats.anorm_estimate;
     common::assert_pairs(&a, &resumed, bound);
     for (l, want) in resumed.eigenvalues.iter().zip(&full.eigenvalues) {
         assert!((l - want).abs() <= 1e-10 * want.abs());
@@ -204,11 +211,14 @@ fn foreign_checkpoints_are_refused() {
         other => panic!("expected a mismatch, got {other:?}"),
     }
     let other_nev = JdParams {
-        nev: 5,
+        problem: ProblemSettings {
+            nev: 5,
+            ..p.problem
+        },
         ..p.clone()
     };
     let other_seed = JdParams {
-        seed: 2,
+        basis: BasisSettings { seed: 2, ..p.basis },
         ..p.clone()
     };
     for other in [&other_nev, &other_seed] {
@@ -218,7 +228,13 @@ fn foreign_checkpoints_are_refused() {
         ));
     }
     // A looser tolerance is allowed and converges.
-    let looser = JdParams { tol: 1e-8, ..p };
+    let looser = JdParams {
+        problem: ProblemSettings {
+            tol: 1e-8,
+            ..p.problem
+        },
+        ..p
+    };
     assert!(resume(&a, &looser).is_ok());
 }
 

@@ -2,6 +2,7 @@
 #![allow(clippy::needless_range_loop)] // index-aligned comparisons with references
 
 use jdmg::{solve_distributed, solve_matrix, JdParams};
+use jdmg::{ExecutionSettings, ProblemSettings};
 use lblib::ThreadComm;
 use matrices::generate::{generate, GenSpec};
 
@@ -11,9 +12,15 @@ fn same_eigenvalues_on_1_2_4_ranks() {
     let a = generate(&spec).unwrap();
     let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
     let params = JdParams {
-        nev: 4,
-        tol: 1e-10,
-        max_matvecs: 100_000,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 100_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let serial = solve_matrix(&a, &params, None).unwrap();

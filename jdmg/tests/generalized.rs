@@ -10,6 +10,7 @@ mod common;
 
 use jdmg::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
 use jdmg::prelude::*;
+use jdmg::{CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings};
 use lblib::ThreadComm;
 use precond::CsrOperator;
 
@@ -43,8 +44,11 @@ fn assert_ghep(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution, exact: &[f64], what
 
 fn params(nev: usize) -> JdParams {
     JdParams {
-        nev,
-        tol: 1e-11,
+        problem: ProblemSettings {
+            nev,
+            tol: 1e-11,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -100,11 +104,20 @@ fn every_inner_solver_and_preconditioner() {
         ] {
             for threads in [1, 2] {
                 let prm = JdParams {
-                    inner_solver: inner,
-                    maxits,
-                    precond: pc,
-                    threads,
-                    max_matvecs: 200_000,
+                    correction: CorrectionSettings {
+                        solver: inner,
+                        maxits,
+                        ..params(5).correction
+                    },
+                    preconditioner: PrecondSettings {
+                        kind: pc,
+                        ..params(5).preconditioner
+                    },
+                    execution: ExecutionSettings {
+                        threads,
+                        max_matvecs: 200_000,
+                        ..params(5).execution
+                    },
                     ..params(5)
                 };
                 let sol = solve(&k, &m, &prm);
@@ -123,8 +136,14 @@ fn largest_eigenvalues() {
     let (k, m, ex) = pair("fem2d:12");
     let top: Vec<f64> = ex.iter().rev().take(4).copied().collect();
     let prm = JdParams {
-        target: Target::Largest,
-        precond: PrecondChoice::None,
+        problem: ProblemSettings {
+            target: Target::Largest,
+            ..params(4).problem
+        },
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            ..params(4).preconditioner
+        },
         ..params(4)
     };
     let sol = solve(&k, &m, &prm);
@@ -172,9 +191,15 @@ fn lund_against_dense_lapack() {
     for (target, refs) in [(Target::Smallest, &smallest), (Target::Largest, &largest)] {
         for inner in [InnerSolver::Auto, InnerSolver::Bicgstab] {
             let prm = JdParams {
-                target,
-                inner_solver: inner,
-                tol: 1e-12,
+                problem: ProblemSettings {
+                    target,
+                    tol: 1e-12,
+                    ..params(5).problem
+                },
+                correction: CorrectionSettings {
+                    solver: inner,
+                    ..params(5).correction
+                },
                 ..params(5)
             };
             let sol = solve(&k, &m, &prm);
@@ -231,7 +256,10 @@ fn problem_with_mass_operator() {
     let comm = SelfComm::new();
     let pb = Problem::new(&kop, &comm).unwrap().with_mass(&mop).unwrap();
     let prm = JdParams {
-        precond: PrecondChoice::None,
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            ..params(4).preconditioner
+        },
         ..params(4)
     };
     let sol = jdmg::solve(&pb, &prm, None).unwrap();
@@ -400,9 +428,18 @@ fn closest_to_an_interior_shift() {
     want.truncate(3);
     for pc in [PrecondChoice::Ilu0, PrecondChoice::Jacobi] {
         let prm = JdParams {
-            target: Target::Closest(sigma),
-            precond: pc,
-            max_matvecs: 200_000,
+            problem: ProblemSettings {
+                target: Target::Closest(sigma),
+                ..params(3).problem
+            },
+            preconditioner: PrecondSettings {
+                kind: pc,
+                ..params(3).preconditioner
+            },
+            execution: ExecutionSettings {
+                max_matvecs: 200_000,
+                ..params(3).execution
+            },
             ..params(3)
         };
         let sol = solve(&k, &m, &prm);
@@ -416,8 +453,14 @@ fn closest_to_an_interior_shift() {
 fn partial_results_carry_true_residuals() {
     let (k, m, _) = pair("fem2d:30");
     let prm = JdParams {
-        max_matvecs: 60,
-        precond: PrecondChoice::None,
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            ..params(4).preconditioner
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 60,
+            ..params(4).execution
+        },
         ..params(4)
     };
     let partial = jdmg::Solver::new(&k, &prm).mass(&m).run().unwrap();

@@ -12,6 +12,9 @@ use jdmg::{
     solve_matrix, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, Extraction,
     InnerSolver, JdError, JdParams, PrecondChoice, Solution, Stats, Target,
 };
+use jdmg::{
+    BasisSettings, CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings,
+};
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 use matrices::CsrMatrix;
 
@@ -65,11 +68,20 @@ fn check(a: &CsrMatrix, sol: &Solution, sigma: f64, want: &[f64], tol: f64, res:
 
 fn interior(nev: usize, sigma: f64, extraction: Extraction) -> JdParams {
     JdParams {
-        nev,
-        tol: 1e-9,
-        target: Target::Closest(sigma),
-        extraction,
-        max_matvecs: 2_000_000,
+        problem: ProblemSettings {
+            nev,
+            tol: 1e-9,
+            target: Target::Closest(sigma),
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            extraction,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 2_000_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -84,7 +96,10 @@ fn lap1d_interior_harmonic_matches_closed_form() {
     let want = closest(&lap1d_eigenvalues(n), sigma, 4);
     for precond in [PrecondChoice::Auto, PrecondChoice::None] {
         let p = JdParams {
-            precond,
+            preconditioner: PrecondSettings {
+                kind: precond,
+                ..(interior(4, sigma, Extraction::Harmonic)).preconditioner
+            },
             ..interior(4, sigma, Extraction::Harmonic)
         };
         let sol = solve_matrix(&a, &p, None).expect("converges");
@@ -103,7 +118,10 @@ fn diagonal_interior_harmonic_matches_closed_form() {
     let want = [500.0, 501.0, 499.0, 502.0];
     for precond in [PrecondChoice::Auto, PrecondChoice::None] {
         let p = JdParams {
-            precond,
+            preconditioner: PrecondSettings {
+                kind: precond,
+                ..(interior(4, sigma, Extraction::Auto)).preconditioner
+            },
             ..interior(4, sigma, Extraction::Auto)
         };
         let sol = solve_matrix(&a, &p, None).expect("converges");
@@ -143,9 +161,15 @@ fn lap3d_multiplet_near_sigma_comes_back_whole() {
         .chain((1..=6).map(|seed| (InnerSolver::Qmrs, seed)));
     for (inner_solver, seed) in runs {
         let p = JdParams {
-            block: nev,
-            inner_solver,
-            seed,
+            basis: BasisSettings {
+                block: nev,
+                seed,
+                ..(interior(nev, sigma, Extraction::Harmonic)).basis
+            },
+            correction: CorrectionSettings {
+                solver: inner_solver,
+                ..(interior(nev, sigma, Extraction::Harmonic)).correction
+            },
             ..interior(nev, sigma, Extraction::Harmonic)
         };
         let sol = solve_matrix(&a, &p, None).expect("converges");
@@ -181,9 +205,15 @@ fn harmonic_needs_fewer_matvecs_than_ritz() {
     let want = closest(&exact, sigma, 4);
     let run = |extraction| {
         let p = JdParams {
-            inner_solver: InnerSolver::Bicgstab,
-            tol: 1e-8,
-            verify: jdmg::Verify::Never,
+            problem: ProblemSettings {
+                tol: 1e-8,
+                verify: jdmg::Verify::Never,
+                ..(interior(4, sigma, extraction)).problem
+            },
+            correction: CorrectionSettings {
+                solver: InnerSolver::Bicgstab,
+                ..(interior(4, sigma, extraction)).correction
+            },
             ..interior(4, sigma, extraction)
         };
         let sol = solve_matrix(&a, &p, None).expect("converges");
@@ -208,7 +238,10 @@ fn harmonic_without_locking_returns_orthonormal_pairs() {
     let sigma = 2.1;
     let want = closest(&lap1d_eigenvalues(n), sigma, 3);
     let p = JdParams {
-        locking: false,
+        basis: BasisSettings {
+            locking: false,
+            ..(interior(3, sigma, Extraction::Harmonic)).basis
+        },
         ..interior(3, sigma, Extraction::Harmonic)
     };
     let sol = solve_matrix(&a, &p, None).expect("converges");
@@ -228,8 +261,14 @@ fn harmonic_without_locking_returns_orthonormal_pairs() {
 fn harmonic_refusal_and_auto_choices() {
     let a = lap1d(50);
     let p = JdParams {
-        target: Target::Smallest,
-        extraction: Extraction::Harmonic,
+        problem: ProblemSettings {
+            target: Target::Smallest,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            extraction: Extraction::Harmonic,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     match solve_matrix(&a, &p, None) {
@@ -266,8 +305,14 @@ fn harmonic_with_a_mass_matrix_matches_closed_form() {
             (true, 2, Extraction::Harmonic),
         ] {
             let p = JdParams {
-                locking,
-                threads,
+                basis: BasisSettings {
+                    locking,
+                    ..(interior(nev, sigma, extraction)).basis
+                },
+                execution: ExecutionSettings {
+                    threads,
+                    ..(interior(nev, sigma, extraction)).execution
+                },
                 ..interior(nev, sigma, extraction)
             };
             let what =
@@ -321,8 +366,14 @@ fn resumed_harmonic_solve_is_right() {
     let sigma = 1.3;
     let want = closest(&lap1d_eigenvalues(n), sigma, 4);
     let p = JdParams {
-        inner_solver: InnerSolver::Qmrs,
-        precond: PrecondChoice::None,
+        correction: CorrectionSettings {
+            solver: InnerSolver::Qmrs,
+            ..(interior(4, sigma, Extraction::Harmonic)).correction
+        },
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            ..(interior(4, sigma, Extraction::Harmonic)).preconditioner
+        },
         ..interior(4, sigma, Extraction::Harmonic)
     };
     for at in [3, 12] {
@@ -354,7 +405,10 @@ fn resumed_harmonic_solve_is_right() {
         assert_eq!(sol.stats.extraction, Extraction::Harmonic);
         check(&a, &sol, sigma, &want, 1e-8, 1e-9 * 4.0 * 1.01);
         let other = JdParams {
-            extraction: Extraction::Ritz,
+            basis: BasisSettings {
+                extraction: Extraction::Ritz,
+                ..p.basis
+            },
             ..p.clone()
         };
         match jdmg::Solver::new(&a, &other)
@@ -413,7 +467,10 @@ fn auto_falls_back_to_ritz_when_harmonic_stalls() {
     let sigma = 1.0;
     let want = closest(&exact, sigma, 3);
     let p = JdParams {
-        inner_solver: InnerSolver::Bicgstab,
+        correction: CorrectionSettings {
+            solver: InnerSolver::Bicgstab,
+            ..(interior(3, sigma, Extraction::Auto)).correction
+        },
         ..interior(3, sigma, Extraction::Auto)
     };
     let sol = solve_matrix(&a, &p, None).expect("converges");
@@ -422,8 +479,14 @@ fn auto_falls_back_to_ritz_when_harmonic_stalls() {
     assert!(at >= 1000, "fell back at outer iteration {at}");
     check(&a, &sol, sigma, &want, 1e-8, 1e-9 * 8.0 * 1.01);
     let p = JdParams {
-        extraction: Extraction::Harmonic,
-        max_matvecs: 6000,
+        basis: BasisSettings {
+            extraction: Extraction::Harmonic,
+            ..p.basis
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 6000,
+            ..p.execution
+        },
         ..p
     };
     match solve_matrix(&a, &p, None) {

@@ -6,13 +6,17 @@
 mod common;
 
 use jdmg::slicing::{SliceMethod, SliceParams};
+use jdmg::{ExecutionSettings, ProblemSettings};
 use jdmg::{JdError, JdParams, Solver};
 use lblib::ThreadComm;
 use matrices::generate::generate;
 
 fn params() -> JdParams {
     JdParams {
-        tol: 1e-10,
+        problem: ProblemSettings {
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -257,9 +261,15 @@ fn many_pairs_at_one_end_are_solved_by_slicing_over_their_indices() {
     let bound = 1e-10 * common::norm1(&a);
     for target in [Target::Smallest, Target::Largest] {
         let p = JdParams {
-            nev: 20,
-            target,
-            slice_from: 10,
+            problem: ProblemSettings {
+                nev: 20,
+                target,
+                ..params().problem
+            },
+            execution: ExecutionSettings {
+                slice_from: 10,
+                ..params().execution
+            },
             ..params()
         };
         let sol = Solver::new(&a, &p)
@@ -277,7 +287,10 @@ fn many_pairs_at_one_end_are_solved_by_slicing_over_their_indices() {
     let sol = Solver::new(
         &a,
         &JdParams {
-            nev: 20,
+            problem: ProblemSettings {
+                nev: 20,
+                ..params().problem
+            },
             ..params()
         },
     )

@@ -6,6 +6,7 @@ use jdmg::{
     solve_distributed, solve_matrix, InnerSolver, InnerStop, JdError, JdParams, PrecondChoice,
     Target,
 };
+use jdmg::{CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings};
 use lblib::{Comm, ThreadComm};
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 
@@ -16,12 +17,24 @@ fn problem(spec: &str) -> (matrices::CsrMatrix, Vec<f64>) {
 
 fn qmrs(nev: usize, tol: f64, precond: PrecondChoice) -> JdParams {
     JdParams {
-        nev,
-        tol,
-        inner_solver: InnerSolver::Qmrs,
-        maxits: Some(100),
-        precond,
-        max_matvecs: 200_000,
+        problem: ProblemSettings {
+            nev,
+            tol,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Qmrs,
+            maxits: Some(100),
+            ..Default::default()
+        },
+        preconditioner: PrecondSettings {
+            kind: precond,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 200_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -57,20 +70,31 @@ fn qmrs_saves_matvecs() {
     let (a, exact) = problem("lap3d:20");
     // The paper's BiCGSTAB with its default 3 steps (the default solver is JDQMR).
     let base = JdParams {
-        nev: 4,
-        tol: 1e-8,
-        inner_solver: InnerSolver::Bicgstab,
-        // BiCGSTAB(3) even when preconditioned (the default would take GD+k steps
-        // then), and no preconditioner unless asked.
-        maxits: Some(3),
-        precond: PrecondChoice::None,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-8,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Bicgstab, // BiCGSTAB(3) even when preconditioned (the default would take GD+k steps
+            // then), and no preconditioner unless asked.
+            maxits: Some(3),
+            ..Default::default()
+        },
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let bicg = solve_matrix(&a, &base, None).expect("bicgstab");
     let bicg_ilu = solve_matrix(
         &a,
         &JdParams {
-            precond: PrecondChoice::Ilu0,
+            preconditioner: PrecondSettings {
+                kind: PrecondChoice::Ilu0,
+                ..base.preconditioner
+            },
             ..base.clone()
         },
         None,
@@ -111,7 +135,10 @@ fn qmrs_largest_and_closest() {
     let (a, exact) = problem("lap3d:10");
     let n = exact.len();
     let p = JdParams {
-        target: Target::Largest,
+        problem: ProblemSettings {
+            target: Target::Largest,
+            ..(qmrs(5, 1e-10, PrecondChoice::None)).problem
+        },
         ..qmrs(5, 1e-10, PrecondChoice::None)
     };
     let sol = solve_matrix(&a, &p, None).expect("largest");
@@ -122,8 +149,14 @@ fn qmrs_largest_and_closest() {
     let sigma = 1.0;
     exact.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     let p = JdParams {
-        target: Target::Closest(sigma),
-        max_matvecs: 400_000,
+        problem: ProblemSettings {
+            target: Target::Closest(sigma),
+            ..(qmrs(3, 1e-9, PrecondChoice::None)).problem
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 400_000,
+            ..(qmrs(3, 1e-9, PrecondChoice::None)).execution
+        },
         ..qmrs(3, 1e-9, PrecondChoice::None)
     };
     let sol = solve_matrix(&a, &p, None).expect("closest");
@@ -153,7 +186,10 @@ fn qmrs_fine_grain_matches_serial() {
 fn qmrs_rejects_time_budget() {
     let (a, _) = problem("lap3d:6");
     let p = JdParams {
-        inner: InnerStop::Time { seconds: 0.1 },
+        correction: CorrectionSettings {
+            stop: InnerStop::Time { seconds: 0.1 },
+            ..(qmrs(2, 1e-8, PrecondChoice::None)).correction
+        },
         ..qmrs(2, 1e-8, PrecondChoice::None)
     };
     assert!(matches!(

@@ -5,6 +5,7 @@ mod common;
 
 use common::assert_pairs;
 use jdmg::{solve_matrix, JdParams, Target};
+use jdmg::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings};
 use matrices::CsrMatrix;
 
 fn lap3d(nx: usize, ny: usize, nz: usize) -> CsrMatrix {
@@ -60,9 +61,15 @@ fn lap3d_smallest_with_triple_eigenvalue() {
     let a = lap3d(12, 12, 12);
     let exact = lap3d_eigs(12, 12, 12);
     let params = JdParams {
-        nev: 4,
-        tol: 1e-10,
-        max_matvecs: 200_000,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 200_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = solve_matrix(&a, &params, None).expect("converges");
@@ -84,10 +91,16 @@ fn lap3d_largest() {
     let a = lap3d(10, 9, 8);
     let exact = lap3d_eigs(10, 9, 8);
     let params = JdParams {
-        nev: 5,
-        tol: 1e-10,
-        target: Target::Largest,
-        max_matvecs: 200_000,
+        problem: ProblemSettings {
+            nev: 5,
+            tol: 1e-10,
+            target: Target::Largest,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 200_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = solve_matrix(&a, &params, None).expect("converges");
@@ -115,8 +128,11 @@ fn lap3d_40_cube_triple_eigenvalue_with_defaults() {
         "a simple then a triple eigenvalue"
     );
     let params = JdParams {
-        nev: 4,
-        tol: 1e-8,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-8,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = solve_matrix(&a, &params, None).expect("converges");
@@ -143,11 +159,20 @@ fn lap2d_closest_to_target() {
     let sigma = 1.0;
     exact.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     let params = JdParams {
-        nev: 3,
-        tol: 1e-9,
-        target: Target::Closest(sigma),
-        maxits: Some(20),
-        max_matvecs: 400_000,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-9,
+            target: Target::Closest(sigma),
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(20),
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 400_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = solve_matrix(&a, &params, None).expect("converges");
@@ -168,9 +193,15 @@ fn lap2d_closest_to_target() {
 fn not_converged_returns_partial() {
     let a = lap3d(12, 12, 12);
     let params = JdParams {
-        nev: 4,
-        tol: 1e-12,
-        max_matvecs: 60,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-12,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 60,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     match solve_matrix(&a, &params, None) {
@@ -195,9 +226,15 @@ fn not_converged_returns_partial() {
     }
     // a converged solve passes through
     let generous = JdParams {
-        nev: 2,
-        tol: 1e-8,
-        max_matvecs: 10_000_000,
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-8,
+            ..params.problem
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 10_000_000,
+            ..params.execution
+        },
         ..params
     };
     let sol = solve_matrix(&a, &generous, None).unwrap();
@@ -216,12 +253,24 @@ fn partial_residuals_are_the_true_ones() {
     let mut partial_seen = 0;
     for budget in [100, 200, 300] {
         let params = JdParams {
-            nev: 9,
-            block: 3,
-            tol: 1e-13,
-            max_matvecs: budget,
-            // Timing-free: the automatic choice switches on measured rates.
-            inner_solver: jdmg::InnerSolver::Qmrs,
+            problem: ProblemSettings {
+                nev: 9,
+                tol: 1e-13,
+                ..Default::default()
+            },
+            basis: BasisSettings {
+                block: 3,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                // Timing-free: the automatic choice switches on measured rates.
+                solver: jdmg::InnerSolver::Qmrs,
+                ..Default::default()
+            },
+            execution: ExecutionSettings {
+                max_matvecs: budget,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         let partial = match solve_matrix(&a, &params, None) {
@@ -261,8 +310,11 @@ fn partial_residuals_are_the_true_ones() {
 fn observer_can_stop_the_solve() {
     let a = lap3d(10, 10, 10);
     let params = JdParams {
-        nev: 4,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let mut seen = 0;

@@ -6,6 +6,7 @@
 mod common;
 
 use jdmg::{solve_matrix, InnerSolver, JdParams, Target};
+use jdmg::{BasisSettings, CorrectionSettings, ProblemSettings};
 use matrices::CsrMatrix;
 
 /// SplitMix64: the test's own reproducible random numbers.
@@ -78,7 +79,7 @@ fn check(a: &CsrMatrix, exact: &[f64], k: usize, params: &JdParams, what: &str) 
     let mut got = sol.eigenvalues.clone();
     got.sort_by(f64::total_cmp);
     assert_eq!(got.len(), k, "{what}");
-    let bound = 100.0 * params.tol * anorm;
+    let bound = 100.0 * params.problem.tol * anorm;
     for (g, w) in got.iter().zip(&want) {
         assert!(
             (g - w).abs() <= bound,
@@ -93,12 +94,21 @@ fn check(a: &CsrMatrix, exact: &[f64], k: usize, params: &JdParams, what: &str) 
 /// The parameters of a `LargestMagnitude` solve of `k` pairs on one path.
 fn lm_params(k: usize, inner: InnerSolver, maxits: Option<usize>, seed: u64) -> JdParams {
     JdParams {
-        nev: k,
-        target: Target::LargestMagnitude,
-        inner_solver: inner,
-        maxits,
-        seed,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: k,
+            target: Target::LargestMagnitude,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            seed,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: inner,
+            maxits,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }

@@ -3,6 +3,9 @@
 //! disagree on nev.
 
 use jdmg::{solve, InnerSolver, JdError, JdParams, PrecondChoice, Problem};
+use jdmg::{
+    BasisSettings, CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings,
+};
 use lblib::{SelfComm, ThreadComm};
 use matrices::generate::{generate, GenSpec};
 use precond::{CsrOperator, IdentityPreconditioner};
@@ -26,8 +29,14 @@ fn preconditioner_choices_the_problem_cannot_honour_are_errors() {
     let diag = a.diagonal();
     let k = IdentityPreconditioner { n: a.nrows() };
     let with = |precond| JdParams {
-        nev: 2,
-        precond,
+        problem: ProblemSettings {
+            nev: 2,
+            ..Default::default()
+        },
+        preconditioner: PrecondSettings {
+            kind: precond,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     // Before: ILU(0) on a matrix-free problem ran without any preconditioner.
@@ -63,7 +72,10 @@ fn processes_disagreeing_on_nev_get_an_error() {
     let a = generate(&spec).unwrap();
     let out = ThreadComm::run(2, |comm| {
         let p = JdParams {
-            nev: 2 + lblib::Comm::rank(&comm),
+            problem: ProblemSettings {
+                nev: 2 + lblib::Comm::rank(&comm),
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         jdmg::solve_distributed(&a, &comm, &p, None).map(|_| ())
@@ -89,13 +101,27 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
     let a = generate(&"lap3d:20".parse::<GenSpec>().unwrap()).unwrap();
     for (budget, block, maxits) in [(10, 4, 20), (10, 4, 3), (100, 8, 20), (1000, 2, 50)] {
         let p = JdParams {
-            nev: block,
-            block,
-            maxits: Some(maxits),
-            precond: PrecondChoice::None,
-            inner_solver: InnerSolver::Bicgstab,
-            max_matvecs: budget,
-            ..JdParams::default()
+            problem: ProblemSettings {
+                nev: block,
+                ..Default::default()
+            },
+            basis: BasisSettings {
+                block,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                maxits: Some(maxits),
+                solver: InnerSolver::Bicgstab,
+                ..Default::default()
+            },
+            preconditioner: PrecondSettings {
+                kind: PrecondChoice::None,
+                ..Default::default()
+            },
+            execution: ExecutionSettings {
+                max_matvecs: budget,
+                ..Default::default()
+            },
         };
         let used = match jdmg::solve_matrix(&a, &p, None) {
             Ok(partial) if partial.outcome == jdmg::Outcome::BudgetSpent => partial.stats.matvecs,
@@ -109,13 +135,27 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
     }
     // the figure of the documentation
     let p = JdParams {
-        nev: 4,
-        block: 4,
-        maxits: Some(20),
-        precond: PrecondChoice::None,
-        inner_solver: InnerSolver::Bicgstab,
-        max_matvecs: 10,
-        ..JdParams::default()
+        problem: ProblemSettings {
+            nev: 4,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 4,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(20),
+            solver: InnerSolver::Bicgstab,
+            ..Default::default()
+        },
+        preconditioner: PrecondSettings {
+            kind: PrecondChoice::None,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 10,
+            ..Default::default()
+        },
     };
     match jdmg::solve_matrix(&a, &p, None) {
         Ok(partial) if partial.outcome == jdmg::Outcome::BudgetSpent => {

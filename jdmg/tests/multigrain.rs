@@ -9,6 +9,7 @@ use jdmg::{
     fine_rank_keys, solve_distributed, solve_multigrain, AlltoallScope, Balance, InnerStop,
     JdError, JdParams, MultigrainParams, MultigrainStats,
 };
+use jdmg::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings};
 use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig, Traced};
 use matrices::generate::{generate, GenSpec};
 
@@ -64,12 +65,24 @@ fn run_stats(
 #[test]
 fn balanced_multigrain_matches_fine_grain_and_removes_imbalance() {
     let params = JdParams {
-        nev: 2,
-        block: 2,
-        tol: 1e-10,
-        maxits: Some(300),
-        inner: InnerStop::Fixed,
-        max_matvecs: 200_000,
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(300),
+            stop: InnerStop::Fixed,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 200_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let spec: GenSpec = "lap3d:14".parse().unwrap();
@@ -213,12 +226,24 @@ fn run_layout(
 
 fn layout_params(k: usize) -> JdParams {
     JdParams {
-        nev: 2,
-        block: k,
-        tol: 1e-10,
-        maxits: Some(40),
-        inner: InnerStop::Fixed,
-        max_matvecs: 200_000,
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: k,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(40),
+            stop: InnerStop::Fixed,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 200_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -332,7 +357,10 @@ fn unequal_groups_fall_back_to_global_and_bad_order_is_refused() {
 fn unbalanced_multigrain_is_deterministic() {
     let groups = jdmg::parse_groups("equal", 4, 2).unwrap();
     let params = JdParams {
-        inner: InnerStop::Adaptive,
+        correction: CorrectionSettings {
+            stop: InnerStop::Adaptive,
+            ..layout_params(2).correction
+        },
         ..layout_params(2)
     };
     let first = run_layout("lap3d:10", &groups, true, &params);
@@ -350,12 +378,18 @@ fn unbalanced_multigrain_is_deterministic() {
 #[test]
 fn default_settings_use_the_optimal_m_and_balance() {
     let params = JdParams {
-        nev: 2,
-        block: 2,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
-    assert_eq!(params.maxits, None);
+    assert_eq!(params.correction.maxits, None);
     let spec: GenSpec = "lap3d:14".parse().unwrap();
     let exact = matrices::generate::exact_eigenvalues(&spec).unwrap();
     let slow = [1.0, 1.0, 4.0, 4.0];
@@ -423,10 +457,19 @@ impl jdmg::CheckpointSink for StopOnce {
 fn a_stop_on_one_rank_stops_every_rank_of_a_multigrain_solve() {
     let a = generate(&"lap3d:14".parse::<GenSpec>().unwrap()).unwrap();
     let params = JdParams {
-        nev: 4,
-        block: 2,
-        tol: 1e-300,
-        max_matvecs: 50_000_000,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-300,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 50_000_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let groups = jdmg::parse_groups("equal", 4, 2).unwrap();

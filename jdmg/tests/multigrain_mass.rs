@@ -7,6 +7,9 @@
 
 use jdmg::prelude::*;
 use jdmg::{Balance, MultigrainParams};
+use jdmg::{
+    BasisSettings, CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings,
+};
 use lblib::{Comm, ThreadComm};
 mod common;
 
@@ -56,11 +59,23 @@ fn solve_groups_match_the_fine_grain_generalized_eigenvalues() {
     assert!((ex[1] - ex[2]).abs() < 1e-9 * ex[1]);
     let nev = 4;
     let base = JdParams {
-        nev,
-        block: 2,
-        tol: 1e-10,
-        maxits: Some(40),
-        max_matvecs: 400_000,
+        problem: ProblemSettings {
+            nev,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(40),
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 400_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let fine = ThreadComm::run(2, |comm| {
@@ -81,7 +96,10 @@ fn solve_groups_match_the_fine_grain_generalized_eigenvalues() {
         PrecondChoice::Ilu0,
     ] {
         let prm = JdParams {
-            precond,
+            preconditioner: PrecondSettings {
+                kind: precond,
+                ..base.preconditioner
+            },
             ..base.clone()
         };
         for (ranks, groups) in [(4, 2), (2, 2)] {
@@ -117,12 +135,24 @@ fn coarse_grain_fem3d_smallest_and_largest() {
         (Target::Largest, ex.iter().rev().take(3).copied().collect()),
     ] {
         let prm = JdParams {
-            nev: want.len(),
-            block: 2,
-            target,
-            tol: 1e-10,
-            maxits: Some(40),
-            max_matvecs: 400_000,
+            problem: ProblemSettings {
+                nev: want.len(),
+                target,
+                tol: 1e-10,
+                ..Default::default()
+            },
+            basis: BasisSettings {
+                block: 2,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                maxits: Some(40),
+                ..Default::default()
+            },
+            execution: ExecutionSettings {
+                max_matvecs: 400_000,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         for sol in grouped(&k, &m, &prm, 4, 4) {

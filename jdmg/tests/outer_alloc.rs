@@ -6,6 +6,7 @@
 //! below the size of one vector, so what allocates per iteration is the small
 //! dense projected problem (O(m²) for a basis of m ≤ 30 columns), not O(n).
 
+use jdmg::ProblemSettings;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,8 +52,11 @@ fn an_outer_iteration_allocates_no_vector() {
     let n = a.nrows();
     let vector_bytes = n * std::mem::size_of::<f64>();
     let params = JdParams {
-        nev: 4,
-        tol: 1e-8,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-8,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     // (outer iteration, bytes, largest single allocation) between two events
@@ -84,7 +88,7 @@ fn an_outer_iteration_allocates_no_vector() {
     let skipped = per_iter.len() - 3 - checked;
     // at most the locking iterations (nev) and the verification pass may allocate
     assert!(
-        skipped <= params.nev + 2,
+        skipped <= params.problem.nev + 2,
         "{skipped} iterations allocated a vector-sized buffer"
     );
 }

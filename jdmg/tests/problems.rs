@@ -7,6 +7,7 @@
 
 mod common;
 
+use jdmg::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings};
 use std::sync::Mutex;
 
 use jdmg::prelude::*;
@@ -102,8 +103,11 @@ fn start_vectors_cut_matvecs() {
     let loose = solve_matrix(
         &a,
         &JdParams {
-            nev: 4,
-            tol: 1e-3,
+            problem: ProblemSettings {
+                nev: 4,
+                tol: 1e-3,
+                ..Default::default()
+            },
             ..JdParams::default()
         },
         None,
@@ -112,9 +116,15 @@ fn start_vectors_cut_matvecs() {
     // A fixed correction method: `InnerSolver::Auto` switches on timings, and
     // the matvec counts compared here must not depend on the clock.
     let tight = JdParams {
-        nev: 4,
-        tol: 1e-10,
-        inner_solver: InnerSolver::Bicgstab,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Bicgstab,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let cold = solve_matrix(&a, &tight, None).unwrap();
@@ -155,10 +165,19 @@ fn start_vectors_beyond_the_block_enter_the_basis() {
         x0[j * n + j] += 1.0;
     }
     let params = JdParams {
-        nev: 6,
-        block: 2,
-        tol: 1e-10,
-        inner_solver: InnerSolver::Bicgstab,
+        problem: ProblemSettings {
+            nev: 6,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Bicgstab,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let cold = solve_matrix(&a, &params, None).unwrap();
@@ -191,8 +210,11 @@ fn deflated_results_are_orthogonal_to_y_and_the_next_eigenpairs() {
     let first = solve_matrix(
         &a,
         &JdParams {
-            nev: 3,
-            tol: 1e-12,
+            problem: ProblemSettings {
+                nev: 3,
+                tol: 1e-12,
+                ..Default::default()
+            },
             ..JdParams::default()
         },
         None,
@@ -200,8 +222,11 @@ fn deflated_results_are_orthogonal_to_y_and_the_next_eigenpairs() {
     .unwrap();
     let y = first.eigenvectors.clone();
     let params = JdParams {
-        nev: 4,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let spaces = Spaces {
@@ -280,8 +305,11 @@ fn deflation_by_arbitrary_vectors_solves_the_restricted_problem() {
         0.5 * (pap[(i, j)] + pap[(j, i)]) + 100.0 * yy[(i, j)]
     });
     let params = JdParams {
-        nev: 3,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let spaces = Spaces {
@@ -337,9 +365,15 @@ fn checkpoints_resume_with_deflation() {
     // Bit-for-bit resumption needs a fixed correction method (not `Auto`,
     // which switches on timings).
     let params = JdParams {
-        nev: 3,
-        tol: 1e-10,
-        inner_solver: InnerSolver::Bicgstab,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Bicgstab,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let spaces = Spaces {
@@ -417,7 +451,10 @@ fn bad_start_and_deflation_vectors_are_refused() {
         })
     ));
     let params = JdParams {
-        nev: 4,
+        problem: ProblemSettings {
+            nev: 4,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let y = block(n, n - 2, 1);
@@ -453,7 +490,10 @@ fn non_symmetric_matrices_are_refused_by_the_library() {
     t.push((0, 7, 1.0));
     let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
     let params = JdParams {
-        nev: 2,
+        problem: ProblemSettings {
+            nev: 2,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     match solve_matrix(&a, &params, None) {
@@ -474,8 +514,14 @@ fn non_symmetric_matrices_are_refused_by_the_library() {
         Err(JdError::NotSymmetric { .. })
     ));
     let off = JdParams {
-        check_symmetry: false,
-        max_matvecs: 2_000,
+        problem: ProblemSettings {
+            check_symmetry: false,
+            ..params.problem
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 2_000,
+            ..params.execution
+        },
         ..params
     };
     assert!(!matches!(
@@ -530,10 +576,16 @@ fn user_preconditioner_receives_the_shifts() {
             .with_preconditioner(&k)
             .unwrap();
         let params = JdParams {
-            nev: 3,
-            tol: 1e-9,
-            maxits: Some(maxits),
-            inner_solver,
+            problem: ProblemSettings {
+                nev: 3,
+                tol: 1e-9,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                maxits: Some(maxits),
+                solver: inner_solver,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         let sol = solve(&pb, &params, None).unwrap();
@@ -564,12 +616,24 @@ fn jacobi_following_the_shift_cuts_matvecs_inside_the_spectrum() {
     let op = CsrOperator::new(&a, 1).unwrap();
     let comm = SelfComm::new();
     let params = JdParams {
-        nev: 4,
-        target: Target::Closest(sigma),
-        tol: 1e-10,
-        max_matvecs: 200_000,
-        inner_solver: InnerSolver::Bicgstab,
-        extraction: jdmg::Extraction::Ritz,
+        problem: ProblemSettings {
+            nev: 4,
+            target: Target::Closest(sigma),
+            tol: 1e-10,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            extraction: jdmg::Extraction::Ritz,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver: InnerSolver::Bicgstab,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 200_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let fixed = Jacobi::new(&a, sigma, &PivotParams::default()).unwrap();
@@ -615,8 +679,11 @@ fn st_bound(sol: &Solution, sigma: f64, norm_shifted: f64, tol: f64) -> f64 {
 fn shift_invert_diagonal_1_to_1000() {
     let a = diag((1..=1000).map(|i| i as f64));
     let params = JdParams {
-        nev: 4,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = Solver::new(&a, &params).shift_invert(500.3).run().unwrap();
@@ -646,8 +713,11 @@ fn shift_invert_interior_of_1d_laplacian() {
     let mut want = exact.clone();
     want.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     let params = JdParams {
-        nev: 6,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 6,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = Solver::new(&a, &params).shift_invert(sigma).run().unwrap();
@@ -695,8 +765,11 @@ fn shift_invert_inertia_on_a_3d_laplacian() {
     let sol = Solver::new(
         &a,
         &JdParams {
-            nev: 4,
-            tol: 1e-10,
+            problem: ProblemSettings {
+                nev: 4,
+                tol: 1e-10,
+                ..Default::default()
+            },
             ..JdParams::default()
         },
     )

@@ -8,6 +8,7 @@
 mod common;
 
 use jdmg::{solve_matrix, JdError, JdParams, Target};
+use jdmg::{BasisSettings, ProblemSettings};
 use matrices::CsrMatrix;
 use proptest::prelude::*;
 
@@ -123,7 +124,7 @@ proptest! {
             _ => Target::Closest(shift * p.scale),
         };
         let tol = 1e-10;
-        let prm = JdParams { nev, block, target, seed, tol, ..JdParams::default() };
+        let prm = JdParams { problem: ProblemSettings { nev, target, tol, ..Default::default() }, basis: BasisSettings { block, seed, ..Default::default() }, ..JdParams::default() };
         let (sol, complete) = match solve_matrix(&a, &prm, None) {
             Ok(s) => {
                 let complete = s.is_converged();

@@ -7,6 +7,7 @@
 
 mod common;
 
+use jdmg::{CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings};
 use std::path::Path;
 
 use jdmg::{solve_matrix, InnerSolver, JdParams, PrecondChoice, Target};
@@ -32,8 +33,11 @@ fn check(name: &str, target: Target, precond: PrecondChoice) {
 /// JDQMR inner solver (symmetric QMR, dynamic stopping) instead of BiCGSTAB.
 fn check_qmrs(name: &str, target: Target, precond: PrecondChoice) {
     let base = JdParams {
-        inner_solver: InnerSolver::Qmrs,
-        maxits: Some(100),
+        correction: CorrectionSettings {
+            solver: InnerSolver::Qmrs,
+            maxits: Some(100),
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     check_with(name, target, precond, base);
@@ -58,11 +62,20 @@ fn check_with(name: &str, target: Target, precond: PrecondChoice, base: JdParams
         ),
     };
     let params = JdParams {
-        nev,
-        tol: 1e-12,
-        target,
-        precond,
-        max_matvecs: 400_000,
+        problem: ProblemSettings {
+            nev,
+            tol: 1e-12,
+            target,
+            ..base.problem
+        },
+        preconditioner: PrecondSettings {
+            kind: precond,
+            ..base.preconditioner
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 400_000,
+            ..base.execution
+        },
         ..base
     };
     let sol = solve_matrix(&a, &params, None).unwrap_or_else(|e| panic!("{name} {target:?}: {e}"));

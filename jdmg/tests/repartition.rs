@@ -7,6 +7,7 @@
 
 mod common;
 
+use jdmg::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings};
 use std::cell::Cell;
 
 use jdmg::{
@@ -73,12 +74,24 @@ impl<C: Comm> Comm for SlowAfter<C> {
 /// machine's load.
 fn params() -> JdParams {
     JdParams {
-        nev: 4,
-        block: 2,
-        tol: 1e-9,
-        maxits: Some(20),
-        inner: InnerStop::Fixed,
-        max_matvecs: 400_000,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-9,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(20),
+            stop: InnerStop::Fixed,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 400_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -280,8 +293,11 @@ fn unbalanced_runs_never_repartition_and_are_bit_identical() {
 fn the_split_converges_to_the_speed_ratio_without_overshoot() {
     let a = generate(&"lap3d:15x16x17".parse::<GenSpec>().unwrap()).unwrap();
     let prm = JdParams {
-        nev: 4,
-        tol: 1e-11,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-11,
+            ..params().problem
+        },
         ..params()
     };
     // eager: a check every 3 outer iterations, a re-partition at the first one
@@ -374,12 +390,24 @@ fn the_split_converges_to_the_speed_ratio_without_overshoot() {
 fn rows_that_follow_the_speeds_stay() {
     let a = generate(&"lap3d:14".parse::<GenSpec>().unwrap()).unwrap();
     let prm = JdParams {
-        nev: 2,
-        block: 2,
-        tol: 1e-9,
-        maxits: Some(200),
-        inner: InnerStop::Fixed,
-        max_matvecs: 400_000,
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-9,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(200),
+            stop: InnerStop::Fixed,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 400_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let groups = jdmg::parse_groups("equal", 4, 2).unwrap();

@@ -14,6 +14,7 @@ use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Mat, Par, Side};
 use jdmg::prelude::*;
 use jdmg::st::{FactorKind, ShiftInvert};
+use jdmg::ProblemSettings;
 use lblib::ThreadComm;
 use matrices::generate::generate;
 use precond::Operator;
@@ -77,8 +78,11 @@ fn assert_pairs(k: &CsrMatrix, m: &CsrMatrix, sol: &Solution, want: &[f64], rel:
 
 fn params(nev: usize) -> JdParams {
     JdParams {
-        nev,
-        tol: 1e-12,
+        problem: ProblemSettings {
+            nev,
+            tol: 1e-12,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -379,7 +383,10 @@ fn deflation_vectors_of_no_invariant_subspace() {
             .map(|(i, j)| y[(i, j)])
             .collect();
         let prm = JdParams {
-            tol: 1e-10,
+            problem: ProblemSettings {
+                tol: 1e-10,
+                ..params(3).problem
+            },
             ..params(3)
         };
         let spaces = Spaces {
@@ -453,7 +460,13 @@ fn shift_numerically_at_an_eigenvalue() {
         for tol in [1e-8, 1e-12] {
             let nev = whole_multiplets(&ex, sigma, 3);
             let want = closest(&ex, sigma, nev);
-            let p = JdParams { tol, ..params(nev) };
+            let p = JdParams {
+                problem: ProblemSettings {
+                    tol,
+                    ..params(nev).problem
+                },
+                ..params(nev)
+            };
             let sol = Solver::new(&k, &p)
                 .mass(&m)
                 .shift_invert(sigma)
@@ -496,8 +509,11 @@ fn zero_shift_at_a_double_eigenvalue_near_zero() {
         .collect();
     let a = CsrMatrix::from_triplets(n, n, &trip).unwrap();
     let p = JdParams {
-        nev: 3,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let sol = Solver::new(&a, &p)

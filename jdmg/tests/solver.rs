@@ -3,6 +3,7 @@
 //! (written, then resumed to the same eigenvalues), JDQMR and the internal
 //! scale, each checked against the fine-grain answer.
 
+use jdmg::{BasisSettings, CorrectionSettings, ProblemSettings};
 use std::ops::ControlFlow;
 
 use jdmg::{
@@ -19,9 +20,15 @@ fn lap3d(n: usize) -> CsrMatrix {
 
 fn params() -> JdParams {
     JdParams {
-        nev: 4,
-        block: 2,
-        tol: 1e-9,
+        problem: ProblemSettings {
+            nev: 4,
+            tol: 1e-9,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 2,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -225,7 +232,10 @@ fn solve_groups_write_and_resume_checkpoints() {
 fn solve_groups_run_jdqmr() {
     let a = lap3d(10);
     let p = JdParams {
-        inner_solver: InnerSolver::Qmrs,
+        correction: CorrectionSettings {
+            solver: InnerSolver::Qmrs,
+            ..params().correction
+        },
         ..params()
     };
     let want = fine_grain(&a, &params());
@@ -270,7 +280,10 @@ fn solve_groups_take_start_and_deflation_vectors() {
     let n = a.nrows();
     let p = params();
     let five = JdParams {
-        nev: 5,
+        problem: ProblemSettings {
+            nev: 5,
+            ..p.problem
+        },
         ..p.clone()
     };
     let serial = Solver::new(&a, &five).run().expect("serial converges");
@@ -357,7 +370,10 @@ fn mass_matrix_through_the_builder() {
 fn projection_steps_are_timed_inside_the_projection_phase() {
     let a = lap3d(12);
     let prm = JdParams {
-        max_basis: 12,
+        basis: BasisSettings {
+            max_basis: 12,
+            ..params().basis
+        },
         ..params()
     };
     let sol = Solver::new(&a, &prm).run().expect("converges");

@@ -6,6 +6,9 @@ mod common;
 
 use common::assert_pairs;
 use jdmg::{solve_matrix, JdParams, Verify};
+use jdmg::{
+    BasisSettings, CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings,
+};
 use matrices::CsrMatrix;
 
 fn diag(values: &[f64]) -> CsrMatrix {
@@ -46,8 +49,14 @@ fn scaled_tridiag(n: usize, s: f64) -> (CsrMatrix, Vec<f64>) {
 
 fn params(nev: usize, block: usize) -> JdParams {
     JdParams {
-        nev,
-        block,
+        problem: ProblemSettings {
+            nev,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -92,7 +101,10 @@ fn twenty_five_fold_multiplets() {
 fn verification_can_be_turned_off_and_then_misses_copies() {
     let a = twin_blocks(25);
     let p = JdParams {
-        verify: Verify::Never,
+        problem: ProblemSettings {
+            verify: Verify::Never,
+            ..(params(4, 1)).problem
+        },
         ..params(4, 1)
     };
     let sol = solve_matrix(&a, &p, None).unwrap();
@@ -192,7 +204,10 @@ fn triple_eigenvalue_with_block_two_is_whole() {
     // Without a preconditioner (the path that lost the copy; with the default
     // ILU(0) the block finds the triple without a pass).
     let p = JdParams {
-        precond: jdmg::PrecondChoice::None,
+        preconditioner: PrecondSettings {
+            kind: jdmg::PrecondChoice::None,
+            ..(params(4, 2)).preconditioner
+        },
         ..params(4, 2)
     };
     let sol = solve_matrix(&a, &p, None).unwrap();
@@ -236,7 +251,10 @@ fn five_fold_zero_with_isolated_vertices_block_one() {
     for seed in 1..=8 {
         for block in [1, 2] {
             let p = JdParams {
-                seed,
+                basis: BasisSettings {
+                    seed,
+                    ..(params(5, block)).basis
+                },
                 ..params(5, block)
             };
             let sol = solve_matrix(&a, &p, None).unwrap();
@@ -293,8 +311,14 @@ fn non_symmetric_operators_are_never_converged() {
         // ... and without it the solver's own test does.
         for locking in [true, false] {
             let p = JdParams {
-                locking,
-                check_symmetry: false,
+                problem: ProblemSettings {
+                    check_symmetry: false,
+                    ..(params(2, 0)).problem
+                },
+                basis: BasisSettings {
+                    locking,
+                    ..(params(2, 0)).basis
+                },
                 ..params(2, 0)
             };
             match solve_matrix(&a, &p, None) {
@@ -324,8 +348,14 @@ fn partial_results_carry_their_own_residuals() {
     for budget in (300..=900).step_by(50) {
         // Unpreconditioned, so that these budgets end mid-solve.
         let p = JdParams {
-            max_matvecs: budget,
-            precond: jdmg::PrecondChoice::None,
+            preconditioner: PrecondSettings {
+                kind: jdmg::PrecondChoice::None,
+                ..(params(5, 0)).preconditioner
+            },
+            execution: ExecutionSettings {
+                max_matvecs: budget,
+                ..(params(5, 0)).execution
+            },
             ..params(5, 0)
         };
         let sol = match solve_matrix(&a, &p, None) {
@@ -377,7 +407,10 @@ fn double_eigenvalue_lost_to_an_invariant_subspace_after_a_restart() {
     let a = common::planted(&values, 1e-6, &rotations);
     let m = dense(n, &a);
     let p = JdParams {
-        tol: 1e-10,
+        problem: ProblemSettings {
+            tol: 1e-10,
+            ..(params(3, 0)).problem
+        },
         ..params(3, 0)
     };
     let sol = solve_matrix(&m, &p, None).unwrap();
@@ -413,7 +446,10 @@ fn bcsstk15_defaults_find_the_eigenvalue_of_its_isolated_rows() {
     let sol = solve_matrix(
         &a,
         &JdParams {
-            nev: 4,
+            problem: ProblemSettings {
+                nev: 4,
+                ..Default::default()
+            },
             ..JdParams::default()
         },
         None,
@@ -447,12 +483,21 @@ fn interior_target_with_block_one_returns_every_copy_of_a_sixfold_eigenvalue() {
     all.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     for extraction in [Extraction::Harmonic, Extraction::Ritz] {
         let p = JdParams {
-            nev: 9,
-            block: 1,
-            target: Target::Closest(sigma),
-            inner_solver: InnerSolver::Bicgstab,
-            seed: 2,
-            extraction,
+            problem: ProblemSettings {
+                nev: 9,
+                target: Target::Closest(sigma),
+                ..Default::default()
+            },
+            basis: BasisSettings {
+                block: 1,
+                seed: 2,
+                extraction,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                solver: InnerSolver::Bicgstab,
+                ..Default::default()
+            },
             ..JdParams::default()
         };
         let sol = Solver::new(&a, &p).run().unwrap();

@@ -17,6 +17,7 @@
 //! raised unchanged. The observer also checks for signals (Ctrl-C) once per
 //! outer iteration.
 
+use jdmg::{CorrectionSettings, PrecondSettings, ProblemSettings};
 use std::ops::ControlFlow;
 use std::sync::Mutex;
 
@@ -288,7 +289,7 @@ fn solve_py<'py>(
         }
         if let (Some(s), Matrix::Csr(a), Some(Matrix::Csr(m))) = (sigma, &matrix, &mass) {
             // Shift-and-invert on K − σM (the library maps the eigenvalues back).
-            if params.target != Target::LargestMagnitude {
+            if params.problem.target != Target::LargestMagnitude {
                 return Err(JdError::invalid(
                     "sigma",
                     "shift-and-invert with a mass matrix finds the eigenvalues closest to \
@@ -317,7 +318,7 @@ fn solve_py<'py>(
             let (a_op, a_diag): (&(dyn Operator + Sync), Option<Vec<f64>>) = match &matrix {
                 Matrix::Csr(a) => {
                     jdmg::symmetry::check_symmetric(a, &params)?;
-                    a_csr = precond::spmv::CsrOperator::new(a, params.threads)
+                    a_csr = precond::spmv::CsrOperator::new(a, params.execution.threads)
                         .map_err(|e| JdError::invalid("matrix", e))?;
                     (&a_csr, Some(a.diagonal()))
                 }
@@ -334,7 +335,7 @@ fn solve_py<'py>(
                 Matrix::Csr(m) => {
                     jdmg::symmetry::check_symmetric(m, &params)
                         .map_err(|e| JdError::invalid("mass", e))?;
-                    m_csr = precond::spmv::CsrOperator::new(m, params.threads)
+                    m_csr = precond::spmv::CsrOperator::new(m, params.execution.threads)
                         .map_err(|e| JdError::invalid("mass", e))?;
                     (&m_csr, Some(m.diagonal()))
                 }
@@ -363,7 +364,7 @@ fn solve_py<'py>(
             return solve(&pb, &params, Some(&mut observer));
         }
         match (&matrix, sigma) {
-            (Matrix::Csr(a), Some(s)) if params.target == Target::LargestMagnitude => {
+            (Matrix::Csr(a), Some(s)) if params.problem.target == Target::LargestMagnitude => {
                 jdmg::Solver::new(a, &params)
                     .shift_invert(s)
                     .observer(&mut observer)
@@ -375,12 +376,21 @@ fn solve_py<'py>(
                 // the solver on B as `Solver::shift_invert` runs it, the eigenvalues
                 // θ returned as they are (the Python side maps them back).
                 jdmg::symmetry::check_symmetric(a, &params)?;
-                let b = jdmg::st::ShiftInvert::new(a, s, params.threads)?;
+                let b = jdmg::st::ShiftInvert::new(a, s, params.execution.threads)?;
                 let p = JdParams {
-                    precond: PrecondChoice::None,
-                    precond_shift: None,
-                    anorm: None,
-                    maxits: params.maxits.or(Some(0)),
+                    problem: ProblemSettings {
+                        anorm: None,
+                        ..params.problem
+                    },
+                    correction: CorrectionSettings {
+                        maxits: params.correction.maxits.or(Some(0)),
+                        ..params.correction
+                    },
+                    preconditioner: PrecondSettings {
+                        kind: PrecondChoice::None,
+                        shift: None,
+                        ..params.preconditioner
+                    },
                     ..params.clone()
                 };
                 let comm = SelfComm::new();
@@ -396,7 +406,7 @@ fn solve_py<'py>(
                     .run(),
                 Some(k) => {
                     jdmg::symmetry::check_symmetric(a, &params)?;
-                    let op = precond::spmv::CsrOperator::new(a, params.threads)
+                    let op = precond::spmv::CsrOperator::new(a, params.execution.threads)
                         .map_err(|e| JdError::invalid("matrix", e))?;
                     let diag = a.diagonal();
                     let comm = SelfComm::new();

@@ -499,7 +499,7 @@ fn fine_grain_jdqmr_on_4_ranks_equals_the_analytic_spectrum() {
     ])));
     assert_eq!(v["nprocs"], 4);
     assert_eq!(v["converged"], true);
-    assert_eq!(v["params"]["inner_solver"], "qmrs");
+    assert_eq!(v["params"]["correction"]["solver"], "qmrs");
     for (b, x) in values(&v, "eigenvalues").iter().zip(lap3d_smallest(16, 4)) {
         assert!((b - x).abs() < 1e-8, "{b} {x}");
     }

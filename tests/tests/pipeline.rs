@@ -4,6 +4,7 @@
 
 #![allow(clippy::needless_range_loop)] // index-aligned comparisons with references
 
+use jdmg::ProblemSettings;
 use jdmg::{solve_distributed, solve_matrix, JdParams, Target};
 use jdmg_tests::shared_matrices_dir;
 use lblib::ThreadComm;
@@ -20,9 +21,12 @@ fn generated_matrix_round_trips_through_a_file_and_solves() {
     let back = read_matrix_market(&path).unwrap().matrix;
     assert_eq!(back, a, "symmetric write + read is exact");
     let params = JdParams {
-        nev: 3,
-        tol: 1e-10,
-        target: Target::Largest,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-10,
+            target: Target::Largest,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let serial = solve_matrix(&back, &params, None).unwrap();
@@ -57,8 +61,11 @@ fn shared_matrix_nos4_solves_against_its_reference() {
         .map(|l| l.trim().parse().unwrap())
         .collect();
     let params = JdParams {
-        nev: 3,
-        tol: 1e-10,
+        problem: ProblemSettings {
+            nev: 3,
+            tol: 1e-10,
+            ..Default::default()
+        },
         ..JdParams::default()
     };
     let s = solve_matrix(&a, &params, None).unwrap();

@@ -11,6 +11,7 @@
 use jdmg::{
     fine_world, parse_groups, solve_multigrain, Balance, InnerStop, JdParams, MultigrainParams,
 };
+use jdmg::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings};
 use lblib::{ClockMode, ThreadComm, ThreadConfig};
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 
@@ -39,12 +40,24 @@ fn problem(size: Size) -> &'static str {
 
 fn params(block: usize) -> JdParams {
     JdParams {
-        nev: 2,
-        block,
-        tol: 1e-8,
-        maxits: Some(100),
-        inner: InnerStop::Fixed,
-        max_matvecs: 2_000_000,
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-8,
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            maxits: Some(100),
+            stop: InnerStop::Fixed,
+            ..Default::default()
+        },
+        execution: ExecutionSettings {
+            max_matvecs: 2_000_000,
+            ..Default::default()
+        },
         ..JdParams::default()
     }
 }
@@ -63,7 +76,7 @@ fn solve(
     let exact = exact_eigenvalues(&gs).ok_or("no exact spectrum")?;
     let p = slowdowns.len();
     let groups = match groups {
-        Some(s) => Some(parse_groups(s, p, params.block).map_err(err)?),
+        Some(s) => Some(parse_groups(s, p, params.basis.block).map_err(err)?),
         None => None,
     };
     let cfg = ThreadConfig::with_slowdowns(slowdowns, ClockMode::Manual);

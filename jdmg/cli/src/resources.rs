@@ -45,11 +45,11 @@ fn shape(n: usize, p: &JdParams) -> (u64, u64, u64, u64) {
     use jdmg::params::default_max_basis;
     let n64 = n as u64;
     let k = p.block_size().min(n) as u64;
-    let nev = p.nev as u64;
-    let m = if p.max_basis == 0 {
-        default_max_basis(k as usize, p.nev, n) as u64
+    let nev = p.problem.nev as u64;
+    let m = if p.basis.max_basis == 0 {
+        default_max_basis(k as usize, p.problem.nev, n) as u64
     } else {
-        p.max_basis as u64
+        p.basis.max_basis as u64
     }
     .min(n64);
     (n64, k, nev, m)
@@ -81,12 +81,14 @@ pub fn solve_bytes(n: usize, nnz: usize, p: &JdParams, ranks: usize) -> u64 {
     let vectors = n64.saturating_mul(columns).saturating_mul(8);
     let dense = m.saturating_mul(m).saturating_mul(4 * 8);
     let nnz = nnz as u64;
-    let precond = match p.precond {
+    let precond = match p.preconditioner.kind {
         PrecondChoice::None => 0,
         PrecondChoice::Jacobi => n64.saturating_mul(8),
         PrecondChoice::Ilu0 | PrecondChoice::Ilut | PrecondChoice::Auto => {
-            let fill = if p.precond == PrecondChoice::Ilut {
-                (p.ilut_fill as u64).saturating_mul(n64).max(nnz)
+            let fill = if p.preconditioner.kind == PrecondChoice::Ilut {
+                (p.preconditioner.ilut_fill as u64)
+                    .saturating_mul(n64)
+                    .max(nnz)
             } else {
                 nnz
             };
@@ -336,6 +338,7 @@ fn prepare_thread_ranks(ranks: usize, stack: u64) -> Result<(), Fail> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jdmg::BasisSettings;
 
     #[test]
     fn group_specs() {
@@ -351,7 +354,10 @@ mod tests {
     #[test]
     fn basis_memory_grows_with_max_basis() {
         let p = JdParams {
-            max_basis: 100_000,
+            basis: BasisSettings {
+                max_basis: 100_000,
+                ..Default::default()
+            },
             ..Default::default()
         };
         // lap3d:40: n = 64,000 caps the basis at n; V, AV and W alone: 3 n² · 8

@@ -2,6 +2,7 @@
 //! made before any long work (paths, memory, thread and rank counts, MPI
 //! launcher), the serial, thread-rank and MPI runs, and the report.
 
+use jdmg::ProblemSettings;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -216,7 +217,8 @@ pub struct SolveArgs {
     /// processors: virtual clocks on the thread backend, sleeping under MPI.
     #[arg(long, value_delimiter = ',')]
     pub slowdown: Vec<f64>,
-    /// Parameters file (TOML or JSON, keys of JdParams); flags override it.
+    /// Parameters file (TOML or JSON: the groups of JdParams as tables, or the
+    /// flat names of its settings); flags override it.
     /// Interior target: `target = 1.5`, `target = "closest:1.5"` or
     /// `target = { closest = 1.5 }`.
     #[arg(long)]
@@ -345,7 +347,8 @@ fn parse_indices(s: &str) -> Result<(usize, usize), String> {
 }
 
 /// Reads a parameters file (TOML, or JSON when it ends in `.json` or starts
-/// with `{`). The interior target may be written `target = 1.5`,
+/// with `{`): the groups of [`JdParams`] as tables, or the flat names of its
+/// settings at the top. The interior target may be written `target = 1.5`,
 /// `target = "closest:1.5"` or serde's `target = { closest = 1.5 }`; a bare
 /// `target = "closest"` is refused with these forms.
 ///
@@ -370,6 +373,9 @@ fn config_params(path: &Path) -> Result<JdParams, Fail> {
         serde_json::to_value(t).map_err(|e| fail(&e))?
     };
     if let Some(t) = v.get_mut("target") {
+        *t = normalize_target(t).map_err(|e| fail(&e))?;
+    }
+    if let Some(t) = v.get_mut("problem").and_then(|p| p.get_mut("target")) {
         *t = normalize_target(t).map_err(|e| fail(&e))?;
     }
     serde_json::from_value(v).map_err(|e| fail(&e))
@@ -496,72 +502,72 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         Some(path) => config_params(path)?,
     };
     if let Some(v) = a.nev {
-        p.nev = v;
+        p.problem.nev = v;
     }
     if let Some(w) = a.which {
-        p.target = match w {
+        p.problem.target = match w {
             Which::Smallest => Target::Smallest,
             Which::Largest => Target::Largest,
             Which::Magnitude => Target::LargestMagnitude,
         };
     }
     if let Some(s) = a.target {
-        p.target = Target::Closest(s);
+        p.problem.target = Target::Closest(s);
     }
     if let Some(v) = a.tol {
-        p.tol = v;
+        p.problem.tol = v;
     }
     if let Some(c) = a.conv {
-        p.conv = c;
+        p.problem.conv = c;
     }
     if a.anorm.is_some() {
-        p.anorm = a.anorm;
+        p.problem.anorm = a.anorm;
     }
     if let Some(v) = a.block {
-        p.block = v;
+        p.basis.block = v;
     }
     if let Some(v) = a.max_basis {
-        p.max_basis = v;
+        p.basis.max_basis = v;
     }
     if let Some(v) = a.restart {
-        p.restart_size = v;
+        p.basis.restart_size = v;
     }
     if let Some(v) = a.precond {
-        p.precond = v;
+        p.preconditioner.kind = v;
     }
     if a.precond_shift.is_some() {
-        p.precond_shift = a.precond_shift;
+        p.preconditioner.shift = a.precond_shift;
     }
     if let Some(v) = a.maxits {
-        p.maxits = Some(v);
+        p.correction.maxits = Some(v);
     }
     if let Some(v) = a.inner {
-        p.inner = match v {
+        p.correction.stop = match v {
             Inner::Adaptive => InnerStop::Adaptive,
             Inner::Fixed => InnerStop::Fixed,
         };
     }
     if let Some(v) = a.verify {
-        p.verify = v;
+        p.problem.verify = v;
     }
     if let Some(v) = a.extraction {
-        p.extraction = v;
+        p.basis.extraction = v;
     }
     if let Some(v) = a.inner_solver {
-        p.inner_solver = v;
+        p.correction.solver = v;
     }
     if let Some(v) = a.max_matvecs {
-        p.max_matvecs = v;
+        p.execution.max_matvecs = v;
     }
     if let Some(v) = a.seed {
-        p.seed = v;
+        p.basis.seed = v;
     }
     if let Some(v) = a.threads {
-        p.threads = v;
+        p.execution.threads = v;
     }
-    check_count("--threads", p.threads, MAX_THREADS)?;
+    check_count("--threads", p.execution.threads, MAX_THREADS)?;
     if a.no_symmetry_check {
-        p.check_symmetry = false;
+        p.problem.check_symmetry = false;
     }
     // what the solver would refuse, before any work
     p.check().map_err(|e| Fail::bad(e.to_string()))?;
@@ -637,7 +643,10 @@ fn load(a: &SolveArgs, check_symmetry: bool) -> Result<(CsrMatrix, String), Fail
 /// medians of 7 and 5). The report keeps the options as given.
 fn checked_by_load(params: &JdParams) -> JdParams {
     JdParams {
-        check_symmetry: false,
+        problem: ProblemSettings {
+            check_symmetry: false,
+            ..params.problem
+        },
         ..params.clone()
     }
 }
@@ -646,7 +655,8 @@ fn checked_by_load(params: &JdParams) -> JdParams {
 /// index ranges and the slices of many pairs, and the inertia certificate of
 /// an interior target.
 fn factors(a: &SolveArgs, p: &JdParams) -> bool {
-    let certified = matches!(p.target, Target::Closest(_)) && p.verify != jdmg::Verify::Never;
+    let certified =
+        matches!(p.problem.target, Target::Closest(_)) && p.problem.verify != jdmg::Verify::Never;
     a.st == crate::vectors::St::Sinvert || slices(a, p) || certified
 }
 
@@ -721,9 +731,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
 fn slices(a: &SolveArgs, p: &JdParams) -> bool {
     a.interval.is_some()
         || a.indices.is_some()
-        || (p.slice_from > 0
-            && p.nev >= p.slice_from
-            && matches!(p.target, Target::Smallest | Target::Largest))
+        || (p.execution.slice_from > 0
+            && p.problem.nev >= p.execution.slice_from
+            && matches!(p.problem.target, Target::Smallest | Target::Largest))
 }
 
 /// SIGINT, SIGTERM and SIGHUP (a closed terminal) stop the solve at the next
@@ -888,12 +898,12 @@ struct Watch {
 
 impl Watch {
     fn new(a: &SolveArgs, p: &JdParams) -> Self {
-        let live =
-            (!a.quiet && std::io::stderr().is_terminal()).then(|| Live::new(p.nev, p.max_matvecs));
+        let live = (!a.quiet && std::io::stderr().is_terminal())
+            .then(|| Live::new(p.problem.nev, p.execution.max_matvecs));
         Self {
             live,
             history: a.plot.as_ref().map(|_| History::default()),
-            nev: p.nev,
+            nev: p.problem.nev,
         }
     }
 
@@ -1073,7 +1083,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
-    let (m, mass, source) = load_pencil(a, params.check_symmetry)?;
+    let (m, mass, source) = load_pencil(a, params.problem.check_symmetry)?;
     check_problem(a, (&m, mass.as_ref()), &params, a.ranks, "ranks")?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -1153,7 +1163,7 @@ fn shift_invert_if_asked<'h, C: Comm>(
     if let Some((first, last)) = a.indices {
         return solver.indices(first, last, slicing);
     }
-    match (a.st, params.target) {
+    match (a.st, params.problem.target) {
         (crate::vectors::St::Sinvert, Target::Closest(sigma)) => solver.shift_invert(sigma),
         _ => solver,
     }
@@ -1291,7 +1301,7 @@ fn run_distributed<B: Comm>(
             // shift-and-invert runs fine grain over the groups' ranks (its
             // corrections are GD+k steps: nothing for groups to share)
             let sinvert = matches!(
-                (a.st, params.target),
+                (a.st, params.problem.target),
                 (crate::vectors::St::Sinvert, Target::Closest(_))
             );
             extra.mode = Some(if sinvert {
@@ -1402,9 +1412,11 @@ fn report(
     }
     if let (Some(path), Some(mut h)) = (&a.plot, history) {
         h.finish(sol.stats.matvecs, &sol.residual_norms);
-        let threshold = match params.conv {
-            ConvTest::Norm => Some(params.tol * params.anorm.unwrap_or(sol.stats.anorm_estimate)),
-            ConvTest::Abs => Some(params.tol),
+        let threshold = match params.problem.conv {
+            ConvTest::Norm => {
+                Some(params.problem.tol * params.problem.anorm.unwrap_or(sol.stats.anorm_estimate))
+            }
+            ConvTest::Abs => Some(params.problem.tol),
             ConvTest::Rel | ConvTest::Sqrt => None,
         };
         let title = format!(
@@ -1423,7 +1435,7 @@ fn report(
             format!(
                 "interrupted: {} of {} eigenpairs converged (printed above)",
                 sol.nconverged(),
-                params.nev
+                params.problem.nev
             ),
         ))
     } else if all_conv {
@@ -1435,7 +1447,7 @@ fn report(
                 "not converged ({}): {} of {} eigenpairs",
                 sol.outcome.describe(),
                 sol.nconverged(),
-                sol.stats.interval.map_or(params.nev, |iv| iv.count)
+                sol.stats.interval.map_or(params.problem.nev, |iv| iv.count)
             ),
         ))
     }
@@ -1470,22 +1482,22 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 fn headline(rep: &SolveReport) -> String {
     let (p, s) = (&rep.params, &rep.stats);
     let pencil = s.mass_matvecs > 0;
-    let what = match (&s.interval, p.target) {
+    let what = match (&s.interval, p.problem.target) {
         (Some(_), _) => "every eigenpair of the range below".to_string(),
-        (None, Target::Smallest) => format!("{} smallest eigenpairs", p.nev),
-        (None, Target::Largest) => format!("{} largest eigenpairs", p.nev),
+        (None, Target::Smallest) => format!("{} smallest eigenpairs", p.problem.nev),
+        (None, Target::Largest) => format!("{} largest eigenpairs", p.problem.nev),
         (None, Target::LargestMagnitude) => {
-            format!("{} eigenpairs of largest magnitude", p.nev)
+            format!("{} eigenpairs of largest magnitude", p.problem.nev)
         }
-        (None, Target::Closest(t)) => format!("{} eigenpairs closest to {t}", p.nev),
+        (None, Target::Closest(t)) => format!("{} eigenpairs closest to {t}", p.problem.nev),
     };
-    let anorm = p.anorm.unwrap_or(s.anorm_estimate);
+    let anorm = p.problem.anorm.unwrap_or(s.anorm_estimate);
     let shifted = s.eigenvalues_below_shift.is_some() || s.interval.is_some();
-    let test = match (p.conv, pencil) {
+    let test = match (p.problem.conv, pencil) {
         (ConvTest::Norm, false) if shifted => "‖r‖ ≤ tol·(‖A‖₁ + |λ|)".to_string(),
         (ConvTest::Norm, true) if shifted => "‖Kx − λMx‖/‖x‖ ≤ tol·(‖K‖₁ + |λ|·‖M‖₁)".to_string(),
         (ConvTest::Norm, false) if anorm > 0.0 => {
-            format!("‖r‖ ≤ tol·‖A‖ = {:.3e}", p.tol * anorm)
+            format!("‖r‖ ≤ tol·‖A‖ = {:.3e}", p.problem.tol * anorm)
         }
         (ConvTest::Norm, false) => "‖r‖ ≤ tol·‖A‖".to_string(),
         (ConvTest::Norm, true) => "‖Kx − λMx‖/‖x‖ ≤ tol·(‖K‖ + |λ|·‖M‖)".to_string(),
@@ -1496,7 +1508,7 @@ fn headline(rep: &SolveReport) -> String {
     format!(
         "{what}{}, tol {:e}: {test}",
         if pencil { " of K x = λ M x" } else { "" },
-        p.tol
+        p.problem.tol
     )
 }
 
@@ -1755,7 +1767,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             None => Vec::new(),
         };
         crate::vectors::check_options(a.st, a.groups.is_some(), params)?;
-        let (m, mass, source) = load_pencil(a, params.check_symmetry)?;
+        let (m, mass, source) = load_pencil(a, params.problem.check_symmetry)?;
         check_problem(a, (&m, mass.as_ref()), params, size, "MPI processes")?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -1832,10 +1844,10 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
 fn fine_rank(a: &SolveArgs, params: &JdParams, rank: usize, size: usize) -> usize {
     match a.groups.as_deref() {
         Some(spec) if spec != "host" => {
-            let k = if params.block == 0 {
-                params.nev.min(jdmg::params::DEFAULT_BLOCK_CAP)
+            let k = if params.basis.block == 0 {
+                params.problem.nev.min(jdmg::params::DEFAULT_BLOCK_CAP)
             } else {
-                params.block
+                params.basis.block
             };
             let hierarchical = matches!(a.hierarchical, OnOff::On);
             jdmg::parse_groups(spec, size, k)

@@ -116,12 +116,12 @@ pub fn load(initial: Option<&Path>, deflate: Option<&Path>, n: usize) -> Result<
 /// an interior target, or with solve groups and inner steps (`--maxits` > 0).
 pub fn check_options(st: St, groups: bool, params: &JdParams) -> Result<(), Fail> {
     if st == St::Sinvert {
-        if !matches!(params.target, Target::Closest(_)) {
+        if !matches!(params.problem.target, Target::Closest(_)) {
             return Err(Fail::bad(
                 "--st sinvert needs the shift: --target σ (the eigenvalues closest to σ)",
             ));
         }
-        if groups && params.maxits.is_some_and(|m| m > 0) {
+        if groups && params.correction.maxits.is_some_and(|m| m > 0) {
             return Err(Fail::bad(
                 "--st sinvert with --groups takes GD+k steps (--maxits 0): it runs fine grain \
                  over the groups' ranks, rank 0 factoring",

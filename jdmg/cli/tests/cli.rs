@@ -183,7 +183,7 @@ fn inner_solver_qmrs_flag_and_config() {
         String::from_utf8_lossy(&out.stderr)
     );
     let j = json(&out);
-    assert_eq!(j["params"]["inner_solver"], "qmrs");
+    assert_eq!(j["params"]["correction"]["solver"], "qmrs");
     let ev: Vec<f64> = j["eigenvalues"]
         .as_array()
         .unwrap()
@@ -201,7 +201,7 @@ fn inner_solver_qmrs_flag_and_config() {
     a.extend(["--config", cfg.to_str().unwrap()]);
     let out = jdmg(&a);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(json(&out)["params"]["inner_solver"], "qmrs");
+    assert_eq!(json(&out)["params"]["correction"]["solver"], "qmrs");
     let out = jdmg(&[
         "solve",
         "--generate",

@@ -240,7 +240,7 @@ fn shift_invert_from_the_command_line() {
 }
 
 /// A non-symmetric file is refused (exit 2); `--no-symmetry-check` turns off
-/// the CLI's check and the library's (`JdParams::check_symmetry`).
+/// the CLI's check and the library's (`ProblemSettings::check_symmetry`).
 #[test]
 fn library_symmetry_check_behind_the_cli() {
     let f = path("nonsym.mtx");

@@ -20,7 +20,10 @@
 //! std::fs::create_dir_all(&dir).unwrap();
 //! let file = dir.join("state.ckpt");
 //! let a = matrices::generate::generate(&"lap3d:8".parse().unwrap()).unwrap();
-//! let params = JdParams { nev: 2, tol: 1e-10, ..JdParams::default() };
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 2, tol: 1e-10, ..Default::default() },
+//!     ..JdParams::default()
+//! };
 //! // two thread ranks, a checkpoint at every outer iteration (0 seconds apart)
 //! ThreadComm::run(2, |comm| {
 //!     let mut sink = FileSink::new(&file, comm.rank(), comm.size(), 0.0);

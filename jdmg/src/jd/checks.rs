@@ -18,7 +18,7 @@ pub(super) fn check_precond<A: Operator + ?Sized, C: Comm + ?Sized>(
     prm: &JdParams,
 ) -> Result<(), JdError> {
     let bad = |m: String| Err(JdError::invalid("precond", m));
-    match prm.precond {
+    match prm.preconditioner.kind {
         // Auto: the given preconditioner, else Jacobi on a given diagonal, else none.
         PrecondChoice::None | PrecondChoice::Auto => Ok(()),
         PrecondChoice::Jacobi if pb.precond.is_some() => bad(
@@ -50,7 +50,7 @@ pub(super) fn check_agreement<A: Operator + ?Sized, C: Comm + ?Sized>(
     if pb.comm.size() < 2 {
         return Ok(());
     }
-    let (nev, k, mb) = (prm.nev as f64, sz.k as f64, sz.max_basis as f64);
+    let (nev, k, mb) = (prm.problem.nev as f64, sz.k as f64, sz.max_basis as f64);
     let mut buf = [nev, -nev, k, -k, mb, -mb];
     pb.comm.all_reduce(&mut buf, ReduceOp::Max);
     for (i, name) in [(0, "nev"), (2, "block"), (4, "max_basis")] {

@@ -40,11 +40,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
 
     pub(super) fn tol_for(&self, theta: f64) -> f64 {
         // With a mass matrix: ‖K‖ + |θ|‖M‖ in place of ‖A‖ (see `mass`).
-        match self.prm.conv {
-            ConvTest::Norm => self.prm.tol * self.res_scale(theta).max(f64::MIN_POSITIVE),
-            ConvTest::Rel => self.prm.tol * theta.abs() * self.mass_norm(),
-            ConvTest::Abs => self.prm.tol * self.op.scale(),
-            ConvTest::Sqrt => (self.prm.tol * (theta.abs() * self.op.scale()).sqrt())
+        match self.prm.problem.conv {
+            ConvTest::Norm => self.prm.problem.tol * self.res_scale(theta).max(f64::MIN_POSITIVE),
+            ConvTest::Rel => self.prm.problem.tol * theta.abs() * self.mass_norm(),
+            ConvTest::Abs => self.prm.problem.tol * self.op.scale(),
+            ConvTest::Sqrt => (self.prm.problem.tol * (theta.abs() * self.op.scale()).sqrt())
                 .max(1e3 * f64::EPSILON * self.res_scale(theta)),
         }
     }
@@ -53,7 +53,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// a `LargestMagnitude` solve (which select Ritz pairs at one end) still
     /// `LargestMagnitude`.
     fn wanted_target(&self) -> Target {
-        if self.prm.target == Target::LargestMagnitude {
+        if self.prm.problem.target == Target::LargestMagnitude {
             Target::LargestMagnitude
         } else {
             self.target
@@ -84,7 +84,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             .map(|(&l, &r)| (self.key(l), r))
             .collect();
         items.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let i = self.prm.nev.min(items.len()).saturating_sub(1);
+        let i = self.prm.problem.nev.min(items.len()).saturating_sub(1);
         items.get(i).copied().unwrap_or((f64::INFINITY, 0.0))
     }
 
@@ -187,7 +187,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             // of the space: n = 4, block 3 locked {0, λ, μ} of {0, λ, λ, μ}). On
             // larger problems without multiplets it is not run: it cost 10 % of
             // the matvecs and 15 % of the time of lap3d:40.
-            let start = match self.prm.verify {
+            let start = match self.prm.problem.verify {
                 Verify::Never => false,
                 Verify::Always => true,
                 Verify::Auto => {
@@ -198,14 +198,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     (suspect && !(exterior && cluster < self.sz.k)) || {
                         let (wk, wr) = self.wanted_boundary();
                         let small = self.pb.n_global <= PROBE_AUTO_BASES * self.sz.max_basis;
-                        self.prm.locking
+                        self.prm.basis.locking
                             && (small || (exterior && suspect))
                             && self.nproj() < self.pb.n_global
                             && self.probe_missed(wk, wr)
                     }
                 }
             };
-            if !start || !self.prm.locking {
+            if !start || !self.prm.basis.locking {
                 return true;
             }
         }
@@ -220,15 +220,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Whether this solve runs end passes (see [`State::end_concluded`]):
     /// `LargestMagnitude` with locking and `Verify` other than `Never`.
     pub(super) fn end_passes(&self) -> bool {
-        self.prm.target == Target::LargestMagnitude
-            && self.prm.locking
-            && self.prm.verify != Verify::Never
+        self.prm.problem.target == Target::LargestMagnitude
+            && self.prm.basis.locking
+            && self.prm.problem.verify != Verify::Never
     }
 
     /// Inside an end pass of a `LargestMagnitude` solve: the Ritz pairs are
     /// selected at one end (`Largest`, `Smallest`).
     pub(super) fn in_end_pass(&self) -> bool {
-        self.prm.target == Target::LargestMagnitude
+        self.prm.problem.target == Target::LargestMagnitude
             && matches!(self.target, Target::Largest | Target::Smallest)
     }
 
@@ -384,15 +384,47 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _ in 0..2 {
                 let mut c = vec![0.0; nl + j];
                 let (xd, vd) = (self.dual_locked(), self.dual_basis());
-                gemm_tn(&mut c[..nl], xd, n, nl, &q, 1, self.prm.threads);
-                gemm_tn(&mut c[nl..], vd, n, j, &q, 1, self.prm.threads);
+                gemm_tn(&mut c[..nl], xd, n, nl, &q, 1, self.prm.execution.threads);
+                gemm_tn(&mut c[nl..], vd, n, j, &q, 1, self.prm.execution.threads);
                 let mut nq = [0.0];
                 self.allreduce(&mut c);
-                gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
-                gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1, self.prm.threads);
+                gemm_sub(
+                    &mut q,
+                    &self.xl,
+                    n,
+                    nl,
+                    &c[..nl],
+                    1,
+                    self.prm.execution.threads,
+                );
+                gemm_sub(
+                    &mut q,
+                    &self.v,
+                    n,
+                    j,
+                    &c[nl..],
+                    1,
+                    self.prm.execution.threads,
+                );
                 if let Some(ms) = &self.mass {
-                    gemm_sub(&mut bq, &ms.bxl, n, nl, &c[..nl], 1, self.prm.threads);
-                    gemm_sub(&mut bq, &ms.bv, n, j, &c[nl..], 1, self.prm.threads);
+                    gemm_sub(
+                        &mut bq,
+                        &ms.bxl,
+                        n,
+                        nl,
+                        &c[..nl],
+                        1,
+                        self.prm.execution.threads,
+                    );
+                    gemm_sub(
+                        &mut bq,
+                        &ms.bv,
+                        n,
+                        j,
+                        &c[nl..],
+                        1,
+                        self.prm.execution.threads,
+                    );
                 }
                 nq[0] = crate::dense::dot(&q, if mass { &bq } else { &q });
                 self.allreduce(&mut nq);
@@ -418,7 +450,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.stats.matvecs += 1;
             // Column j of H = QᵀAQ (the Krylov space's projection), next vector Aq.
             let mut c = vec![0.0; j + 1];
-            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1, self.prm.threads);
+            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1, self.prm.execution.threads);
             self.allreduce(&mut c);
             for (i, ci) in c.iter().enumerate() {
                 h[j * steps + i] = *ci;
@@ -446,7 +478,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             len,
             &y[best * len..(best + 1) * len],
             1,
-            self.prm.threads,
+            self.prm.execution.threads,
         );
         // True Rayleigh quotient and residual of z.
         self.op.apply(&z, &mut w);

@@ -14,7 +14,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         sel: &[Sel],
         theta: &[f64],
     ) -> Vec<usize> {
-        let (n, nev) = (self.n, self.prm.nev);
+        let (n, nev) = (self.n, self.prm.problem.nev);
         let mass = self.has_mass();
         let mut steps = Vec::with_capacity(sel.len());
         if let Some(be) = self.backend.take() {
@@ -26,14 +26,14 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 floors: sel.iter().map(|s| 0.1 * self.tol_for(s.theta)).collect(),
                 rel: 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32),
                 maxits: self.prm.maxits(),
-                inner: self.prm.inner,
+                inner: self.prm.correction.stop,
                 thetas: sel.iter().map(|s| s.theta).collect(),
                 rnorms: sel.iter().map(|s| s.rnorm).collect(),
                 ritz: theta,
                 anorm: self.anorm,
                 scale: self.op.scale(),
                 mass_scale: self.mass.as_ref().map(|ms| ms.op.scale()),
-                qmr: if self.prm.inner_solver == InnerSolver::Qmrs {
+                qmr: if self.prm.correction.solver == InnerSolver::Qmrs {
                     sel.iter()
                         .map(|s| self.qmr_setup(s, self.shift_for(s)))
                         .collect()
@@ -105,7 +105,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let shift = shift / self.ev_scale();
         let mdiag = self.pb.mass.and_then(|m| m.diagonal);
         crate::setup::inner_for(
-            self.prm.precond,
+            self.prm.preconditioner.kind,
             self.pb.diagonal,
             mdiag,
             self.pb.precond,
@@ -133,7 +133,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
                 let t0 = Instant::now();
                 // Each column's shift, in the preconditioner's units.
                 let sh: Vec<f64> = shifts.iter().map(|x| x / ev_scale).collect();
-                if self.prm.threads > 1 && s > 1 {
+                if self.prm.execution.threads > 1 && s > 1 {
                     // Half of the block's columns each on two threads (the
                     // substitutions are sequential within a column).
                     let h = s / 2;
@@ -188,7 +188,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             conv_tol: self.tol_for(s.theta),
             ltol: f64::EPSILON * self.anorm.max(s.theta.abs()),
             etol_factor: QMR_ETOL,
-            fixed: self.prm.inner == InnerStop::Fixed,
+            fixed: self.prm.correction.stop == InnerStop::Fixed,
         }
     }
 
@@ -218,7 +218,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
             x: &x[..n * b],
             shifts: &shifts,
             setups: &setups,
-            threads: self.prm.threads,
+            threads: self.prm.execution.threads,
             mass: self.mass.as_ref().map(|ms| BlockMass {
                 op: &ms.op as &dyn Operator,
                 locked: &ms.bxl[..],
@@ -282,7 +282,8 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         let tcol = &mut self.t[slot * n..(slot + 1) * n];
         let sums = std::cell::Cell::new(0);
         let rel = 0.5f64.powi(self.stats.outer_iterations.min(1000) as i32);
-        let mut rule: Box<dyn FnMut(usize, f64, f64) -> bool + '_> = match self.prm.inner {
+        let mut rule: Box<dyn FnMut(usize, f64, f64) -> bool + '_> = match self.prm.correction.stop
+        {
             InnerStop::Time { seconds } => {
                 Box::new(time_rule(self.pb.comm, seconds, maxits, &sums))
             }

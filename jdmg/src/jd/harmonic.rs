@@ -100,8 +100,8 @@ pub(super) struct Harmonic {
 /// # Errors
 /// `InvalidParams` for `Harmonic` with a target other than `Closest(σ)`.
 pub(super) fn resolve_extraction(params: &JdParams, mass: bool) -> Result<Extraction, JdError> {
-    let closest = matches!(params.target, Target::Closest(_));
-    match params.extraction {
+    let closest = matches!(params.problem.target, Target::Closest(_));
+    match params.basis.extraction {
         Extraction::Ritz => Ok(Extraction::Ritz),
         Extraction::Auto if closest && !mass => Ok(Extraction::Harmonic),
         Extraction::Auto => Ok(Extraction::Ritz),
@@ -195,7 +195,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             return;
         }
         let n = self.n;
-        let th = self.prm.threads;
+        let th = self.prm.execution.threads;
         if self.has_mass() {
             // W_σ,T = W_T − σ·M T, z = M⁻¹W_σ,T; W_σ,oldᵀz = W_oldᵀz − σ(MV_old)ᵀz.
             let sigma = self.sigma();
@@ -272,9 +272,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 .for_each(|(w, bv)| *w -= sigma * bv);
             let mut z = vec![0.0; n * m];
             self.mass_inverse(&ws, &mut z, m);
-            gemm_tn(&mut g, &ws, n, m, &z, m, self.prm.threads);
+            gemm_tn(&mut g, &ws, n, m, &z, m, self.prm.execution.threads);
         } else {
-            gemm_tn(&mut g, &self.w, n, m, &self.w, m, self.prm.threads);
+            gemm_tn(
+                &mut g,
+                &self.w,
+                n,
+                m,
+                &self.w,
+                m,
+                self.prm.execution.threads,
+            );
         }
         self.stats.basis_passes += 1;
         self.allreduce(&mut g);
@@ -386,7 +394,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             gemm_nn(&mut hy, &hc, m, m, col, 1, 1);
             rho[j] = crate::dense::dot(col, &hy);
         }
-        if self.prm.anorm.is_none() {
+        if self.prm.problem.anorm.is_none() {
             // ‖AV‖ = √λmax(G) bounds ‖A‖ from below; not with a mass matrix.
             let floor = if mass { 0.0 } else { gmax.sqrt() };
             let mx = rho.iter().fold(floor, |a, t| a.max(t.abs()));
@@ -410,7 +418,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// An explicit `Extraction::Harmonic` is never dropped. The same decision
     /// on every process (global residuals and counters).
     pub(super) fn harmonic_watch(&mut self, seen: &[(f64, f64)], remaining: usize) {
-        if self.prm.extraction != Extraction::Auto {
+        if self.prm.basis.extraction != Extraction::Auto {
             return;
         }
         let (it, nl) = (self.stats.outer_iterations, self.nl());
@@ -493,7 +501,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             c[k * m..(k + 1) * m].copy_from_slice(&y[item.0 * m..(item.0 + 1) * m]);
         }
         let q = th.len();
-        gemm_nn(&mut self.t[..n * q], &self.v, n, m, &c, q, self.prm.threads);
+        gemm_nn(
+            &mut self.t[..n * q],
+            &self.v,
+            n,
+            m,
+            &c,
+            q,
+            self.prm.execution.threads,
+        );
         self.stats.basis_passes += 1;
     }
 
@@ -542,7 +558,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         theta: &[f64],
         seen: &[(f64, f64)],
     ) -> (Vec<f64>, Vec<f64>) {
-        let nev = self.prm.nev;
+        let nev = self.prm.problem.nev;
         let plain = (
             theta[..nev].to_vec(),
             seen.iter().take(nev).map(|r| r.1).collect(),
@@ -572,11 +588,19 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             m,
             &y[..m * nev],
             &th,
-            self.prm.threads,
+            self.prm.execution.threads,
         );
         self.stats.basis_passes += 2;
         if mass {
-            gemm_nn(&mut x, &self.v, n, m, &y[..m * nev], nev, self.prm.threads);
+            gemm_nn(
+                &mut x,
+                &self.v,
+                n,
+                m,
+                &y[..m * nev],
+                nev,
+                self.prm.execution.threads,
+            );
             for j in 0..nev {
                 nrm[nev + j] = crate::dense::dot(&x[j * n..(j + 1) * n], &x[j * n..(j + 1) * n]);
             }

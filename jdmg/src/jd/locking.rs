@@ -191,7 +191,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         ritz_seen: &[(f64, f64)],
         basis_full: bool,
     ) -> Result<Solution, JdError> {
-        let (n, nev) = (self.n, self.prm.nev);
+        let (n, nev) = (self.n, self.prm.problem.nev);
         let floor = f64::EPSILON.sqrt() * self.res_scale(theta[nev.saturating_sub(1)]);
         let worst = ritz_seen.iter().take(nev).map(|r| r.1).fold(0.0, f64::max);
         if basis_full
@@ -202,7 +202,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         let (lam, res) = self.soft_values(y, m, theta, ritz_seen);
         let mut xs = vec![0.0; n * nev];
-        gemm_nn(&mut xs, &self.v, n, m, &y[..m * nev], nev, self.prm.threads);
+        gemm_nn(
+            &mut xs,
+            &self.v,
+            n,
+            m,
+            &y[..m * nev],
+            nev,
+            self.prm.execution.threads,
+        );
         self.xl.truncate(self.ndefl * n);
         self.xl.extend_from_slice(&xs);
         self.lam = lam;

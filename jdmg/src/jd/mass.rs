@@ -28,7 +28,7 @@
 //!
 //! **Convergence** (`ConvTest::Norm`): a pair (θ, x) converges when
 //! ‖Kx − θMx‖₂ ≤ tol·(‖K‖ + |θ|·‖M‖)·‖x‖₂, the backward error of SLEPc's
-//! `EPS_ERROR_BACKWARD`; ‖K‖ (or `JdParams::anorm` when given) and ‖M‖ are
+//! `EPS_ERROR_BACKWARD`; ‖K‖ (or `crate::ProblemSettings::anorm` when given) and ‖M‖ are
 //! estimated by 10 Lanczos steps each at the start (lower bounds, products
 //! counted in `Stats::matvecs` and `Stats::mass_matvecs`). The residual norms reported
 //! are ‖Kx − λMx‖₂/‖x‖₂ (of the vector scaled to unit 2-norm), the returned
@@ -424,14 +424,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// Start of a generalized solve: norm estimates of M and K (or
-    /// `JdParams::anorm` for ‖K‖), and both internal scales (decided here, not
+    /// `crate::ProblemSettings::anorm` for ‖K‖), and both internal scales (decided here, not
     /// from the first block). Collective.
     ///
     /// # Errors
     /// `MassNotPositiveDefinite`, `NonFinite`.
     pub(super) fn init_mass(&mut self) -> Result<(), JdError> {
         let mnorm = self.power_norm(true)?;
-        let knorm = match self.prm.anorm {
+        let knorm = match self.prm.problem.anorm {
             Some(a) => a,
             None => self.power_norm(false)?,
         };
@@ -525,7 +525,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// The inner solver of the one-equation path: with a mass matrix, `Auto`
     /// and `Qmrs` run JDQMR (block JDQMR's lockstep kernels are for M = I).
     pub(super) fn correction_kind(&self) -> InnerSolver {
-        match self.prm.inner_solver {
+        match self.prm.correction.solver {
             InnerSolver::Auto | InnerSolver::Qmrs if self.has_mass() => InnerSolver::Qmrs,
             k => k,
         }

@@ -160,7 +160,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
     }
 
     /// Adds a preconditioner K ≈ A − σI of the local rows (any operator: built by
-    /// `precond`, or the user's own). It is used with every `JdParams::precond`
+    /// `precond`, or the user's own). It is used with every `crate::PrecondSettings::kind`
     /// but `Jacobi`, with which the solve fails (`InvalidParams`: one of the two
     /// would be ignored).
     ///
@@ -429,7 +429,7 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
     let resolved = if backend.is_some() {
         params.resolved()
     } else {
-        params.resolved_for(preconditioned(pb, params.precond))
+        params.resolved_for(preconditioned(pb, params.preconditioner.kind))
     };
     let params = &resolved;
     let n = pb.a.nrows();
@@ -479,14 +479,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             pb,
             op: ScaledOperator::new(pb.a),
             scale_decided: false,
-            target: prm.target,
-            goal: prm.nev,
+            target: prm.problem.target,
+            goal: prm.problem.nev,
             verifying: None,
             shift: None,
             prm,
             sz,
             n,
-            xl: Vec::with_capacity(n * prm.nev),
+            xl: Vec::with_capacity(n * prm.problem.nev),
             lam: Vec::new(),
             res: Vec::new(),
             v: vec![0.0; n * mb],
@@ -498,10 +498,10 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             prev: Vec::new(),
             prev_m: 0,
             prev_k: 0,
-            anorm: prm.anorm.unwrap_or(0.0),
+            anorm: prm.problem.anorm.unwrap_or(0.0),
             stats: Stats {
                 scale: 1.0,
-                inner_solver: prm.inner_solver,
+                inner_solver: prm.correction.solver,
                 maxits: prm.maxits(),
                 ..Stats::default()
             },
@@ -531,7 +531,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         let n = self.n;
         random::fill(
             &mut self.t[col * n..(col + 1) * n],
-            self.prm.seed,
+            self.prm.basis.seed,
             self.pb.row_offset,
             id,
         );
@@ -545,7 +545,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
         monitor: &mut Option<&mut dyn LoopMonitor<Plan = P>>,
         resumed: Option<usize>,
     ) -> Result<Exit<P>, JdError> {
-        let nev = self.prm.nev;
+        let nev = self.prm.problem.nev;
         let mut b = match resumed {
             Some(b) => b,
             None => self.start_block()?,
@@ -633,7 +633,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 if let Some((mr, yr)) = self.remove_locked(&y_cur, m, &locked_pos) {
                     (m_cur, y_cur) = (mr, yr);
                 }
-            } else if !self.prm.locking && wanted_converged >= nev {
+            } else if !self.prm.basis.locking && wanted_converged >= nev {
                 let sol = self.finish_soft(&mut y_cur, m, &theta, &ritz_seen, basis_full)?;
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
                 return Ok(Exit::Solved(sol));
@@ -647,8 +647,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.projection_seconds += tp.elapsed().as_secs_f64();
             self.harmonic_watch(&ritz_seen, remaining);
             // Budget checks.
-            if self.stats.matvecs >= self.prm.max_matvecs
-                || self.stats.outer_iterations >= self.prm.max_outer
+            if self.stats.matvecs >= self.prm.execution.max_matvecs
+                || self.stats.outer_iterations >= self.prm.execution.max_outer
             {
                 // Finishing anyway: a stop request changes nothing.
                 self.emit(observer, &ritz_seen, &[]);
@@ -677,6 +677,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::{BasisSettings, ProblemSettings};
     use lblib::SelfComm;
     use matrices::CsrMatrix;
     use precond::CsrOperator;
@@ -706,9 +707,15 @@ mod tests {
         let pb = Problem::new(&op, &comm).unwrap();
         for explicit in [false, true] {
             let prm = JdParams {
-                nev: 4,
-                block: 4,
-                max_basis: if explicit { 24 } else { 0 },
+                problem: ProblemSettings {
+                    nev: 4,
+                    ..Default::default()
+                },
+                basis: BasisSettings {
+                    block: 4,
+                    max_basis: if explicit { 24 } else { 0 },
+                    ..Default::default()
+                },
                 ..JdParams::default()
             };
             let sz = prm.resolve(n).unwrap();

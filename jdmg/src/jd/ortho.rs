@@ -47,8 +47,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let (cx, rest) = buf.split_at_mut(nl * b);
             let (cv, nr) = rest.split_at_mut(m * b);
             let (xd, vd) = (self.dual_locked(), self.dual_basis());
-            gemm_tn(cx, xd, n, nl, &self.t, b, self.prm.threads);
-            gemm_tn(cv, vd, n, m, &self.t, b, self.prm.threads);
+            gemm_tn(cx, xd, n, nl, &self.t, b, self.prm.execution.threads);
+            gemm_tn(cv, vd, n, m, &self.t, b, self.prm.execution.threads);
             self.stats.basis_passes += 1;
             let len = if pass == 0 {
                 for j in 0..b {
@@ -79,11 +79,35 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let (cx, rest) = buf.split_at(nl * b);
             let cv = &rest[..m * b];
-            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, self.prm.threads);
-            gemm_sub(&mut self.t, &self.v, n, m, cv, b, self.prm.threads);
+            gemm_sub(
+                &mut self.t,
+                &self.xl,
+                n,
+                nl,
+                cx,
+                b,
+                self.prm.execution.threads,
+            );
+            gemm_sub(
+                &mut self.t,
+                &self.v,
+                n,
+                m,
+                cv,
+                b,
+                self.prm.execution.threads,
+            );
             if let Some(ms) = self.mass.as_mut() {
-                gemm_sub(&mut ms.bt, &ms.bxl, n, nl, cx, b, self.prm.threads);
-                gemm_sub(&mut ms.bt, &ms.bv, n, m, cv, b, self.prm.threads);
+                gemm_sub(
+                    &mut ms.bt,
+                    &ms.bxl,
+                    n,
+                    nl,
+                    cx,
+                    b,
+                    self.prm.execution.threads,
+                );
+                gemm_sub(&mut ms.bt, &ms.bv, n, m, cv, b, self.prm.execution.threads);
             }
             self.stats.basis_passes += 1;
             if pass == 0 {
@@ -211,12 +235,28 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 };
                 let mut off = 0;
                 if full {
-                    gemm_tn(&mut c[..nl], xd, n, nl, col, 1, self.prm.threads);
-                    gemm_tn(&mut c[nl..nl + m], vd, n, m, col, 1, self.prm.threads);
+                    gemm_tn(&mut c[..nl], xd, n, nl, col, 1, self.prm.execution.threads);
+                    gemm_tn(
+                        &mut c[nl..nl + m],
+                        vd,
+                        n,
+                        m,
+                        col,
+                        1,
+                        self.prm.execution.threads,
+                    );
                     self.stats.basis_passes += 1;
                     off = nl + m;
                 }
-                gemm_tn(&mut c[off..off + j], prevd, n, j, col, 1, self.prm.threads);
+                gemm_tn(
+                    &mut c[off..off + j],
+                    prevd,
+                    n,
+                    j,
+                    col,
+                    1,
+                    self.prm.execution.threads,
+                );
                 c[ld] = crate::dense::dot(col, cold);
             }
             self.allreduce(&mut c);
@@ -228,17 +268,57 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let col = &mut cur[..n];
             let mut off = 0;
             if full {
-                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, self.prm.threads);
-                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, self.prm.threads);
+                gemm_sub(
+                    col,
+                    &self.xl,
+                    n,
+                    nl,
+                    &c[..nl],
+                    1,
+                    self.prm.execution.threads,
+                );
+                gemm_sub(
+                    col,
+                    &self.v,
+                    n,
+                    m,
+                    &c[nl..nl + m],
+                    1,
+                    self.prm.execution.threads,
+                );
                 if let Some(ms) = self.mass.as_mut() {
                     let bcol = &mut ms.bt[j * n..(j + 1) * n];
-                    gemm_sub(bcol, &ms.bxl, n, nl, &c[..nl], 1, self.prm.threads);
-                    gemm_sub(bcol, &ms.bv, n, m, &c[nl..nl + m], 1, self.prm.threads);
+                    gemm_sub(
+                        bcol,
+                        &ms.bxl,
+                        n,
+                        nl,
+                        &c[..nl],
+                        1,
+                        self.prm.execution.threads,
+                    );
+                    gemm_sub(
+                        bcol,
+                        &ms.bv,
+                        n,
+                        m,
+                        &c[nl..nl + m],
+                        1,
+                        self.prm.execution.threads,
+                    );
                 }
                 self.stats.basis_passes += 1;
                 off = nl + m;
             }
-            gemm_sub(col, prev, n, j, &c[off..off + j], 1, self.prm.threads);
+            gemm_sub(
+                col,
+                prev,
+                n,
+                j,
+                &c[off..off + j],
+                1,
+                self.prm.execution.threads,
+            );
             if let Some(ms) = self.mass.as_mut() {
                 let (bprev, bcur) = ms.bt.split_at_mut(j * n);
                 gemm_sub(
@@ -248,7 +328,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     j,
                     &c[off..off + j],
                     1,
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
             }
         }

@@ -91,7 +91,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         self.op.set_scale(s);
         self.w[wt].iter_mut().for_each(|v| *v *= s);
-        if let Some(a) = self.prm.anorm {
+        if let Some(a) = self.prm.problem.anorm {
             self.anorm = a * s;
         }
         if let Target::Closest(sigma) = self.target {
@@ -119,9 +119,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         {
             let (a, c) = gv[..hb].split_at_mut(m * b);
             let wt = &self.w[m * n..(m + b) * n];
-            gemm_tn(a, &self.v, n, m, wt, b, self.prm.threads);
+            gemm_tn(a, &self.v, n, m, wt, b, self.prm.execution.threads);
             self.stats.basis_passes += 1;
-            gemm_tn(c, &self.t, n, b, wt, b, self.prm.threads);
+            gemm_tn(c, &self.t, n, b, wt, b, self.prm.execution.threads);
         }
         self.gram_local(&mut gv[hb..], m, b);
         self.allreduce(&mut gv);
@@ -184,7 +184,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 c,
                 p,
                 &mut self.row_block,
-                self.prm.threads,
+                self.prm.execution.threads,
             );
             gemm_nn_in_place(
                 &mut self.w,
@@ -193,7 +193,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 c,
                 p,
                 &mut self.row_block,
-                self.prm.threads,
+                self.prm.execution.threads,
             );
             self.stats.basis_passes += 2;
             if let Some(ms) = self.mass.as_mut() {
@@ -204,16 +204,16 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     c,
                     p,
                     &mut self.row_block,
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
                 self.stats.basis_passes += 1;
             }
         }
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
-        gemm_nn(&mut hcc, &hc, m, m, c, p, self.prm.threads);
+        gemm_nn(&mut hcc, &hc, m, m, c, p, self.prm.execution.threads);
         let mut newh = vec![0.0; p * p];
-        gemm_tn(&mut newh, c, m, p, &hcc, p, self.prm.threads);
+        gemm_tn(&mut newh, c, m, p, &hcc, p, self.prm.execution.threads);
         for j in 0..p {
             for i in 0..p {
                 self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
@@ -240,13 +240,29 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _pass in 0..2 {
                 let (prev, cur) = self.v.split_at_mut(kept * n);
                 let col = &mut cur[..n];
-                gemm_tn(&mut c[..kept], prev, n, kept, col, 1, self.prm.threads);
+                gemm_tn(
+                    &mut c[..kept],
+                    prev,
+                    n,
+                    kept,
+                    col,
+                    1,
+                    self.prm.execution.threads,
+                );
                 c[kept] = 0.0;
                 self.pb
                     .comm
                     .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
                 self.stats.global_sums += 1;
-                gemm_sub(col, prev, n, kept, &c[..kept], 1, self.prm.threads);
+                gemm_sub(
+                    col,
+                    prev,
+                    n,
+                    kept,
+                    &c[..kept],
+                    1,
+                    self.prm.execution.threads,
+                );
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],
@@ -292,7 +308,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     kept,
                     &cur[..n],
                     1,
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
                 c[kept] = 0.0;
                 self.pb
@@ -306,7 +322,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     kept,
                     &c[..kept],
                     1,
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
                 gemm_sub(
                     &mut bcur[..n],
@@ -315,7 +331,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     kept,
                     &c[..kept],
                     1,
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
             }
             let mut nn = [crate::dense::dot(
@@ -345,7 +361,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.refresh_w();
         let m = self.m;
         let mut g = vec![0.0; m * m];
-        gemm_tn(&mut g, &self.v, n, m, &self.w, m, self.prm.threads);
+        gemm_tn(
+            &mut g,
+            &self.v,
+            n,
+            m,
+            &self.w,
+            m,
+            self.prm.execution.threads,
+        );
         self.stats.basis_passes += 2;
         self.allreduce(&mut g);
         for j in 0..m {
@@ -392,7 +416,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         for (p, &i) in ord.iter().enumerate() {
             y[p * m..(p + 1) * m].copy_from_slice(&y_raw[i * m..(i + 1) * m]);
         }
-        if self.prm.anorm.is_none() || self.has_mass() {
+        if self.prm.problem.anorm.is_none() || self.has_mass() {
             let mx = theta.iter().fold(0.0f64, |a, t| a.max(t.abs()));
             self.anorm = self.anorm.max(mx);
         }

@@ -18,7 +18,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// 100,000 iterations. Solve groups keep the old order, on which their
     /// balancing figures were validated; their time is mostly correction phases.
     pub(super) fn restart_first(&self, m: usize, basis_full: bool) -> bool {
-        self.prm.locking
+        self.prm.basis.locking
             && self.backend.is_none()
             && matches!(self.target, Target::Smallest | Target::Largest)
             && !self.has_mass()
@@ -41,7 +41,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// [`State::basis_cap`] with `locked` pairs locked.
     fn basis_cap_with(&self, locked: usize) -> usize {
         let mb = self.sz.max_basis;
-        if self.prm.max_basis != 0 || self.backend.is_some() {
+        if self.prm.basis.max_basis != 0 || self.backend.is_some() {
             return mb;
         }
         let left = self.goal.saturating_sub(locked);
@@ -76,7 +76,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Ritz directions (GD+k), orthonormalized in coefficient space.
     pub(super) fn restart(&mut self, y: &[f64], m: usize) {
         let keep = self.sz.restart.min(m);
-        let kp = if self.prm.restart_keep_previous && self.prev_k > 0 && self.prev_m <= m {
+        let kp = if self.prm.basis.restart_keep_previous && self.prev_k > 0 && self.prev_m <= m {
             self.prev_k
         } else {
             0

@@ -38,7 +38,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             items.push((e.0, e.1, e.2, base + i));
         }
         items.sort_by(|a, b| self.key(a.0).total_cmp(&self.key(b.0)));
-        items.truncate(self.prm.nev);
+        items.truncate(self.prm.problem.nev);
         // The vectors are taken out of `xl` and put in order in place (no n×nev
         // copy at the peak of the solve); the state is not used afterwards.
         let mut vecs = std::mem::take(&mut self.xl);
@@ -58,7 +58,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         let ev = self.ev_scale();
         Solution {
             outcome: Outcome::Converged,
-            wanted: self.prm.nev,
+            wanted: self.prm.problem.nev,
             eigenvalues: items.iter().map(|i| i.0 / ev).collect(),
             residual_norms: items.iter().map(|i| i.1 / s).collect(),
             converged: items.iter().map(|i| i.2).collect(),
@@ -102,7 +102,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     fn partial(&mut self) -> Solution {
         let n = self.n;
         let m = self.m;
-        let need = self.prm.nev.saturating_sub(self.nl()).min(m);
+        let need = self.prm.problem.nev.saturating_sub(self.nl()).min(m);
         let mut extra = Vec::new();
         if need > 0 {
             let hc = self.h_compact();
@@ -113,17 +113,33 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
                 }
-                gemm_nn(&mut xs, &self.v, n, m, &ys, need, self.prm.threads);
+                gemm_nn(
+                    &mut xs,
+                    &self.v,
+                    n,
+                    m,
+                    &ys,
+                    need,
+                    self.prm.execution.threads,
+                );
                 // Their residuals ‖W y − θ V y‖ from W = AV (no matvec; W is
                 // refreshed when it drifts), one global sum.
                 // With a mass matrix: ‖W y − θ (MV) y‖/‖V y‖ (see `mass`).
                 let mass = self.has_mass();
                 let mut rs = vec![0.0; n * need];
-                gemm_nn(&mut rs, &self.w, n, m, &ys, need, self.prm.threads);
+                gemm_nn(
+                    &mut rs,
+                    &self.w,
+                    n,
+                    m,
+                    &ys,
+                    need,
+                    self.prm.execution.threads,
+                );
                 let bxs = match &self.mass {
                     Some(ms) => {
                         let mut b = vec![0.0; n * need];
-                        gemm_nn(&mut b, &ms.bv, n, m, &ys, need, self.prm.threads);
+                        gemm_nn(&mut b, &ms.bv, n, m, &ys, need, self.prm.execution.threads);
                         b
                     }
                     None => Vec::new(),

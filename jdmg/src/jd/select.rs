@@ -41,9 +41,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         Work {
             solver: None,
             block_qmr: (free
-                && matches!(self.prm.inner_solver, InnerSolver::Qmrs | InnerSolver::Auto))
+                && matches!(
+                    self.prm.correction.solver,
+                    InnerSolver::Qmrs | InnerSolver::Auto
+                ))
             .then(|| BlockJdQmr::new(n, k)),
-            dynamic: (free && self.prm.inner_solver == InnerSolver::Auto)
+            dynamic: (free && self.prm.correction.solver == InnerSolver::Auto)
                 .then(dynamic::Dynamic::new),
             xsel: vec![0.0; n * k],
             rsel: vec![0.0; n * k],
@@ -109,9 +112,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     m,
                     ycols,
                     &theta[pos..pos + cnt],
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
-                gemm_nn(xb, &self.v, n, m, ycols, cnt, self.prm.threads);
+                gemm_nn(xb, &self.v, n, m, ycols, cnt, self.prm.execution.threads);
                 for j in 0..cnt {
                     let c = &xb[j * n..(j + 1) * n];
                     nrm[cnt + j] = crate::dense::dot(c, c);
@@ -139,7 +142,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     cols,
                     yc,
                     &theta[pos..pos + cnt],
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
                 if !early {
                     self.stats.basis_passes += 2;
@@ -173,7 +176,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 in_order &= conv;
                 if conv && wanted {
                     wanted_converged += 1;
-                    if self.prm.locking && in_order {
+                    if self.prm.basis.locking && in_order {
                         // The candidates' vectors go into T, free until the
                         // correction step.
                         let (c, q) = (s0 + j, lock.len());

@@ -217,12 +217,28 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     kept,
                     &col,
                     1,
-                    self.prm.threads,
+                    self.prm.execution.threads,
                 );
                 self.allreduce(&mut c);
-                gemm_sub(&mut col, &self.xl, n, kept, &c[..kept], 1, self.prm.threads);
+                gemm_sub(
+                    &mut col,
+                    &self.xl,
+                    n,
+                    kept,
+                    &c[..kept],
+                    1,
+                    self.prm.execution.threads,
+                );
                 if let Some(ms) = &self.mass {
-                    gemm_sub(&mut bcol, &ms.bxl, n, kept, &c[..kept], 1, self.prm.threads);
+                    gemm_sub(
+                        &mut bcol,
+                        &ms.bxl,
+                        n,
+                        kept,
+                        &c[..kept],
+                        1,
+                        self.prm.execution.threads,
+                    );
                 }
             }
             let mut nn = [d(&col, &bcol)];
@@ -241,12 +257,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         self.ndefl = kept;
         self.stats.deflation_vectors = kept;
-        if self.prm.nev + kept > self.pb.n_global {
+        if self.prm.problem.nev + kept > self.pb.n_global {
             return Err(JdError::invalid(
                 "nev",
                 format!(
                     "nev = {} plus {kept} deflation vectors exceed the dimension n = {}",
-                    self.prm.nev, self.pb.n_global
+                    self.prm.problem.nev, self.pb.n_global
                 ),
             ));
         }
@@ -273,7 +289,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     pub(super) fn deflate_residuals(&mut self, r: &mut [f64], nrm: &mut [f64]) {
         let (n, q, p) = (self.n, self.residual_deflation(), nrm.len());
         let mut c = vec![0.0; q * p];
-        gemm_tn(&mut c, &self.xl, n, q, &r[..n * p], p, self.prm.threads);
+        gemm_tn(
+            &mut c,
+            &self.xl,
+            n,
+            q,
+            &r[..n * p],
+            p,
+            self.prm.execution.threads,
+        );
         self.allreduce(&mut c);
         gemm_sub(
             &mut r[..n * p],
@@ -282,7 +306,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             q,
             &c,
             p,
-            self.prm.threads,
+            self.prm.execution.threads,
         );
         for (j, v) in nrm.iter_mut().enumerate() {
             let col = &r[j * n..(j + 1) * n];

@@ -262,10 +262,10 @@ pub fn groups_on<B: Comm + ?Sized>(
         base.all_gather_u64(&[host_key()], &mut keys);
         return Ok(groups_by_key(&keys));
     }
-    let k = if params.block == 0 {
-        params.nev.min(crate::params::DEFAULT_BLOCK_CAP)
+    let k = if params.basis.block == 0 {
+        params.problem.nev.min(crate::params::DEFAULT_BLOCK_CAP)
     } else {
-        params.block
+        params.basis.block
     };
     parse_groups(spec, base.size(), k)
 }

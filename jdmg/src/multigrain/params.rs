@@ -8,7 +8,7 @@ use crate::repartition::RepartitionParams;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Balance {
-    /// Every group runs the inner rule of `JdParams::inner` (no balancing).
+    /// Every group runs the inner rule of `crate::CorrectionSettings::stop` (no balancing).
     #[default]
     None,
     /// T = time of the fastest group for the phase's optimal m steps (§4,

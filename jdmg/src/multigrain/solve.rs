@@ -152,7 +152,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
     let topo = Topology::new(world, base, &mg.groups, mg.hierarchical)?;
     let (ngroups, my_group) = (topo.groups.len(), topo.my_group);
     let n = a.nrows();
-    let (layout, rates) = initial_layout(a, world, &topo, resume, mg, params.threads)?;
+    let (layout, rates) = initial_layout(a, world, &topo, resume, mg, params.execution.threads)?;
     let Layout {
         fine,
         groups: group_layouts,
@@ -166,7 +166,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
         world,
         params,
         opts: DistOptions {
-            threads: params.threads,
+            threads: params.execution.threads,
             overlap: false,
             max_block: sizes.max_basis,
         },
@@ -211,8 +211,10 @@ pub(crate) fn run<W: Comm, B: Comm>(
         nl: 0,
         corr: CorrectionSolver::new(
             ng,
-            resolved.inner_solver,
-            params.nev + caller.spaces.deflation.len() / n.max(1) + params.block.max(8),
+            resolved.correction.solver,
+            params.problem.nev
+                + caller.spaces.deflation.len() / n.max(1)
+                + params.basis.block.max(8),
         ),
         mass: gmass,
         bxl_raw: Vec::new(),
@@ -229,7 +231,7 @@ pub(crate) fn run<W: Comm, B: Comm>(
             startup_rates: rates.clone().unwrap_or_default(),
             ..Default::default()
         },
-        precond: params.precond,
+        precond: params.preconditioner.kind,
     };
     // A resumed run: every group needs the locked vectors in its own layout.
     if let Some(ck) = resume {
@@ -248,9 +250,12 @@ fn invalid(e: &dyn std::fmt::Display) -> JdError {
 /// setting, which the balancing experiments measure) unless told otherwise.
 fn group_params(params: &JdParams) -> JdParams {
     let mut group_params = params.clone();
-    group_params.maxits.get_or_insert(DEFAULT_MAXITS_GROUPS);
-    if group_params.precond == PrecondChoice::Auto {
-        group_params.precond = PrecondChoice::None;
+    group_params
+        .correction
+        .maxits
+        .get_or_insert(DEFAULT_MAXITS_GROUPS);
+    if group_params.preconditioner.kind == PrecondChoice::Auto {
+        group_params.preconditioner.kind = PrecondChoice::None;
     }
     group_params
 }
@@ -473,7 +478,7 @@ fn group_rows<'g, B: Comm>(
         _ => None,
     };
     let gopts = DistOptions {
-        threads: params.threads,
+        threads: params.execution.threads,
         overlap: false,
         max_block: 1,
     };
