@@ -423,11 +423,7 @@ pub fn algorithm1(dag: &Dag, speeds: &[f64], model: &CostModel) -> Result<Schedu
         while !left.is_empty() {
             let mut pick = (0, 0, f64::NEG_INFINITY, 0.0);
             for (pos, &i) in left.iter().enumerate() {
-                let ready = dag.tasks[i]
-                    .preds
-                    .iter()
-                    .map(|&q| end[q])
-                    .fold(0.0, f64::max);
+                let ready = ready_time(dag, i, &end);
                 let mut best = (0, f64::INFINITY, 0.0);
                 for (p, &s) in speeds.iter().enumerate() {
                     let st = ready.max(free[p]);
@@ -582,11 +578,7 @@ pub fn algorithm3(
             let cap: f64 = avail.iter().map(|&p| speeds[p]).sum();
             let mut placed = None;
             for (pos, &i) in left.iter().enumerate() {
-                let ready = dag.tasks[i]
-                    .preds
-                    .iter()
-                    .map(|&q| end[q])
-                    .fold(0.0, f64::max);
+                let ready = ready_time(dag, i, &end);
                 if ready > line + 1e-12 {
                     continue;
                 }
@@ -643,11 +635,7 @@ pub fn algorithm3(
                         }
                     }
                     for &i in &left {
-                        let ready = dag.tasks[i]
-                            .preds
-                            .iter()
-                            .map(|&q| end[q])
-                            .fold(0.0, f64::max);
+                        let ready = ready_time(dag, i, &end);
                         if ready > line + 1e-12 {
                             next = next.min(ready);
                         }
@@ -664,6 +652,16 @@ pub fn algorithm3(
 /// Improvement index of `002` eq. 3: (T_Alg2 − T_Alg3) / T_Alg2.
 pub fn improvement(t_alg2: f64, t_alg3: f64) -> f64 {
     (t_alg2 - t_alg3) / t_alg2
+}
+
+/// The time task `i` of `dag` can start: the latest end (`end`) of its
+/// predecessors, or 0 for a task without any.
+fn ready_time(dag: &Dag, i: usize, end: &[f64]) -> f64 {
+    dag.tasks[i]
+        .preds
+        .iter()
+        .map(|&q| end[q])
+        .fold(0.0, f64::max)
 }
 
 /// A reproduced case of `002` Figures 8, 10, 11.
