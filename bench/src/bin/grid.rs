@@ -201,6 +201,17 @@ struct Job {
     pin: Vec<String>,
 }
 
+impl Job {
+    /// The job `label` running `jdmg solve` with `args`, pinned to `pin`.
+    fn new(label: &str, args: Vec<String>, pin: &[String]) -> Self {
+        Job {
+            label: label.into(),
+            args,
+            pin: pin.to_vec(),
+        }
+    }
+}
+
 /// A running job.
 struct Running {
     child: Child,
@@ -1354,6 +1365,42 @@ fn ncpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The note on the goals of balancing multigrain (issues 5 and 10), from the
+/// medians of `runs`: the balanced run's %imbalance (≤ 10), its time over the
+/// unbalanced run's (≤ 0.6), and whether it found the same eigenvalues;
+/// `(balanced, unbalanced)` are the configurations' indices, `head` names the
+/// goals and `ratio_name` the time ratio.
+fn balance_goals_note(
+    runs: &[Value],
+    (balanced, unbalanced): (usize, usize),
+    head: &str,
+    ratio_name: &str,
+) -> String {
+    let s = summarize(runs);
+    let get = |i: usize, k: &str| s.get(i).map(|r| num(r, k)).unwrap_or(f64::NAN);
+    let ratio = get(balanced, "wall_seconds") / get(unbalanced, "wall_seconds");
+    let imb = get(balanced, "imbalance_percent");
+    let same = s
+        .get(balanced)
+        .and_then(|r| r["same_eigenvalues"].as_bool())
+        .unwrap_or(false);
+    format!(
+        "{head}: balanced multigrain %imbalance {imb:.1} (≤ 10: {}), {ratio_name} {ratio:.2} (≤ 0.6: {}), same eigenvalues to tol·‖A‖: {same}.",
+        if imb <= 10.0 { "PASS" } else { "FAIL" },
+        if ratio <= 0.6 { "PASS" } else { "FAIL" },
+    )
+}
+
+/// Names of the two solve groups of `groups` ("0-1,2-3") for the rate plots,
+/// each with its ranks and what sets it apart (`what0`, `what1`).
+fn group_names(groups: &str, what0: String, what1: String) -> Vec<String> {
+    let (g0, g1) = groups.split_once(',').unwrap_or((groups, ""));
+    vec![
+        format!("group 0 (ranks {g0}, {what0})"),
+        format!("group 1 (ranks {g1}, {what1})"),
+    ]
+}
+
 /// Runs, notes, and names of the solve groups (for the rate plots).
 type Outcome = (Vec<Value>, Vec<String>, Vec<String>);
 
@@ -1367,11 +1414,7 @@ fn hetero(ctx: &mut Ctx) -> Outcome {
     let groups = halves(np);
     let block = a.block.to_string();
     let pin = pins(a, |r| (r % ncpus()).to_string());
-    let mk = |label: &str, extra: Vec<String>| Job {
-        label: label.into(),
-        args: extra,
-        pin: pin.clone(),
-    };
+    let mk = |label: &str, extra: Vec<String>| Job::new(label, extra, &pin);
     let jobs = vec![
         mk("fine grain, no slowdown", sv(&["--block", &block])),
         mk(
@@ -1411,27 +1454,27 @@ fn hetero(ctx: &mut Ctx) -> Outcome {
             runs.push(ctx.run_one(j, rep));
         }
     }
-    let s = summarize(&runs);
-    let get = |i: usize, k: &str| s.get(i).map(|r| num(r, k)).unwrap_or(f64::NAN);
-    let ratio = get(3, "wall_seconds") / get(2, "wall_seconds");
-    let imb = get(3, "imbalance_percent");
-    let same = s
-        .get(3)
-        .and_then(|r| r["same_eigenvalues"].as_bool())
-        .unwrap_or(false);
-    let notes = vec![format!(
-        "Groups {groups}; --slowdown {sd} (lblib::Slowed sleeps); ranks pinned to CPUs {}.",
-        if pin.is_empty() { "none".to_string() } else { pin.join(",") }
-    ), format!(
-        "Acceptance (issue 5): balanced multigrain %imbalance {imb:.1} (≤ 10: {}), time ratio balanced/unbalanced multigrain {ratio:.2} (≤ 0.6: {}), same eigenvalues to tol·‖A‖: {same}.",
-        if imb <= 10.0 { "PASS" } else { "FAIL" },
-        if ratio <= 0.6 { "PASS" } else { "FAIL" },
-    )];
-    let (g0, g1) = groups.split_once(',').unwrap_or((&groups, ""));
-    let names = vec![
-        format!("group 0 (ranks {g0}, slowdown 1)"),
-        format!("group 1 (ranks {g1}, slowdown {})", ctx.args.slow),
+    let notes = vec![
+        format!(
+            "Groups {groups}; --slowdown {sd} (lblib::Slowed sleeps); ranks pinned to CPUs {}.",
+            if pin.is_empty() {
+                "none".to_string()
+            } else {
+                pin.join(",")
+            }
+        ),
+        balance_goals_note(
+            &runs,
+            (3, 2),
+            "Acceptance (issue 5)",
+            "time ratio balanced/unbalanced multigrain",
+        ),
     ];
+    let names = group_names(
+        &groups,
+        "slowdown 1".into(),
+        format!("slowdown {}", ctx.args.slow),
+    );
     (runs, notes, names)
 }
 
@@ -1460,11 +1503,7 @@ fn contention(ctx: &mut Ctx) -> Outcome {
     let block = a.block.to_string();
     let pin = pins(a, |r| if r < np / 2 { "0".into() } else { "1".into() });
     let (nice, tmax) = (a.nice, a.timeout);
-    let mk = |label: &str, extra: Vec<String>| Job {
-        label: label.into(),
-        args: extra,
-        pin: pin.clone(),
-    };
+    let mk = |label: &str, extra: Vec<String>| Job::new(label, extra, &pin);
     let jobs = vec![
         mk("fine grain", sv(&["--block", &block])),
         mk(
@@ -1507,31 +1546,24 @@ fn contention(ctx: &mut Ctx) -> Outcome {
             drop(comp);
         }
     }
-    let s = summarize(&runs);
-    let get = |i: usize, k: &str| s.get(i).map(|r| num(r, k)).unwrap_or(f64::NAN);
-    let ratio = get(2, "wall_seconds") / get(1, "wall_seconds");
-    let imb = get(2, "imbalance_percent");
-    let same = s
-        .get(2)
-        .and_then(|r| r["same_eigenvalues"].as_bool())
-        .unwrap_or(false);
     let notes = vec![
         format!(
             "Groups {groups} (--groups equal); ranks pinned to CPUs {}; {busy} busy loops pinned to CPU 1 during every run; runs and loops at nice {nice}; {}.",
             pin.join(","),
             autogroup_note()
         ),
-        format!(
-            "Goals (issue 10): balanced multigrain %imbalance {imb:.1} (≤ 10: {}), time balanced / unbalanced multigrain {ratio:.2} (≤ 0.6: {}), same eigenvalues to tol·‖A‖: {same}.",
-            if imb <= 10.0 { "PASS" } else { "FAIL" },
-            if ratio <= 0.6 { "PASS" } else { "FAIL" },
+        balance_goals_note(
+            &runs,
+            (2, 1),
+            "Goals (issue 10)",
+            "time balanced / unbalanced multigrain",
         ),
     ];
-    let (g0, g1) = groups.split_once(',').unwrap_or((&groups, ""));
-    let names = vec![
-        format!("group 0 (ranks {g0}, CPU 0)"),
-        format!("group 1 (ranks {g1}, CPU 1 with {busy} busy loops)"),
-    ];
+    let names = group_names(
+        &groups,
+        "CPU 0".into(),
+        format!("CPU 1 with {busy} busy loops"),
+    );
     (runs, notes, names)
 }
 
@@ -1757,7 +1789,6 @@ fn changing(ctx: &mut Ctx) -> Outcome {
             .filter(|r| r.get("competitor_started").is_some())
             .count()
     )];
-    let (g0, g1) = groups.split_once(',').unwrap_or((&groups, ""));
     let cpu = |r: usize| pin.get(r).cloned().unwrap_or_else(|| "any".into());
     let comp = |c: String| {
         if c == ccpu {
@@ -1766,10 +1797,7 @@ fn changing(ctx: &mut Ctx) -> Outcome {
             format!("CPU {c}")
         }
     };
-    let names = vec![
-        format!("group 0 (ranks {g0}, {})", comp(cpu(0))),
-        format!("group 1 (ranks {g1}, {})", comp(cpu(np / 2))),
-    ];
+    let names = group_names(&groups, comp(cpu(0)), comp(cpu(np / 2)));
     (runs, notes, names)
 }
 

@@ -129,6 +129,18 @@ impl Row {
         }
     }
 
+    /// A row of the paper's model with text figures: "exact" when ours equal
+    /// the paper's (`equal`), "differs" otherwise.
+    pub fn model_exact(
+        item: impl Into<String>,
+        ours: impl Into<String>,
+        paper: impl Into<String>,
+        equal: bool,
+    ) -> Self {
+        let verdict = if equal { "exact" } else { "differs" };
+        Row::text(item, ours, paper, setting::MODEL, verdict)
+    }
+
     /// An item not reproduced here, with the reason.
     pub fn missing(
         item: impl Into<String>,
@@ -185,6 +197,16 @@ pub const PAPERS: [(&str, &str); 5] = [
 /// Error text of any displayable error.
 pub(crate) fn err(e: impl Display) -> String {
     e.to_string()
+}
+
+/// The values as they print, joined by `sep` (lists inside a CSV cell or a
+/// row's text).
+pub(crate) fn joined<T: Display>(values: &[T], sep: &str) -> String {
+    values
+        .iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 /// Where an item writes its files.

@@ -9,7 +9,7 @@ use hetdense::alloc::{
 
 use hetdense::{DenseOp, DenseParams, LayoutKind, LoadChange, Replan};
 
-use super::{dense, err, plot, setting, Ctx, Row, Size};
+use super::{dense, err, joined, plot, setting, Ctx, Row, Size};
 
 const T358: [f64; 3] = [3.0, 5.0, 8.0];
 
@@ -56,11 +56,7 @@ fn per_b_table(
             .map(|x| format!("{x:.1}"))
             .collect::<Vec<_>>()
             .join(", "),
-        paper
-            .iter()
-            .map(|x| format!("{x}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        joined(&paper, ", "),
         setting::MODEL,
         format!("{ok} of 9 equal the printed integers (truncated or rounded)"),
     ));
@@ -80,16 +76,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     // Table 1: Algorithm 2.1, t = (3, 5, 8), M = 78.
     let a = optimal_chunks(&T358, 78).map_err(err)?;
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "Table 1: Algorithm 2.1, t = (3, 5, 8), M = 78: chunks and cost",
         format!("{:?}, cost {}", a.counts, a.cost),
         "[40, 24, 14], cost 120",
-        setting::MODEL,
-        if a.counts == [40, 24, 14] && a.cost == 120.0 {
-            "exact"
-        } else {
-            "differs"
-        },
+        a.counts == [40, 24, 14] && a.cost == 120.0,
     ));
     // Table 2/3: incremental DP.
     let dp = incremental_dp(&T358, 10).map_err(err)?;
@@ -119,11 +110,7 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .map(|x| format!("{x:.2}"))
             .collect::<Vec<_>>()
             .join(", "),
-        paper2
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        joined(&paper2, ", "),
         setting::MODEL,
         format!("largest difference {worst:.4}: within the printing (2 decimals)"),
     );
@@ -155,16 +142,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .flat_map(|(i, &c)| std::iter::repeat_n(i, c))
         .collect();
     let l = update_loads(&T358, &contiguous, 32).map_err(err)?;
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "Fig. 2: loads at step 33 with the (40, 24, 14) contiguous allocation",
         format!("{l:?}"),
         "[21, 120, 112] (processor 1: 7 updates × 3 = 21)",
-        setting::MODEL,
-        if l == [21.0, 120.0, 112.0] {
-            "exact"
-        } else {
-            "differs"
-        },
+        l == [21.0, 120.0, 112.0],
     ));
     per_b_table(
         ctx,
@@ -205,34 +187,29 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let r_opt = p.cyclic_over_optimal();
         let r_th = p.cyclic_over_theoretical(9).ok_or("no B = 9")?;
         lines.push(format!("{name},{r_opt:.3},{p_opt},{r_th:.3},{p_th}"));
-        rows.push(Row::num(
-            format!("{name}: t_cyclic / t_optimal"),
-            r_opt,
-            Some(p_opt),
-            |x| format!("{x:.2}"),
-            setting::MODEL,
-            if (r_opt * 10.0).round() / 10.0 == p_opt {
-                "equal to the printed digit"
+        let misprint = format!(
+            "{:.2} off: the paper's own layout for B = 9 gives our figure (misprint)",
+            (r_th - p_th).abs()
+        );
+        for (what, ours, paper, off) in [
+            ("t_optimal", r_opt, p_opt, "differs".to_string()),
+            ("t_theoretical(9)", r_th, p_th, misprint),
+        ] {
+            // Equal when ours rounds to the paper's one printed decimal.
+            let v = if (ours * 10.0).round() / 10.0 == paper {
+                "equal to the printed digit".to_string()
             } else {
-                "differs"
-            },
-        ));
-        let v = if (r_th * 10.0).round() / 10.0 == p_th {
-            "equal to the printed digit".to_string()
-        } else {
-            format!(
-                "{:.2} off: the paper's own layout for B = 9 gives our figure (misprint)",
-                (r_th - p_th).abs()
-            )
-        };
-        rows.push(Row::num(
-            format!("{name}: t_cyclic / t_theoretical(9)"),
-            r_th,
-            Some(p_th),
-            |x| format!("{x:.2}"),
-            setting::MODEL,
-            v,
-        ));
+                off
+            };
+            rows.push(Row::num(
+                format!("{name}: t_cyclic / {what}"),
+                ours,
+                Some(paper),
+                |x| format!("{x:.2}"),
+                setting::MODEL,
+                v,
+            ));
+        }
     }
     ctx.csv(
         "fig6_9.csv",
@@ -447,11 +424,7 @@ fn figure_12(ctx: &Ctx, rows: &mut Vec<Row>) -> Result<(), String> {
             let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             (lo, hi)
         };
-        let ns = sizes
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let ns = joined(&sizes, ", ");
         let (lo, hi) = span(&ds);
         let mut row = Row::text(
             format!("Fig. 12: t_dynamic / t_static, {what}, n = {ns}, t = (3, 5, 8) (per-machine sums)"),
@@ -656,11 +629,7 @@ fn semi_static(ctx: &Ctx, rows: &mut Vec<Row>) -> Result<(), String> {
             "{n},{block},{ts:.4},{tr:.4},{},{},{}",
             rep.relayouts,
             rep.bytes_moved,
-            rep.columns_per_rank
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(";")
+            joined(&rep.columns_per_rank, ";")
         )],
     )?;
     rows.push(Row::num(

@@ -21,16 +21,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let t1 = vec![vec![1.0, 2.0], vec![3.0, 6.0]];
     let p = grid_2d_panel(&t1, 4, 3, &prm).map_err(err)?;
     lines.push(format!("fig7,{:?},{:?},{}", p.r, p.c, p.exec_time));
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "Fig. 7: grid t = [[1,2],[3,6]], 4×3 panel: rows r, columns c, loads",
         format!("r = {:?}, c = {:?}, loads {:?}", p.r, p.c, p.loads),
         "r = (3,1), c = (2,1), every load 6",
-        setting::MODEL,
-        if p.r == [3, 1] && p.c == [2, 1] {
-            "exact"
-        } else {
-            "differs"
-        },
+        p.r == [3, 1] && p.c == [2, 1],
     ));
     // Figure 10: non-rank-1 t = [[1,2],[3,5]], 8×6 panel.
     let t2 = vec![vec![1.0, 2.0], vec![3.0, 5.0]];
@@ -41,16 +36,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .map(|&c| if c == 0 { 'A' } else { 'B' })
         .collect();
     lines.push(format!("fig10,{:?},{:?},{}", p.r, p.c, p.exec_time));
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "Fig. 10: grid t = [[1,2],[3,5]], 8×6 panel: rows, columns, column order",
         format!("r = {:?}, c = {:?}, order {abab}", p.r, p.c),
         "r = (6,2), c = (4,2), order ABAABA",
-        setting::MODEL,
-        if p.r == [6, 2] && p.c == [4, 2] && abab == "ABAABA" {
-            "exact"
-        } else {
-            "differs"
-        },
+        p.r == [6, 2] && p.c == [4, 2] && abab == "ABAABA",
     ));
     let g = grid_2d_rational(&t2, &prm).map_err(err)?;
     rows.push(Row::num(
@@ -65,12 +55,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let kl = kalinov_lastovetsky(&t2).map_err(err)?;
     let cols = kl.integer_columns(61).map_err(err)?.counts;
     lines.push(format!("kl,{cols:?},,{}", kl.t_ave));
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "§4.4: Kalinov–Lastovetsky on t = [[1,2],[3,5]]: columns of 61 to the first processor column",
         format!("{} of 61", cols[0]),
         "40 of 61",
-        setting::MODEL,
-        if cols[0] == 40 { "exact" } else { "differs" },
+        cols[0] == 40,
     ));
     // §4.5: clusters of clusters, A = (2,3,4), B = (3,5,8), panels of 5 blocks.
     let clusters = vec![vec![2.0, 3.0, 4.0], vec![3.0, 5.0, 8.0]];
@@ -81,16 +70,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .map(|&c| if c == 0 { 'A' } else { 'B' })
         .collect();
     lines.push(format!("clusters,{seq},{:?},", a.panel_times));
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "§4.5: clusters A = (2,3,4), B = (3,5,8): panel order and panel times",
         format!("{seq}, times {:?}", a.panel_times),
         "BAABA, times 10, 6, 6, 9, 6 (\"10 and not 9\")",
-        setting::MODEL,
-        if seq == "BAABA" && a.panel_times == [10.0, 6.0, 6.0, 9.0, 6.0] {
-            "exact"
-        } else {
-            "differs"
-        },
+        seq == "BAABA" && a.panel_times == [10.0, 6.0, 6.0, 9.0, 6.0],
     ));
     // §4.5: the optimized DP of (3,5,8): 33|85335385.
     let dp = optimized_dp(&[3.0, 5.0, 8.0], 10).map_err(err)?;
@@ -107,16 +91,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             .iter()
             .map(|&i| lab(i))
             .collect::<String>();
-    rows.push(Row::text(
+    rows.push(Row::model_exact(
         "§4.5: optimized allocation of (3,5,8), 10 blocks",
         s.clone(),
         "33|85335385",
-        setting::MODEL,
-        if s == "33|85335385" {
-            "exact"
-        } else {
-            "differs"
-        },
+        s == "33|85335385",
     ));
     ctx.csv(
         "grids.csv",

@@ -2,12 +2,23 @@
 //! Algorithm 2, eq. 3) from `hetdense::sched::malleable`, and the sensitivity of
 //! Figure 10 to the parameters the paper leaves open (T_L, nb).
 
-use hetdense::sched::malleable::{reproduce, Alg3Params, CostModel, Figure, ReproCase};
+use hetdense::sched::malleable::{
+    improvement_range, reproduce, Alg3Params, CostModel, Figure, ReproCase,
+};
 
-use super::{err, plot, points_verdict, setting, Ctx, Row};
+use super::{err, joined, plot, points_verdict, setting, Ctx, Row};
 
 /// Issue 40's goal for Figures 10–11, in points.
 const GOAL: f64 = 5.0;
+
+/// The best of the sensitivity settings, as the rows name it: the latency
+/// `T_L` (seconds), the block size `nb` and the spread of the capacities.
+fn best_setting(latency: f64, nb: usize, spread: f64) -> String {
+    format!(
+        "best at T_L = {:.0} µs, nb = {nb}, spread {spread}",
+        latency * 1e6
+    )
+}
 
 fn figure(ctx: &Ctx, fig: Figure, name: &str, model: &CostModel) -> Result<Vec<ReproCase>, String> {
     let cases = reproduce(fig, model, 0.5, &Alg3Params::default()).map_err(err)?;
@@ -23,11 +34,7 @@ fn figure(ctx: &Ctx, fig: Figure, name: &str, model: &CostModel) -> Result<Vec<R
                 c.t_alg2,
                 c.t_alg3,
                 c.improvement_percent,
-                c.paper_percent
-                    .iter()
-                    .map(|x| x.to_string())
-                    .collect::<Vec<_>>()
-                    .join(";")
+                joined(&c.paper_percent, ";")
             )
         })
         .collect();
@@ -107,14 +114,7 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     // Figure 8: the paper gives a range over all size pairs.
     let cases = figure(ctx, Figure::Fig8, "fig8", &model)?;
-    let lo = cases
-        .iter()
-        .map(|c| c.improvement_percent)
-        .fold(f64::INFINITY, f64::min);
-    let hi = cases
-        .iter()
-        .map(|c| c.improvement_percent)
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = improvement_range(&cases);
     rows.push(Row::text(
         "Fig. 8 (Fig. 5 DAG, 40 processors, n1 ≤ n2 in {2500…5000}): range of improvements",
         format!("{lo:.1} % to {hi:.1} %"),
@@ -183,10 +183,8 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 |x| format!("{x:.1} points"),
                 setting::SIMULATED,
                 format!(
-                    "best at T_L = {:.0} µs, nb = {}, spread {}; {} (all 24 settings in {name}_sensitivity.csv)",
-                    best.1 * 1e6,
-                    best.2,
-                    best.3,
+                    "{}; {} (all 24 settings in {name}_sensitivity.csv)",
+                    best_setting(best.1, best.2, best.3),
                     if best.0 <= GOAL {
                         "some setting meets the goal for this figure alone"
                     } else {
@@ -207,10 +205,8 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             |x| format!("{x:.1} points"),
             setting::SIMULATED,
             format!(
-                "best at T_L = {:.0} µs, nb = {}, spread {}; {}",
-                j.0 * 1e6,
-                j.1,
-                j.2,
+                "{}; {}",
+                best_setting(j.0, j.1, j.2),
                 if j.3 <= GOAL {
                     "the goal is met by one setting for both figures"
                 } else {

@@ -15,7 +15,7 @@ use jdmg::{BasisSettings, CorrectionSettings, ExecutionSettings, ProblemSettings
 use lblib::{ClockMode, ThreadComm, ThreadConfig};
 use matrices::generate::{exact_eigenvalues, generate, GenSpec};
 
-use super::{err, plot, setting, Ctx, Row, Size};
+use super::{err, joined, plot, setting, Ctx, Row, Size};
 
 /// One run's figures (rank 0's view; every rank agrees).
 #[derive(Debug, Clone)]
@@ -133,19 +133,31 @@ fn model_imbalance(sd: &[f64]) -> f64 {
 fn csv_line(label: &str, sd: &[f64], o: &Outcome) -> String {
     format!(
         "{label},{},{:.6},{},{:.2},{:.1e},{}",
-        sd.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(";"),
+        joined(sd, ";"),
         o.time,
         o.matvecs,
         o.imbalance,
         o.error,
-        o.group_steps
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(";")
+        joined(&o.group_steps, ";")
+    )
+}
+
+/// The row of a Table 1 or 3 configuration comparing the time with balancing
+/// over the time without (McCombs, Mills and Stathopoulos) to the paper's
+/// ratio `paper`; the verdict quotes both runs' matvecs, then `paper_matvecs`.
+fn time_ratio_row(item: &str, un: &Outcome, bal: &Outcome, paper: f64, paper_matvecs: &str) -> Row {
+    Row::num(
+        format!("{item}: time balanced / unbalanced"),
+        bal.time / un.time,
+        Some(paper),
+        |x| format!("{x:.2}"),
+        setting::MANUAL,
+        format!(
+            "{} (matvecs {} → {}{paper_matvecs})",
+            super::rel_verdict(bal.time / un.time, paper),
+            un.matvecs,
+            bal.matvecs,
+        ),
     )
 }
 
@@ -210,11 +222,7 @@ fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
         let fine = solve(spec, sd, None, Balance::None, &prm)?;
         let un = solve(spec, sd, Some("equal"), Balance::None, &prm)?;
         let bal = solve(spec, sd, Some("equal"), Balance::Fastest, &prm)?;
-        let tag = sd
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
+        let tag = joined(sd, ",");
         lines.push(csv_line("fine grain", sd, &fine));
         lines.push(csv_line("multigrain", sd, &un));
         lines.push(csv_line("balanced multigrain", sd, &bal));
@@ -253,19 +261,12 @@ fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
                 "above the paper's tolerable 10 %".to_string()
             },
         ));
-        rows.push(Row::num(
-            format!("{item}: time balanced / unbalanced"),
-            bal.time / un.time,
-            Some(pb / pu),
-            |x| format!("{x:.2}"),
-            setting::MANUAL,
-            format!(
-                "{} (matvecs {} → {}, paper {})",
-                super::rel_verdict(bal.time / un.time, pb / pu),
-                un.matvecs,
-                bal.matvecs,
-                pmv
-            ),
+        rows.push(time_ratio_row(
+            &item,
+            &un,
+            &bal,
+            pb / pu,
+            &format!(", paper {pmv}"),
         ));
     }
     ctx.csv("table3.csv", HEADER, &lines)?;
@@ -314,11 +315,7 @@ fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
         un_i.push(un.imbalance);
         bal_i.push(bal.imbalance);
         ratio.push(100.0 * bal.time / un.time);
-        let tag = sd
-            .iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
+        let tag = joined(sd, ",");
         let item = format!(
             "Table 1, job {} (JDcg, 4 ranks, slowdowns {tag}, {spec})",
             j + 1
@@ -340,20 +337,8 @@ fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
             r.ours = format!("{:.1} % → {:.1} %", un.imbalance, bal.imbalance);
             r.paper = format!("{piu} % → {pib} %");
         }
-        rows.push(Row::num(
-            format!("{item}: time balanced / unbalanced"),
-            bal.time / un.time,
-            Some(pb / pu),
-            |x| format!("{x:.2}"),
-            setting::MANUAL,
-            format!(
-                "{} (matvecs {} → {}; paper 9571 → {})",
-                super::rel_verdict(bal.time / un.time, pb / pu),
-                un.matvecs,
-                bal.matvecs,
-                [7335, 7625, 8843][j]
-            ),
-        ));
+        let paper_matvecs = format!("; paper 9571 → {}", [7335, 7625, 8843][j]);
+        rows.push(time_ratio_row(&item, &un, &bal, pb / pu, &paper_matvecs));
     }
     ctx.csv("table1.csv", HEADER, &lines)?;
     plot::grouped_bars(

@@ -386,6 +386,167 @@ pub fn grid_gemm<C: Comm>(
     Ok(c_loc)
 }
 
+/// This process's place on the `R × Q` grid and the part of the layout it
+/// works on, as the panel factorizations [`grid_lu`] and [`grid_qr`] (Mehaut
+/// and Robert §4.3–4.5) share them: process `(gi, gj)` holds the rows
+/// `rows_at(gi, gj)` of the columns `cols_of(gj)`, and gathers every panel
+/// down its grid column.
+struct GridPart<C> {
+    /// Rank in the whole communicator.
+    me: usize,
+    /// Grid row of this process.
+    gi: usize,
+    /// Grid column of this process.
+    gj: usize,
+    /// The processes of grid column `gj`, ordered by grid row.
+    col_comm: C,
+    /// Matrix rows held here (`rows_at(gi, gj)`).
+    my_rows: Vec<usize>,
+    /// Matrix columns held here (`cols_of(gj)`).
+    my_cols: Vec<usize>,
+    /// `my_rows.len()`, `my_cols.len()`.
+    mr: usize,
+    mc: usize,
+    /// `owner_rows[i]`: the matrix rows held by process `(i, gj)`.
+    owner_rows: Vec<Vec<usize>>,
+}
+
+/// Where block column `k` of a panel factorization stands on this process.
+#[derive(Debug, Clone, Copy)]
+struct PanelStep {
+    /// Global columns `c0..c1` of the block column (width `w`).
+    c0: usize,
+    c1: usize,
+    w: usize,
+    /// Rows of the panel, `n - c0` (rows `c0..n`).
+    m: usize,
+    /// Grid column owning the block column.
+    ocol: usize,
+    /// Rank owning the diagonal block, which factors the panel.
+    froot: usize,
+    /// Local row index of the first row `>= c0`.
+    r0: usize,
+    /// Local column index of `c0` and of the first column `>= c1`.
+    lc0: usize,
+    lc1: usize,
+}
+
+impl<C: Comm> GridPart<C> {
+    /// Checks `a` and the communicator against `layout`, splits off the grid
+    /// column's communicator and fills this process's blocks of `a`
+    /// (returned, `my_rows × my_cols` column-major). Collective over `comm`.
+    fn new(comm: &C, layout: &GridLayout, a: &Source) -> Result<(Self, Vec<f64>), DenseError> {
+        let n = layout.n;
+        a.validate(n)?;
+        layout.check_comm(comm)?;
+        let q = layout.cols;
+        let me = comm.rank();
+        let (gi, gj) = (me / q, me % q);
+        let col_comm = comm.split(q + gj, gi);
+        let my_rows = layout.rows_at(gi, gj);
+        let my_cols = layout.cols_of(gj);
+        let local = fill(a, n, &my_rows, &my_cols);
+        let owner_rows = (0..layout.rows).map(|i| layout.rows_at(i, gj)).collect();
+        let part = GridPart {
+            me,
+            gi,
+            gj,
+            col_comm,
+            mr: my_rows.len(),
+            mc: my_cols.len(),
+            my_rows,
+            my_cols,
+            owner_rows,
+        };
+        Ok((part, local))
+    }
+
+    /// Block column `k`: its columns, owners, and local row and column offsets.
+    fn step(&self, layout: &GridLayout, k: usize) -> PanelStep {
+        let (n, bw) = (layout.n, layout.block);
+        let c0 = k * bw;
+        let c1 = (c0 + bw).min(n);
+        let ocol = layout.col_owner[k];
+        let frow = layout.row_owners[ocol][k];
+        PanelStep {
+            c0,
+            c1,
+            w: c1 - c0,
+            m: n - c0,
+            ocol,
+            froot: frow * layout.cols + ocol,
+            r0: self.my_rows.partition_point(|&r| r < c0),
+            lc0: self.my_cols.partition_point(|&c| c < c0),
+            lc1: self.my_cols.partition_point(|&c| c < c1),
+        }
+    }
+
+    /// The panel gather of step 1 of [`grid_lu`] and [`grid_qr`], on the
+    /// processes of grid column `step.ocol`: they gather rows `c0..n` of the
+    /// block column down the grid column (`all_gather_v` on the column
+    /// communicator), and the owner of the diagonal block (`step.froot`) lays
+    /// them out as the `m × w` column-major panel in `panel[..m * w]`.
+    /// `gathered` is scratch. Returns the bytes this process sent.
+    fn gather_panel(
+        &self,
+        local: &[f64],
+        step: &PanelStep,
+        gathered: &mut Vec<f64>,
+        panel: &mut [f64],
+    ) -> u64 {
+        let PanelStep {
+            c0,
+            w,
+            m,
+            froot,
+            r0,
+            lc0,
+            ..
+        } = *step;
+        let mr = self.mr;
+        let counts: Vec<usize> = self
+            .owner_rows
+            .iter()
+            .map(|rows| (rows.len() - rows.partition_point(|&r| r < c0)) * w)
+            .collect();
+        let mut send = Vec::with_capacity((mr - r0) * w);
+        for c in lc0..lc0 + w {
+            send.extend_from_slice(&local[c * mr + r0..(c + 1) * mr]);
+        }
+        gathered.clear();
+        gathered.resize(counts.iter().sum(), 0.0);
+        self.col_comm.all_gather_v(&send, &counts, gathered);
+        if self.me == froot {
+            let mut off = 0;
+            for (rows, &cnt) in self.owner_rows.iter().zip(&counts) {
+                let rs = &rows[rows.partition_point(|&r| r < c0)..];
+                for c in 0..w {
+                    for (x, &r) in rs.iter().enumerate() {
+                        panel[c * m + r - c0] = gathered[off + c * rs.len() + x];
+                    }
+                }
+                off += cnt;
+            }
+        }
+        (send.len() * 8) as u64
+    }
+
+    /// Stores this process's rows of the factored panel (`m × w` column-major,
+    /// rows `c0..n`, the first `m * w` entries of `panel`) into its copy of
+    /// the block column; for the processes of grid column `step.ocol`.
+    fn store_panel(&self, local: &mut [f64], step: &PanelStep, panel: &[f64]) {
+        let PanelStep {
+            c0, w, m, r0, lc0, ..
+        } = *step;
+        let mr = self.mr;
+        for c in 0..w {
+            for lr in r0..mr {
+                local[(lc0 + c) * mr + lr] = panel[c * m + self.my_rows[lr] - c0];
+            }
+        }
+    }
+}
+
 /// This process's part of the `LU` factors of [`grid_lu`].
 #[derive(Debug, Clone)]
 pub struct GridLu {
@@ -435,21 +596,13 @@ pub fn grid_lu<C: Comm>(
     par: Par,
 ) -> Result<GridLu, DenseError> {
     let n = layout.n;
-    a.validate(n)?;
-    layout.check_comm(comm)?;
-    let q = layout.cols;
-    let me = comm.rank();
-    let (gi, gj) = (me / q, me % q);
-    let col_comm = comm.split(q + gj, gi);
-    let my_rows = layout.rows_at(gi, gj);
-    let my_cols = layout.cols_of(gj);
-    let (mr, mc) = (my_rows.len(), my_cols.len());
-    let mut local = fill(a, n, &my_rows, &my_cols);
+    let (g, mut local) = GridPart::new(comm, layout, a)?;
+    let (me, gi, gj, mr, mc) = (g.me, g.gi, g.gj, g.mr, g.mc);
+    let (my_rows, col_comm) = (&g.my_rows, &g.col_comm);
     let mut ipiv = vec![0usize; n];
     let mut bytes_sent = 0u64;
     let nb = layout.col_owner.len();
     let bw = layout.block;
-    let owner_rows: Vec<Vec<usize>> = (0..layout.rows).map(|i| layout.rows_at(i, gj)).collect();
     let mut mem = MemBuffer::new(lu_in_place_scratch::<usize, f64>(
         n,
         bw,
@@ -463,45 +616,26 @@ pub fn grid_lu<C: Comm>(
     let mut ubuf: Vec<f64> = Vec::new();
     let mut l21: Vec<f64> = Vec::new();
     for k in 0..nb {
-        let c0 = k * bw;
-        let c1 = (c0 + bw).min(n);
-        let w = c1 - c0;
-        let m = n - c0;
-        let ocol = layout.col_owner[k];
-        let frow = layout.row_owners[ocol][k];
-        let froot = frow * q + ocol;
+        let step = g.step(layout, k);
+        let PanelStep {
+            c0,
+            c1,
+            w,
+            m,
+            ocol,
+            froot,
+            r0,
+            lc0,
+            lc1,
+        } = step;
         panel.clear();
         panel.resize(m * w + w + 1, 0.0);
-        // Local row index of the first row >= c0 / >= c1, local column of c0 / c1.
-        let r0 = my_rows.partition_point(|&r| r < c0);
+        // Local row index of the first row >= c1.
         let r1 = my_rows.partition_point(|&r| r < c1);
-        let lc0 = my_cols.partition_point(|&c| c < c0);
-        let lc1 = my_cols.partition_point(|&c| c < c1);
         // 1. Panel gather down grid column ocol, factorization on its diagonal owner.
         if gj == ocol {
-            let counts: Vec<usize> = owner_rows
-                .iter()
-                .map(|rows| (rows.len() - rows.partition_point(|&r| r < c0)) * w)
-                .collect();
-            let mut send = Vec::with_capacity((mr - r0) * w);
-            for c in lc0..lc0 + w {
-                send.extend_from_slice(&local[c * mr + r0..(c + 1) * mr]);
-            }
-            bytes_sent += (send.len() * 8) as u64;
-            gathered.clear();
-            gathered.resize(counts.iter().sum(), 0.0);
-            col_comm.all_gather_v(&send, &counts, &mut gathered);
+            bytes_sent += g.gather_panel(&local, &step, &mut gathered, &mut panel);
             if me == froot {
-                let mut off = 0;
-                for (rows, &cnt) in owner_rows.iter().zip(&counts) {
-                    let rs = &rows[rows.partition_point(|&r| r < c0)..];
-                    for c in 0..w {
-                        for (x, &r) in rs.iter().enumerate() {
-                            panel[c * m + r - c0] = gathered[off + c * rs.len() + x];
-                        }
-                    }
-                    off += cnt;
-                }
                 let (pm, tail) = panel.split_at_mut(m * w);
                 lu_in_place(
                     MatMut::from_column_major_slice_mut(pm, m, w),
@@ -532,11 +666,7 @@ pub fn grid_lu<C: Comm>(
             ipiv[c0 + i] = panel[m * w + i] as usize;
         }
         if gj == ocol {
-            for c in 0..w {
-                for lr in r0..mr {
-                    local[(lc0 + c) * mr + lr] = panel[c * m + my_rows[lr] - c0];
-                }
-            }
+            g.store_panel(&mut local, &step, &panel);
         }
         // 3. Row swaps on every local column but the panel's.
         let swaps: Vec<(usize, usize)> = (c0..c1)
@@ -559,7 +689,8 @@ pub fn grid_lu<C: Comm>(
             let swap_cols: Vec<usize> = (0..mc)
                 .filter(|&c| gj != ocol || c < lc0 || c >= lc0 + w)
                 .collect();
-            let owned: Vec<Vec<(usize, usize)>> = owner_rows
+            let owned: Vec<Vec<(usize, usize)>> = g
+                .owner_rows
                 .iter()
                 .map(|rows| {
                     touched
@@ -698,21 +829,13 @@ pub fn grid_qr<C: Comm>(
     par: Par,
 ) -> Result<GridQr, DenseError> {
     let n = layout.n;
-    a.validate(n)?;
-    layout.check_comm(comm)?;
-    let q = layout.cols;
-    let me = comm.rank();
-    let (gi, gj) = (me / q, me % q);
-    let col_comm = comm.split(q + gj, gi);
-    let my_rows = layout.rows_at(gi, gj);
-    let my_cols = layout.cols_of(gj);
-    let (mr, mc) = (my_rows.len(), my_cols.len());
-    let mut local = fill(a, n, &my_rows, &my_cols);
+    let (g, mut local) = GridPart::new(comm, layout, a)?;
+    let (me, gj, mr, mc) = (g.me, g.gj, g.mr, g.mc);
+    let (my_rows, col_comm) = (&g.my_rows, &g.col_comm);
     let nb = layout.col_owner.len();
     let bw = layout.block;
     let mut t_factors = vec![0.0; bw * n];
     let mut bytes_sent = 0u64;
-    let owner_rows: Vec<Vec<usize>> = (0..layout.rows).map(|i| layout.rows_at(i, gj)).collect();
     let mut mem = MemBuffer::new(qr_in_place_scratch::<f64>(
         n,
         bw,
@@ -725,43 +848,23 @@ pub fn grid_qr<C: Comm>(
     let mut v: Vec<f64> = Vec::new();
     let mut wbuf: Vec<f64> = Vec::new();
     for k in 0..nb {
-        let c0 = k * bw;
-        let c1 = (c0 + bw).min(n);
-        let w = c1 - c0;
-        let m = n - c0;
-        let ocol = layout.col_owner[k];
-        let frow = layout.row_owners[ocol][k];
-        let froot = frow * q + ocol;
+        let step = g.step(layout, k);
+        let PanelStep {
+            c0,
+            w,
+            m,
+            ocol,
+            froot,
+            r0,
+            lc1,
+            ..
+        } = step;
         panel.clear();
         panel.resize(m * w + w * w, 0.0);
-        let r0 = my_rows.partition_point(|&r| r < c0);
-        let lc0 = my_cols.partition_point(|&c| c < c0);
-        let lc1 = my_cols.partition_point(|&c| c < c1);
         // 1. Panel gather down grid column ocol, factorization on its diagonal owner.
         if gj == ocol {
-            let counts: Vec<usize> = owner_rows
-                .iter()
-                .map(|rows| (rows.len() - rows.partition_point(|&r| r < c0)) * w)
-                .collect();
-            let mut send = Vec::with_capacity((mr - r0) * w);
-            for c in lc0..lc0 + w {
-                send.extend_from_slice(&local[c * mr + r0..(c + 1) * mr]);
-            }
-            bytes_sent += (send.len() * 8) as u64;
-            gathered.clear();
-            gathered.resize(counts.iter().sum(), 0.0);
-            col_comm.all_gather_v(&send, &counts, &mut gathered);
+            bytes_sent += g.gather_panel(&local, &step, &mut gathered, &mut panel);
             if me == froot {
-                let mut off = 0;
-                for (rows, &cnt) in owner_rows.iter().zip(&counts) {
-                    let rs = &rows[rows.partition_point(|&r| r < c0)..];
-                    for c in 0..w {
-                        for (x, &r) in rs.iter().enumerate() {
-                            panel[c * m + r - c0] = gathered[off + c * rs.len() + x];
-                        }
-                    }
-                    off += cnt;
-                }
                 let (pm, tail) = panel.split_at_mut(m * w);
                 qr_in_place(
                     MatMut::from_column_major_slice_mut(pm, m, w),
@@ -780,11 +883,7 @@ pub fn grid_qr<C: Comm>(
             t_factors[(c0 + c) * bw..(c0 + c) * bw + w].copy_from_slice(&tail[c * w..(c + 1) * w]);
         }
         if gj == ocol {
-            for c in 0..w {
-                for lr in r0..mr {
-                    local[(lc0 + c) * mr + lr] = pm[c * m + my_rows[lr] - c0];
-                }
-            }
+            g.store_panel(&mut local, &step, pm);
         }
         // 3. A ← A − V T⁻ᵀ (Vᵀ A) on my rows >= c0, my columns right of c1.
         let ntr = mc - lc1;

@@ -2,6 +2,7 @@
 //! `jdmg dense` command prints: rates, layout, time, GFLOP/s, backward error,
 //! orthogonality, imbalance (McCombs et al. §4 tracer) and re-planning counters.
 
+use faer::Par;
 use serde::{Deserialize, Serialize};
 
 use super::check;
@@ -386,61 +387,23 @@ pub fn run_dense<C: Comm>(
         report.columns_per_rank = gl.cols_per_rank();
         report.rows_per_rank = Some(gl.rows_per_rank());
         report.slice = (4 * gr).min(nb) * (4 * gq).min(nb);
-        if params.op == DenseOp::Lu {
-            traced.reset();
-            traced.barrier();
-            let t0 = traced.wtime();
-            let f = grid_lu(&traced, &gl, src, par)?;
-            traced.barrier();
-            report.wall_seconds = traced.wtime() - t0;
-            report.imbalance_percent = traced.report()?.imbalance_percent;
-            let mut bytes = [f.bytes_sent];
+        if params.op != DenseOp::Gemm {
+            let (lu, qr);
+            let (local, bytes_sent, data) = if params.op == DenseOp::Lu {
+                lu = timed(&traced, &mut report, || grid_lu(&traced, &gl, src, par))?;
+                (&lu.local, lu.bytes_sent, FactorData::Lu(&lu.ipiv))
+            } else {
+                qr = timed(&traced, &mut report, || grid_qr(&traced, &gl, src, par))?;
+                (&qr.local, qr.bytes_sent, FactorData::Qr(&qr.t_factors))
+            };
+            let mut bytes = [bytes_sent];
             comm.all_reduce_u64(&mut bytes, ReduceOp::Sum);
             report.grid_bytes = bytes[0];
             if params.check || params.rhs {
-                let full = gather_grid(traced.inner(), &gl, &f.local);
+                let full = gather_grid(traced.inner(), &gl, local);
                 if comm.rank() == 0 {
                     let a = src.to_col_major(n);
-                    if params.check {
-                        checks[0] = check::lu_backward_error(&a, &full, &f.ipiv, n, par);
-                    }
-                    if params.rhs {
-                        let b: Vec<f64> = (0..n)
-                            .map(|i| random_entry(params.seed ^ 0xB, i, n))
-                            .collect();
-                        let x = check::lu_solve(&full, &f.ipiv, n, &b, par);
-                        checks[2] = check::solve_residual(&a, n, &x, &b, par);
-                    }
-                }
-            }
-        } else if params.op == DenseOp::Qr {
-            traced.reset();
-            traced.barrier();
-            let t0 = traced.wtime();
-            let f = grid_qr(&traced, &gl, src, par)?;
-            traced.barrier();
-            report.wall_seconds = traced.wtime() - t0;
-            report.imbalance_percent = traced.report()?.imbalance_percent;
-            let mut bytes = [f.bytes_sent];
-            comm.all_reduce_u64(&mut bytes, ReduceOp::Sum);
-            report.grid_bytes = bytes[0];
-            if params.check || params.rhs {
-                let full = gather_grid(traced.inner(), &gl, &f.local);
-                if comm.rank() == 0 {
-                    let a = src.to_col_major(n);
-                    if params.check {
-                        let (be, orth) =
-                            check::qr_errors(&a, &full, &f.t_factors, n, params.block, par);
-                        checks[0] = be;
-                        checks[1] = orth;
-                    }
-                    if params.rhs {
-                        let b: Vec<f64> = (0..n)
-                            .map(|i| random_entry(params.seed ^ 0xB, i, n))
-                            .collect();
-                        let x = check::qr_solve(&full, &f.t_factors, n, params.block, &b, par);
-                        checks[2] = check::solve_residual(&a, n, &x, &b, par);
-                    }
+                    check_factors(&a, &full, data, params, par, &mut checks);
                 }
             }
         } else {
@@ -450,13 +413,9 @@ pub fn run_dense<C: Comm>(
                 },
                 Source::ColMajor(_) => *src,
             };
-            traced.reset();
-            traced.barrier();
-            let t0 = traced.wtime();
-            let c = grid_gemm(&traced, &gl, src, &b_src, par)?;
-            traced.barrier();
-            report.wall_seconds = traced.wtime() - t0;
-            report.imbalance_percent = traced.report()?.imbalance_percent;
+            let c = timed(&traced, &mut report, || {
+                grid_gemm(&traced, &gl, src, &b_src, par)
+            })?;
             if params.check {
                 let full = gather_grid(traced.inner(), &gl, &c);
                 if comm.rank() == 0 {
@@ -487,13 +446,9 @@ pub fn run_dense<C: Comm>(
                 bl[c * n + i] = b_src.entry(n, i, gc);
             }
         }
-        traced.reset();
-        traced.barrier();
-        let t0 = traced.wtime();
-        let c = gemm_slab(&a, &bl, n, e - s, par);
-        traced.barrier();
-        report.wall_seconds = traced.wtime() - t0;
-        report.imbalance_percent = traced.report()?.imbalance_percent;
+        let c = timed(&traced, &mut report, || {
+            Ok(gemm_slab(&a, &bl, n, e - s, par))
+        })?;
         if params.check {
             let full = gather_slabs(traced.inner(), &c, &gl);
             if comm.rank() == 0 {
@@ -576,32 +531,11 @@ pub fn run_dense<C: Comm>(
             let full = gather_factors(traced.inner(), &f);
             if comm.rank() == 0 {
                 let a = src.to_col_major(n);
-                let b: Vec<f64> = (0..n)
-                    .map(|i| random_entry(params.seed ^ 0xB, i, n))
-                    .collect();
-                match kind {
-                    Factorization::Lu => {
-                        if params.check {
-                            checks[0] = check::lu_backward_error(&a, &full, &f.ipiv, n, par);
-                        }
-                        if params.rhs {
-                            let x = check::lu_solve(&full, &f.ipiv, n, &b, par);
-                            checks[2] = check::solve_residual(&a, n, &x, &b, par);
-                        }
-                    }
-                    Factorization::Qr => {
-                        if params.check {
-                            let (be, orth) =
-                                check::qr_errors(&a, &full, &f.t_factors, n, params.block, par);
-                            checks[0] = be;
-                            checks[1] = orth;
-                        }
-                        if params.rhs {
-                            let x = check::qr_solve(&full, &f.t_factors, n, params.block, &b, par);
-                            checks[2] = check::solve_residual(&a, n, &x, &b, par);
-                        }
-                    }
-                }
+                let data = match kind {
+                    Factorization::Lu => FactorData::Lu(&f.ipiv),
+                    Factorization::Qr => FactorData::Qr(&f.t_factors),
+                };
+                check_factors(&a, &full, data, params, par, &mut checks);
             }
         }
     }
@@ -618,4 +552,66 @@ pub fn run_dense<C: Comm>(
         report.solve_residual = Some(checks[2]);
     }
     Ok(report)
+}
+
+/// Runs `op` between two barriers of `traced`, its trace reset first, and puts
+/// the wall time between the barriers and the tracer's imbalance (McCombs et
+/// al. §4) into `report` (collective).
+fn timed<C: Comm, T>(
+    traced: &Traced<C>,
+    report: &mut DenseReport,
+    op: impl FnOnce() -> Result<T, DenseError>,
+) -> Result<T, DenseError> {
+    traced.reset();
+    traced.barrier();
+    let t0 = traced.wtime();
+    let out = op()?;
+    traced.barrier();
+    report.wall_seconds = traced.wtime() - t0;
+    report.imbalance_percent = traced.report()?.imbalance_percent;
+    Ok(out)
+}
+
+/// What a factorization keeps beside its factored matrix: LU's row swaps
+/// (`ipiv`) or QR's block reflector factors (`T`, `block × n`).
+#[derive(Clone, Copy)]
+enum FactorData<'a> {
+    Lu(&'a [usize]),
+    Qr(&'a [f64]),
+}
+
+/// The checks of a factored matrix, on one process: `full` holds the factors
+/// of `a` (order `params.n`, column-major) with `data` beside them.
+/// `checks[0]` gets the backward error and, for QR, `checks[1]` the loss of
+/// orthogonality (`--check`); `checks[2]` the residual of a solve with the
+/// factors for the seeded right-hand side (`--rhs`).
+fn check_factors(
+    a: &[f64],
+    full: &[f64],
+    data: FactorData,
+    params: &DenseParams,
+    par: Par,
+    checks: &mut [f64; 3],
+) {
+    let (n, block) = (params.n, params.block);
+    if params.check {
+        match data {
+            FactorData::Lu(ipiv) => checks[0] = check::lu_backward_error(a, full, ipiv, n, par),
+            FactorData::Qr(t) => {
+                let (be, orth) = check::qr_errors(a, full, t, n, block, par);
+                checks[0] = be;
+                checks[1] = orth;
+            }
+        }
+    }
+    if params.rhs {
+        let b: Vec<f64> = (0..n)
+            .map(|i| random_entry(params.seed ^ 0xB, i, n))
+            .collect();
+        let x = match data {
+            FactorData::Lu(ipiv) => check::lu_solve(full, ipiv, n, &b, par),
+            FactorData::Qr(t) => check::qr_solve(full, t, n, block, &b, par),
+        };
+        checks[2] = check::solve_residual(a, n, &x, &b, par);
+    }
 }

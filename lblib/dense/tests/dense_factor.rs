@@ -640,25 +640,31 @@ fn grid_lu_equals_serial_faer_on_small_grids() {
         .all(|r| matches!(r, Err(DenseError::Singular { column: 0 }))));
 }
 
+/// `run_dense` of `op` (n = 96, block 8, with a solve) on a 2 × 2 grid laid out
+/// by `alloc` over thread ranks with virtual slowdowns 1, 2, 3, 6: rank 0's report.
+fn grid_report(op: DenseOp, alloc: hetdense::grid::GridAlloc) -> hetdense::DenseReport {
+    let params = DenseParams {
+        op,
+        n: 96,
+        block: 8,
+        grid: Some((2, 2)),
+        grid_alloc: alloc,
+        layout: LayoutKind::Hetero,
+        rhs: true,
+        ..DenseParams::default()
+    };
+    let cfg = ThreadConfig::with_slowdowns(&[1.0, 2.0, 3.0, 6.0], ClockMode::Manual);
+    let reps = ThreadComm::run_with(cfg, |comm| {
+        run_dense(&comm, &Source::Random { seed: 4 }, &params).unwrap()
+    });
+    reps.into_iter().next().unwrap()
+}
+
 #[test]
 fn run_dense_lu_on_a_grid_with_virtual_slowdowns() {
     use hetdense::grid::GridAlloc;
     for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
-        let params = DenseParams {
-            op: DenseOp::Lu,
-            n: 96,
-            block: 8,
-            grid: Some((2, 2)),
-            grid_alloc: alloc,
-            layout: LayoutKind::Hetero,
-            rhs: true,
-            ..DenseParams::default()
-        };
-        let cfg = ThreadConfig::with_slowdowns(&[1.0, 2.0, 3.0, 6.0], ClockMode::Manual);
-        let reps = ThreadComm::run_with(cfg, |comm| {
-            run_dense(&comm, &Source::Random { seed: 4 }, &params).unwrap()
-        });
-        let r = &reps[0];
+        let r = &grid_report(DenseOp::Lu, alloc);
         assert!(r.backward_error.unwrap() <= 96.0 * EPS, "{alloc:?}");
         assert!(r.solve_residual.unwrap() <= 96.0 * EPS, "{alloc:?}");
         assert_eq!(r.grid_alloc.as_deref(), Some(alloc.name()));
@@ -743,21 +749,7 @@ fn grid_qr_equals_serial_faer_on_small_grids() {
 fn run_dense_qr_on_a_grid_with_virtual_slowdowns() {
     use hetdense::grid::GridAlloc;
     for alloc in [GridAlloc::Panel, GridAlloc::Kl] {
-        let params = DenseParams {
-            op: DenseOp::Qr,
-            n: 96,
-            block: 8,
-            grid: Some((2, 2)),
-            grid_alloc: alloc,
-            layout: LayoutKind::Hetero,
-            rhs: true,
-            ..DenseParams::default()
-        };
-        let cfg = ThreadConfig::with_slowdowns(&[1.0, 2.0, 3.0, 6.0], ClockMode::Manual);
-        let reps = ThreadComm::run_with(cfg, |comm| {
-            run_dense(&comm, &Source::Random { seed: 4 }, &params).unwrap()
-        });
-        let r = &reps[0];
+        let r = &grid_report(DenseOp::Qr, alloc);
         assert!(r.backward_error.unwrap() <= 96.0 * EPS, "{alloc:?}");
         assert!(r.orthogonality.unwrap() <= 96.0 * EPS, "{alloc:?}");
         assert!(r.solve_residual.unwrap() <= 96.0 * EPS, "{alloc:?}");

@@ -59,6 +59,19 @@ fn validate_grid(t: &[Vec<f64>]) -> Result<(usize, usize), AllocError> {
     Ok((t.len(), q))
 }
 
+/// Refuses an exhaustive search of `count` candidates above `limit`
+/// (`Grid2dParams::max_candidates`).
+fn within_limit(what: &'static str, count: u128, limit: u64) -> Result<(), AllocError> {
+    if count > limit as u128 {
+        return Err(AllocError::TooLarge {
+            what,
+            count,
+            limit: limit as u128,
+        });
+    }
+    Ok(())
+}
+
 /// Binomial coefficient, saturating at `u128::MAX`.
 fn binomial(n: u128, k: u128) -> u128 {
     let k = k.min(n.saturating_sub(k));
@@ -111,13 +124,11 @@ pub fn grid_2d_rational(
     let n_edges = p * q;
     let k = p + q - 1;
     let count = binomial(n_edges as u128, k as u128);
-    if count > params.max_candidates as u128 {
-        return Err(AllocError::TooLarge {
-            what: "spanning-tree search of the 2D grid",
-            count,
-            limit: params.max_candidates as u128,
-        });
-    }
+    within_limit(
+        "spanning-tree search of the 2D grid",
+        count,
+        params.max_candidates,
+    )?;
     let mut best: Option<(f64, Vec<f64>, Vec<f64>)> = None;
     let mut comb: Vec<usize> = (0..k).collect();
     loop {
@@ -251,13 +262,11 @@ pub fn grid_2d_panel(
     at_least("panel height B_p", bp, 1)?;
     at_least("panel width B_q", bq, 1)?;
     let count = binomial((bq + q - 1) as u128, (q - 1) as u128);
-    if count > params.max_candidates as u128 {
-        return Err(AllocError::TooLarge {
-            what: "column compositions of the 2D panel",
-            count,
-            limit: params.max_candidates as u128,
-        });
-    }
+    within_limit(
+        "column compositions of the 2D panel",
+        count,
+        params.max_candidates,
+    )?;
     let mut best: Option<(f64, Vec<usize>, Vec<usize>)> = None;
     let mut c = vec![0usize; q];
     let mut row_times = vec![0.0; p];
@@ -485,13 +494,11 @@ pub fn best_grid_arrangement(
         _ => u128::MAX,
     };
     let count = arrangements.saturating_mul(binomial(n as u128, (p + q - 1) as u128));
-    if count > params.max_candidates as u128 {
-        return Err(AllocError::TooLarge {
-            what: "arrangement search of the 2D grid",
-            count,
-            limit: params.max_candidates as u128,
-        });
-    }
+    within_limit(
+        "arrangement search of the 2D grid",
+        count,
+        params.max_candidates,
+    )?;
     let unlimited = Grid2dParams {
         max_candidates: u64::MAX,
     };

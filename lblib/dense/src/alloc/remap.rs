@@ -720,6 +720,11 @@ mod tests {
 
     const T: [f64; 3] = [3.0, 5.0, 8.0];
 
+    /// Machines `0, 1, 2, …` as the digits `1, 2, 3, …` of the paper's figures.
+    fn digits(owners: &[usize]) -> String {
+        owners.iter().map(|o| char::from(b'1' + *o as u8)).collect()
+    }
+
     fn model(n: usize) -> LuCostModel {
         LuCostModel {
             n,
@@ -818,19 +823,11 @@ mod tests {
     #[test]
     fn figure_11_allocations_for_a_matrix_of_size_20() {
         let c = compare_schedules(&T, &model(20)).unwrap();
-        let owners: String = c
-            .static_owners
-            .iter()
-            .map(|o| char::from(b'1' + *o as u8))
-            .collect();
+        let owners = digits(&c.static_owners);
         // Reversed DP of §2.2 for B = 20 (Table 3 read right to left,
         // continued to 20 chunks).
         assert_eq!(owners, "32112311213211213121");
-        let homes: String = c
-            .optimized_homes
-            .iter()
-            .map(|o| char::from(b'1' + *o as u8))
-            .collect();
+        let homes = digits(&c.optimized_homes);
         assert_eq!(homes, "11321123112132112132");
         let g = LuTaskGraph::new(20);
         for k in 1..20 {

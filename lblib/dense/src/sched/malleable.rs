@@ -423,11 +423,7 @@ pub fn algorithm1(dag: &Dag, speeds: &[f64], model: &CostModel) -> Result<Schedu
         while !left.is_empty() {
             let mut pick = (0, 0, f64::NEG_INFINITY, 0.0);
             for (pos, &i) in left.iter().enumerate() {
-                let ready = dag.tasks[i]
-                    .preds
-                    .iter()
-                    .map(|&q| end[q])
-                    .fold(0.0, f64::max);
+                let ready = ready_time(dag, i, &end);
                 let mut best = (0, f64::INFINITY, 0.0);
                 for (p, &s) in speeds.iter().enumerate() {
                     let st = ready.max(free[p]);
@@ -582,11 +578,7 @@ pub fn algorithm3(
             let cap: f64 = avail.iter().map(|&p| speeds[p]).sum();
             let mut placed = None;
             for (pos, &i) in left.iter().enumerate() {
-                let ready = dag.tasks[i]
-                    .preds
-                    .iter()
-                    .map(|&q| end[q])
-                    .fold(0.0, f64::max);
+                let ready = ready_time(dag, i, &end);
                 if ready > line + 1e-12 {
                     continue;
                 }
@@ -643,11 +635,7 @@ pub fn algorithm3(
                         }
                     }
                     for &i in &left {
-                        let ready = dag.tasks[i]
-                            .preds
-                            .iter()
-                            .map(|&q| end[q])
-                            .fold(0.0, f64::max);
+                        let ready = ready_time(dag, i, &end);
                         if ready > line + 1e-12 {
                             next = next.min(ready);
                         }
@@ -664,6 +652,16 @@ pub fn algorithm3(
 /// Improvement index of `002` eq. 3: (T_Alg2 − T_Alg3) / T_Alg2.
 pub fn improvement(t_alg2: f64, t_alg3: f64) -> f64 {
     (t_alg2 - t_alg3) / t_alg2
+}
+
+/// The time task `i` of `dag` can start: the latest end (`end`) of its
+/// predecessors, or 0 for a task without any.
+fn ready_time(dag: &Dag, i: usize, end: &[f64]) -> f64 {
+    dag.tasks[i]
+        .preds
+        .iter()
+        .map(|&q| end[q])
+        .fold(0.0, f64::max)
 }
 
 /// A reproduced case of `002` Figures 8, 10, 11.
@@ -713,37 +711,63 @@ pub fn figure_setup(fig: Figure) -> (usize, f64, Vec<[usize; 2]>, Vec<Vec<f64>>)
             // Figure 4's capacities are not in the text: 40 processors, mean 750 Mflop/s.
             (40, 750.0, c, vec![vec![9.5, 22.8]; k])
         }
-        Figure::Fig10 => (
+        Figure::Fig10 => five_cases(
             45,
             805.0,
-            vec![
+            [
                 [1000, 2000],
                 [1000, 1000],
                 [1000, 1500],
                 [3000, 4000],
                 [3000, 5000],
             ],
-            [33.8, 51.3, 41.8, 11.0, 1.7]
-                .iter()
-                .map(|&x| vec![x])
-                .collect(),
+            [33.8, 51.3, 41.8, 11.0, 1.7],
         ),
-        Figure::Fig11 => (
+        Figure::Fig11 => five_cases(
             50,
             700.0,
-            vec![
+            [
                 [3000, 4000],
                 [3000, 3000],
                 [2500, 5000],
                 [4000, 5000],
                 [5000, 5000],
             ],
-            [19.9, 21.4, 16.8, 16.2, 10.3]
-                .iter()
-                .map(|&x| vec![x])
-                .collect(),
+            [19.9, 21.4, 16.8, 16.2, 10.3],
         ),
     }
+}
+
+/// The set-up of a figure of five size pairs with one printed improvement each
+/// (Figures 10 and 11 of Barbosa, Morais and Tadeu), as [`figure_setup`]
+/// returns it.
+#[allow(clippy::type_complexity)]
+fn five_cases(
+    p: usize,
+    mean: f64,
+    sizes: [[usize; 2]; 5],
+    paper: [f64; 5],
+) -> (usize, f64, Vec<[usize; 2]>, Vec<Vec<f64>>) {
+    (
+        p,
+        mean,
+        sizes.to_vec(),
+        paper.iter().map(|&x| vec![x]).collect(),
+    )
+}
+
+/// The lowest and highest improvement (percent) over `cases`: what Figure 8 of
+/// Barbosa, Morais and Tadeu gives, a range over all size pairs.
+pub fn improvement_range(cases: &[ReproCase]) -> (f64, f64) {
+    let lo = cases
+        .iter()
+        .map(|c| c.improvement_percent)
+        .fold(f64::INFINITY, f64::min);
+    let hi = cases
+        .iter()
+        .map(|c| c.improvement_percent)
+        .fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
 }
 
 /// Reproduces one figure of `002` with the given model, capacity spread `h` and
