@@ -202,6 +202,27 @@ fn inner_solver_qmrs_flag_and_config() {
     let out = jdmg(&a);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json(&out)["params"]["correction"]["solver"], "qmrs");
+    // The same settings as the groups of JdParams, one table each.
+    let cfg = tmp(
+        "qmrs_grouped.toml",
+        "[correction]\nsolver = \"qmrs\"\nmaxits = 50\n[problem]\ntarget = 0.5\n",
+    );
+    let mut a = args.to_vec();
+    a.extend(["--config", cfg.to_str().unwrap()]);
+    let out = jdmg(&a);
+    assert_eq!(out.status.code(), Some(0));
+    let j = json(&out);
+    assert_eq!(j["params"]["correction"]["solver"], "qmrs");
+    assert_eq!(j["params"]["correction"]["maxits"], 50);
+    assert_eq!(j["params"]["problem"]["target"]["closest"], 0.5);
+    // A group's key at the top is refused naming its group.
+    let cfg = tmp("kind.toml", "kind = \"ilu0\"\n");
+    let mut a = args.to_vec();
+    a.extend(["--config", cfg.to_str().unwrap()]);
+    let out = jdmg(&a);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("preconditioner.kind"), "{err}");
     let out = jdmg(&[
         "solve",
         "--generate",
