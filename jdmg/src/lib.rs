@@ -273,7 +273,6 @@
 //!   Constraints*.
 #![warn(missing_docs)]
 
-mod block_jdqmr;
 pub mod certify;
 pub mod checkpoint;
 mod correction;
@@ -283,7 +282,6 @@ pub mod error;
 pub mod generalized;
 pub mod input;
 pub mod jd;
-mod jdqmr;
 pub mod lanczos;
 pub mod multigrain;
 pub mod names;

@@ -67,7 +67,7 @@ pub enum InnerSolver {
     /// Chosen by measured cost (the default; PRIMME's DYNAMIC). Preconditioned
     /// correction equations alternate between GD+k steps (t = −K⁻¹r, no inner
     /// iteration) and block JDQMR, and keep the one whose measured progress per
-    /// second is larger (see `jd/dynamic.rs` for the rule); without a
+    /// second is larger (see `correction/dynamic.rs` for the rule); without a
     /// preconditioner, block JDQMR. Solve groups use BiCGSTAB. With `maxits = 0`,
     /// GD+k only. The switches depend on timings, so two runs (or a run and its
     /// resumption from a checkpoint) may take different steps to the same

@@ -192,7 +192,7 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> State<'_, 'a, '_, A, C> {
         }
     }
 
-    /// JDQMR for all `sel` pairs in lockstep (see [`crate::block_jdqmr`]): the
+    /// JDQMR for all `sel` pairs in lockstep (see [`crate::correction::block_jdqmr`]): the
     /// corrections go into the first columns of t; `r` (the residuals) is
     /// overwritten. Returns inner steps per pair.
     pub(super) fn correct_qmr_block(

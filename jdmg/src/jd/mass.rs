@@ -17,7 +17,7 @@
 //! The correction equation is (I − MQQᵀ)(K − θM)(I − QQᵀM) t = −r with
 //! Q = [X, x] (`crate::correction`), GD+k takes t = −P⁻¹r, and block JDQMR
 //! advances the block's equations in lockstep with the M projectors (one
-//! blocked M·d per step; `crate::block_jdqmr`). JDQMR's estimates of the
+//! blocked M·d per step; `crate::correction::block_jdqmr`). JDQMR's estimates of the
 //! outer residual and Ritz value (its dynamic stopping rules) still take the
 //! Euclidean norm of x + t: with M they only steer when the inner solve
 //! stops, not what converges.

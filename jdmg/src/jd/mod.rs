@@ -9,15 +9,15 @@
 //! vectors and residuals of the targeted pairs; convergence test, locking,
 //! thick restart (keeping the previous Ritz directions, GD+k style);
 //! (8) the corrections: the paper's preconditioned BiCGSTAB, GD+k steps, or block
-//! JDQMR (`crate::block_jdqmr`), by default GD+k and block JDQMR chosen by
-//! measured progress per second (`dynamic`).
+//! JDQMR, by default GD+k and block JDQMR chosen by measured progress per
+//! second: the methods of `crate::correction`.
 //!
 //! The solver is split as PRIMME splits `src/eigs`: the main loop here,
 //! `ortho`, `projection` (basis, W = AV, H = VᵀAV, Rayleigh-Ritz), `convergence`
-//! (tests, locking, verification), `restart`, `correct` (the correction equations
-//! through the one correction-equation solver of `crate::correction`), `results`
-//! and `snapshot` (checkpoints: export and restore of the state at the top of an
-//! outer iteration, see [`crate::checkpoint`]).
+//! (tests, locking, verification), `restart`, `correct` (step (8): the methods
+//! of `crate::correction`), `results` and `snapshot` (checkpoints: export and
+//! restore of the state at the top of an outer iteration, see
+//! [`crate::checkpoint`]).
 //!
 //! Generalized problems K x = λ M x ([`Problem::with_mass`]) run through the
 //! same loop in the M inner product: `mass` documents what changes (M·V kept
@@ -27,7 +27,6 @@
 mod checks;
 mod convergence;
 mod correct;
-mod dynamic;
 mod harmonic;
 mod locking;
 mod mass;
@@ -53,14 +52,15 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
-use crate::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, BlockMass, Lent};
 use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
+use crate::correction::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, BlockMass, Lent};
+use crate::correction::jdqmr::{QmrSetup, QmrStop};
+use crate::correction::{dynamic, CorrectionBackend, CorrectionCtx};
 use crate::correction::{
     steps_rule, time_rule, CorrectionSolver, Equation, EquationOutcome, Inner,
 };
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::error::JdError;
-use crate::jdqmr::{QmrSetup, QmrStop};
 use crate::params::{
     ConvTest, InnerSolver, InnerStop, JdParams, PrecondChoice, Sizes, Target, Verify,
 };
@@ -189,53 +189,6 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
 /// solve, which then returns the pairs converged so far with
 /// [`crate::Outcome::Stopped`] (for Ctrl-C handling, time limits, custom tests).
 pub type Observer<'o> = &'o mut dyn FnMut(&IterationEvent) -> std::ops::ControlFlow<()>;
-
-/// Inputs of one correction phase handed to a [`CorrectionBackend`].
-pub(crate) struct CorrectionCtx<'x> {
-    /// Selected pairs, extreme-most first: Ritz vectors and residuals (fine layout).
-    pub x: &'x [f64],
-    pub r: &'x [f64],
-    /// Shift of each correction equation.
-    pub shifts: Vec<f64>,
-    /// Absolute inner-residual floor of each equation (no need to go below).
-    pub floors: Vec<f64>,
-    /// Relative inner threshold 2^−iter.
-    pub rel: f64,
-    pub maxits: usize,
-    pub inner: InnerStop,
-    /// Ritz value and residual norm of each selected pair, every current Ritz value
-    /// and the norm estimate, all in scaled units (for McCombs et al. §4's optimal m).
-    pub thetas: Vec<f64>,
-    pub rnorms: Vec<f64>,
-    pub ritz: &'x [f64],
-    pub anorm: f64,
-    /// The internal scale s of the operator (see [`crate::scaling`]): the
-    /// backend multiplies its products by it.
-    pub scale: f64,
-    /// The internal scale of the mass matrix M of K x = λ M x (the backend
-    /// multiplies its products with M by it); None for a standard problem.
-    pub mass_scale: Option<f64>,
-    /// JDQMR's setup of each selected pair (`InnerSolver::Qmrs` only, else
-    /// empty).
-    pub qmr: Vec<QmrSetup>,
-}
-
-/// Step (8) done elsewhere (coarse-grain / multigrain solve groups).
-pub(crate) trait CorrectionBackend {
-    /// Writes the corrections of the `ctx.shifts.len()` selected pairs into the
-    /// first columns of `t` (fine layout); returns inner steps per pair.
-    fn correct_block(
-        &mut self,
-        ctx: &CorrectionCtx<'_>,
-        t: &mut [f64],
-        stats: &mut Stats,
-    ) -> Vec<usize>;
-    /// A vector (fine layout) was locked: keep a copy in the backend's layout.
-    fn on_lock(&mut self, x: &[f64], stats: &mut Stats);
-    /// The `q` orthonormalized deflation vectors `y` (fine layout), told at
-    /// every entry of the loop: a backend keeps them, once, like locked vectors.
-    fn on_deflation(&mut self, y: &[f64], q: usize, stats: &mut Stats);
-}
 
 struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     backend: Option<&'b mut dyn CorrectionBackend>,

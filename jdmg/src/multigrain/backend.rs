@@ -13,7 +13,7 @@ use super::stats::MultigrainStats;
 use crate::correction::{
     steps_rule, time_rule, CorrectionSolver, Equation, EquationOutcome, MassCtx,
 };
-use crate::jd::{CorrectionBackend, CorrectionCtx};
+use crate::correction::{CorrectionBackend, CorrectionCtx};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to};
 use crate::params::{InnerStop, PrecondChoice};
 use crate::repartition::{RateClock, WaitTimer};
@@ -401,7 +401,7 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
         let qmr = ctx
             .qmr
             .get(i)
-            .map(|q| crate::jdqmr::QmrSetup { maxits: m, ..*q });
+            .map(|q| crate::correction::jdqmr::QmrSetup { maxits: m, ..*q });
         let eq = Equation { x, r, shift, qmr };
         let group = self.group;
         let sums = std::cell::Cell::new(0);

@@ -17,11 +17,9 @@ use super::mover::Mover;
 use super::params::{Balance, MultigrainParams};
 use super::stats::{AlltoallScope, MultigrainStats};
 use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointSink};
-use crate::correction::CorrectionSolver;
+use crate::correction::{CorrectionBackend, CorrectionSolver};
 use crate::error::JdError;
-use crate::jd::{
-    local_rows, run_loop, CorrectionBackend, Exit, Hooks, LoopMonitor, Observer, Problem, Spaces,
-};
+use crate::jd::{local_rows, run_loop, Exit, Hooks, LoopMonitor, Observer, Problem, Spaces};
 use crate::optimal_m::DEFAULT_MAXITS_GROUPS;
 use crate::params::{JdParams, PrecondChoice};
 use crate::repartition::{move_rows, Monitor, Plan, RateClock, RepartitionEvent, WaitTimer};

@@ -16,10 +16,10 @@
 
 /// The correction of one outer iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Method {
+pub(crate) enum Method {
     /// t = −K⁻¹r for the whole block (no inner iteration).
     Gdk,
-    /// Block JDQMR (see [`crate::block_jdqmr`]).
+    /// Block JDQMR (see [`crate::correction::block_jdqmr`]).
     Jdqmr,
 }
 
@@ -41,16 +41,16 @@ impl Method {
 
 /// Outer iterations of a window, per method: GD+k iterations are cheap and each
 /// moves the potential little, JDQMR's are long.
-pub(super) const MIN_WINDOW: [usize; 2] = [8, 2];
+pub(crate) const MIN_WINDOW: [usize; 2] = [8, 2];
 /// The faster method runs this many times the other's last window before the
 /// other is measured again.
-pub(super) const RETRY_TIME: f64 = 8.0;
+pub(crate) const RETRY_TIME: f64 = 8.0;
 /// The other method must be this much faster to take over.
 const MARGIN: f64 = 1.1;
 
 /// The state of the choice.
 #[derive(Debug, Clone)]
-pub(super) struct Dynamic {
+pub(crate) struct Dynamic {
     method: Method,
     /// Potential and agreed seconds at the start of the window; None: the window
     /// starts at the next observation.
@@ -154,7 +154,7 @@ impl Dynamic {
 /// The potential Φ of the wanted pairs (position < `remaining`) whose residuals
 /// were computed, `seen` = (θ, ‖r‖) in target order, tolerances by `tol`; wanted
 /// pairs beyond those seen count as the largest term seen.
-pub(super) fn potential(seen: &[(f64, f64)], remaining: usize, tol: impl Fn(f64) -> f64) -> f64 {
+pub(crate) fn potential(seen: &[(f64, f64)], remaining: usize, tol: impl Fn(f64) -> f64) -> f64 {
     let terms: Vec<f64> = seen
         .iter()
         .take(remaining)

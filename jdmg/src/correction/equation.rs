@@ -300,7 +300,7 @@ impl<C: Comm + ?Sized> Preconditioner for ProjectedPreconditioner<'_, C> {
 /// Krylov work space of the inner solver.
 enum Krylov {
     Bicgstab(Box<precond::krylov::Bicgstab>),
-    Qmrs(crate::jdqmr::JdQmr),
+    Qmrs(crate::correction::jdqmr::JdQmr),
 }
 
 /// One correction equation: the Ritz vector x with residual r (fine or group
@@ -310,7 +310,7 @@ pub(crate) struct Equation<'x> {
     pub r: &'x [f64],
     pub shift: f64,
     /// JDQMR's setup (`InnerSolver::Qmrs` only).
-    pub qmr: Option<crate::jdqmr::QmrSetup>,
+    pub qmr: Option<crate::correction::jdqmr::QmrSetup>,
 }
 
 /// What one correction-equation solve did.
@@ -323,7 +323,7 @@ pub(crate) struct EquationOutcome {
     pub precond_seconds: f64,
     pub global_sums: u64,
     /// JDQMR's reason to stop.
-    pub qmr_stop: Option<crate::jdqmr::QmrStop>,
+    pub qmr_stop: Option<crate::correction::jdqmr::QmrStop>,
     /// Products with the mass matrix (generalized problems).
     pub mass_matvecs: u64,
 }
@@ -351,7 +351,9 @@ impl CorrectionSolver {
     /// Work space for vectors of `n` local rows and up to `max_locked` locked vectors.
     pub fn new(n: usize, solver: crate::params::InnerSolver, max_locked: usize) -> Self {
         let krylov = match solver {
-            crate::params::InnerSolver::Qmrs => Krylov::Qmrs(crate::jdqmr::JdQmr::new(n)),
+            crate::params::InnerSolver::Qmrs => {
+                Krylov::Qmrs(crate::correction::jdqmr::JdQmr::new(n))
+            }
             crate::params::InnerSolver::Bicgstab | crate::params::InnerSolver::Auto => {
                 Krylov::Bicgstab(Box::new(precond::krylov::Bicgstab::new(n)))
             }

@@ -1,5 +1,5 @@
 //! Block JDQMR: the correction equations of a block, each solved by JDQMR's
-//! symmetric QMR with its dynamic stopping rules (see [`crate::jdqmr`]),
+//! symmetric QMR with its dynamic stopping rules (see [`crate::correction::jdqmr`]),
 //! advancing in lockstep so that every step applies A and the preconditioner to
 //! all active equations at once (one blocked SpMV and one blocked K⁻¹ instead of
 //! one per equation), and reduces the scalars of all equations together (four
@@ -34,14 +34,14 @@
 //!
 //! An equation that stops leaves the active set (its vectors move behind the
 //! active ones), so that the blocked products always see contiguous columns. The
-//! scalar recurrences of each equation are those of [`crate::jdqmr`].
+//! scalar recurrences of each equation are those of [`crate::correction::jdqmr`].
 
 use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
+use crate::correction::jdqmr::{stop_rule, Estimates, QmrOutcome, QmrSetup, QmrStop};
 use crate::correction::{shifted_jacobi, shifted_jacobi_mass, Inner};
 use crate::dense::{dot, gemm_sub, gemm_tn};
-use crate::jdqmr::{stop_rule, Estimates, QmrOutcome, QmrSetup, QmrStop};
 use crate::params::Target;
 
 /// Scalar state of one equation's QMRs recurrences.
