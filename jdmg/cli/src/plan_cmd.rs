@@ -403,14 +403,7 @@ fn repro_json(fig: Figure, cases: &[ReproCase]) -> serde_json::Value {
         .collect();
     let mut v = json!({ "figure": format!("{fig:?}").to_lowercase(), "cases": rows });
     if fig == Figure::Fig8 {
-        let lo = cases
-            .iter()
-            .map(|c| c.improvement_percent)
-            .fold(f64::INFINITY, f64::min);
-        let hi = cases
-            .iter()
-            .map(|c| c.improvement_percent)
-            .fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = hetdense::sched::malleable::improvement_range(cases);
         v["improvement_range_percent"] = json!([lo, hi]);
         v["paper_range_percent"] = json!([9.5, 22.8]);
     }
