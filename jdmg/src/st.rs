@@ -41,7 +41,7 @@
 //! Robust and simple for moderate n (the factors fit one node); SLEPc with
 //! MUMPS or SuperLU_DIST would distribute the factorization itself.
 
-use crate::params::{BasisSettings, CorrectionSettings, PrecondSettings, ProblemSettings};
+use crate::params::{CorrectionSettings, PrecondSettings, ProblemSettings};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -1166,23 +1166,15 @@ fn rank_rows(part: Option<&RowPartition>, size: usize, n: usize) -> (Vec<usize>,
     }
 }
 
-/// The parameters of the solve on B: `params` with B's end of the spectrum
-/// for `side`, plain GD+k steps, Ritz extraction, and B's relative tolerance
-/// where `test` gives one a priori.
-fn b_params(params: &JdParams, side: Wanted, test: &TrueTest) -> JdParams {
-    let mut p = JdParams {
+/// The settings of a solve on B = (A − σI)⁻¹ (or (K − σM)⁻¹M) from the
+/// caller's `params`: no preconditioner (B's products are already solves with
+/// the factors), GD+k steps unless `maxits` is given, and ‖B‖ estimated, not
+/// taken from `anorm` (which is A's). The target and the rest are the caller's.
+pub fn settings_on_b(params: &JdParams) -> JdParams {
+    JdParams {
         problem: ProblemSettings {
-            target: match side {
-                Wanted::Nearest => Target::LargestMagnitude,
-                Wanted::Above => Target::Largest,
-            },
             anorm: None,
             ..params.problem
-        },
-        basis: BasisSettings {
-            // B's wanted eigenvalues are its extreme ones.
-            extraction: Extraction::Ritz,
-            ..params.basis
         },
         correction: CorrectionSettings {
             // B's wanted eigenvalues are well separated: plain GD+k steps t = −r (a
@@ -1198,7 +1190,20 @@ fn b_params(params: &JdParams, side: Wanted, test: &TrueTest) -> JdParams {
             ..params.preconditioner
         },
         ..params.clone()
+    }
+}
+
+/// The parameters of the solve on B: [`settings_on_b`] with B's end of the
+/// spectrum for `side`, Ritz extraction, and B's relative tolerance where
+/// `test` gives one a priori.
+fn b_params(params: &JdParams, side: Wanted, test: &TrueTest) -> JdParams {
+    let mut p = settings_on_b(params);
+    p.problem.target = match side {
+        Wanted::Nearest => Target::LargestMagnitude,
+        Wanted::Above => Target::Largest,
     };
+    // B's wanted eigenvalues are its extreme ones.
+    p.basis.extraction = Extraction::Ritz;
     if let Some(tol) = test.a_priori() {
         p.problem.conv = ConvTest::Rel;
         p.problem.tol = tol;

@@ -17,7 +17,6 @@
 //! raised unchanged. The observer also checks for signals (Ctrl-C) once per
 //! outer iteration.
 
-use jdmg::{CorrectionSettings, PrecondSettings, ProblemSettings};
 use std::ops::ControlFlow;
 use std::sync::Mutex;
 
@@ -377,22 +376,7 @@ fn solve_py<'py>(
                 // θ returned as they are (the Python side maps them back).
                 jdmg::symmetry::check_symmetric(a, &params)?;
                 let b = jdmg::st::ShiftInvert::new(a, s, params.execution.threads)?;
-                let p = JdParams {
-                    problem: ProblemSettings {
-                        anorm: None,
-                        ..params.problem
-                    },
-                    correction: CorrectionSettings {
-                        maxits: params.correction.maxits.or(Some(0)),
-                        ..params.correction
-                    },
-                    preconditioner: PrecondSettings {
-                        kind: PrecondChoice::None,
-                        shift: None,
-                        ..params.preconditioner
-                    },
-                    ..params.clone()
-                };
+                let p = jdmg::st::settings_on_b(&params);
                 let comm = SelfComm::new();
                 let pb = Problem::new(&b, &comm)?
                     .with_initial(spaces.initial)?
