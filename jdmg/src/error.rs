@@ -87,7 +87,7 @@ pub enum JdError {
     Checkpoint(#[from] CheckpointError),
     /// The matrix is not symmetric ([`crate::ProblemSettings::check_symmetry`]): jdmg
     /// solves symmetric problems only.
-    #[error("the matrix is not symmetric: max |a_ij - a_ji| = {max_asymmetry:.3e}, relative {relative:.3e} (above {tol:e}); jdmg solves symmetric problems (crate::ProblemSettings::check_symmetry = false skips the check)", tol = SYMMETRY_TOL)]
+    #[error("the matrix is not symmetric: max |a_ij - a_ji| = {max_asymmetry:.3e}, relative {relative:.3e} (above {tol:e}); jdmg solves symmetric problems (the setting check_symmetry = false skips the check)", tol = SYMMETRY_TOL)]
     NotSymmetric {
         /// max |a_ij − a_ji|.
         max_asymmetry: f64,

@@ -191,7 +191,8 @@ pub enum Extraction {
 pub struct JdParams {
     /// What is wanted and when a pair counts as converged.
     pub problem: ProblemSettings,
-    /// The search space: its block, size and restart, how pairs are extracted from it and locked, and its start.
+    /// The search space: its block, size and restart, how pairs are extracted
+    /// from it and locked, and its start.
     pub basis: BasisSettings,
     /// The correction equations: how they are solved and for how long.
     pub correction: CorrectionSettings,
@@ -201,7 +202,8 @@ pub struct JdParams {
     pub execution: ExecutionSettings,
 }
 
-/// What is wanted and when a pair counts as converged. Part of [`JdParams`] (`[problem]` in config files).
+/// What is wanted and when a pair counts as converged. Part of [`JdParams`]
+/// (`[problem]` in config files).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProblemSettings {
@@ -244,7 +246,9 @@ impl Default for ProblemSettings {
     }
 }
 
-/// The search space: its block, size and restart, how pairs are extracted from it and locked, and its start. Part of [`JdParams`] (`[basis]` in config files).
+/// The search space: its block, size and restart, how pairs are extracted
+/// from it and locked, and its start. Part of [`JdParams`] (`[basis]` in
+/// config files).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BasisSettings {
@@ -289,7 +293,8 @@ impl Default for BasisSettings {
     }
 }
 
-/// The correction equations: how they are solved and for how long. Part of [`JdParams`] (`[correction]` in config files).
+/// The correction equations: how they are solved and for how long. Part of
+/// [`JdParams`] (`[correction]` in config files).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CorrectionSettings {
@@ -320,7 +325,8 @@ impl Default for CorrectionSettings {
     }
 }
 
-/// The preconditioner of the correction equations. Part of [`JdParams`] (`[preconditioner]` in config files).
+/// The preconditioner of the correction equations. Part of [`JdParams`]
+/// (`[preconditioner]` in config files).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PrecondSettings {
@@ -347,7 +353,8 @@ impl Default for PrecondSettings {
     }
 }
 
-/// How the solve runs: threads, budgets and the switch to spectrum slicing. Part of [`JdParams`] (`[execution]` in config files).
+/// How the solve runs: threads, budgets and the switch to spectrum slicing.
+/// Part of [`JdParams`] (`[execution]` in config files).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExecutionSettings {

@@ -76,7 +76,8 @@ fn qmrs_saves_matvecs() {
             ..Default::default()
         },
         correction: CorrectionSettings {
-            solver: InnerSolver::Bicgstab, // BiCGSTAB(3) even when preconditioned (the default would take GD+k steps
+            solver: InnerSolver::Bicgstab,
+            // BiCGSTAB(3) even when preconditioned (the default would take GD+k steps
             // then), and no preconditioner unless asked.
             maxits: Some(3),
             ..Default::default()

@@ -124,7 +124,11 @@ proptest! {
             _ => Target::Closest(shift * p.scale),
         };
         let tol = 1e-10;
-        let prm = JdParams { problem: ProblemSettings { nev, target, tol, ..Default::default() }, basis: BasisSettings { block, seed, ..Default::default() }, ..JdParams::default() };
+        let prm = JdParams {
+            problem: ProblemSettings { nev, target, tol, ..Default::default() },
+            basis: BasisSettings { block, seed, ..Default::default() },
+            ..JdParams::default()
+        };
         let (sol, complete) = match solve_matrix(&a, &prm, None) {
             Ok(s) => {
                 let complete = s.is_converged();
