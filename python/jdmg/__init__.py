@@ -681,9 +681,11 @@ def eigsh(
         interval holding them is bracketed by LDL^T counts, then solved as
         ``subset_by_value``; the same conditions.
     **options
-        Any other field of the Rust ``JdParams`` by name (``restart_size``,
-        ``verify``, ``locking``, ``anorm``, ``precond_shift``, ``ilut_fill``,
-        ``check_symmetry``, ...).
+        Any other setting of the Rust ``JdParams`` by its flat name
+        (``restart_size``, ``verify``, ``locking``, ``anorm``,
+        ``precond_shift``, ``ilut_fill``, ``check_symmetry``, ...; the list is
+        ``JdParams::FLAT_KEYS``), or a whole group as a dict
+        (``basis={"max_basis": 40}``).
 
     Returns
     -------

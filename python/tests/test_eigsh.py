@@ -437,6 +437,15 @@ def test_extra_jdparams_options():
     np.testing.assert_allclose(w, expected(a, 3, "SA"), rtol=1e-9)
     with pytest.raises(ValueError, match="no_such_option"):
         jdmg.eigsh(a, k=3, no_such_option=1)
+    # A whole group of settings as a dict, beside flat names.
+    w = jdmg.eigsh(a, k=3, which="SA", basis={"restart_size": 10, "locking": True}, verify="always",
+                   return_eigenvectors=False)
+    np.testing.assert_allclose(w, expected(a, 3, "SA"), rtol=1e-9)
+    # A group's key given flat is refused naming its place.
+    with pytest.raises(ValueError, match="preconditioner.kind"):
+        jdmg.eigsh(a, k=3, kind="ilu0")
+    with pytest.raises(ValueError, match="given twice"):
+        jdmg.eigsh(a, k=3, restart_size=8, basis={"restart_size": 10})
 
 
 # ---------------------------------------------------------------------------
