@@ -875,6 +875,41 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
     r.map(back)
 }
 
+/// The checks of a shift-and-invert solve's input: K (and M) as matrices and
+/// as a pair, and σ against them.
+///
+/// # Errors
+/// `InvalidParams` or `NotSymmetric` naming what is wrong.
+fn check_all(
+    k: &CsrMatrix,
+    mass: Option<&CsrMatrix>,
+    sigma: f64,
+    params: &JdParams,
+) -> Result<(), JdError> {
+    crate::setup::check_matrix(k, params)?;
+    if let Some(m) = mass {
+        crate::setup::check_pair(k, m, params)?;
+    }
+    check_input(k, mass, sigma)
+}
+
+/// The rows of each process over `comm` (balanced by nonzeros), None on one
+/// process.
+///
+/// # Errors
+/// `InvalidParams` when the matrix cannot be partitioned.
+fn rows_partition<C: Comm + ?Sized>(
+    k: &CsrMatrix,
+    comm: &C,
+) -> Result<Option<RowPartition>, JdError> {
+    if comm.size() == 1 {
+        return Ok(None);
+    }
+    RowPartition::balanced_by_nnz(k, comm.size())
+        .map(Some)
+        .map_err(|e| JdError::invalid("partition", e))
+}
+
 /// [`run`] for the eigenvalues on `side` of σ, by `method` on B: with
 /// `Lanczos`, a solve from no start vectors, without deflation vectors or
 /// checkpoints, runs block thick-restart Lanczos ([`crate::lanczos`]; the
@@ -891,21 +926,10 @@ fn run_scaled<C: Comm + ?Sized>(
     side: Wanted,
     method: SliceMethod,
 ) -> Result<Solution, JdError> {
-    crate::setup::check_matrix(k, params)?;
-    if let Some(m) = mass {
-        crate::setup::check_pair(k, m, params)?;
-    }
-    check_input(k, mass, sigma)?;
+    check_all(k, mass, sigma, params)?;
     let n = k.nrows();
     let (inv, below, setup) = factor_on_root(k, mass, sigma, comm, params)?;
-    let part = if comm.size() > 1 {
-        Some(
-            RowPartition::balanced_by_nnz(k, comm.size())
-                .map_err(|e| JdError::invalid("partition", e))?,
-        )
-    } else {
-        None
-    };
+    let part = rows_partition(k, comm)?;
     let (kr, mr) = pencil_rows(k, mass, comm, params, part.as_ref())?;
     let (counts, offsets) = rank_rows(part.as_ref(), comm.size(), n);
     let root = RootSolve {
@@ -921,15 +945,9 @@ fn run_scaled<C: Comm + ?Sized>(
     let initial = local_rows("initial", spaces.initial, n, range.clone())?;
     let deflation = local_rows("deflation", spaces.deflation, n, range)?;
     let mass_rows = mr.as_ref().map(|r| &r.op as &dyn Operator);
-    let space = match deflation.is_empty() {
-        true => None,
-        false => Some(DeflationSpace::new(
-            &deflation,
-            kr.range.len(),
-            mass_rows,
-            comm,
-        )?),
-    };
+    let space = (!deflation.is_empty())
+        .then(|| DeflationSpace::new(&deflation, kr.range.len(), mass_rows, comm))
+        .transpose()?;
     let deflated = match &space {
         Some(sp) => Some(DeflatedInverse::new(&root, sp, comm)?),
         None => None,
@@ -975,25 +993,15 @@ fn run_scaled<C: Comm + ?Sized>(
         }
         None => (user_inv, space.as_ref(), &deflation),
     };
-    let left = JdParams {
-        problem: ProblemSettings {
-            nev: params.problem.nev - near.as_ref().map_or(0, |z| z.lam.len()),
-            ..params.problem
-        },
-        ..params.clone()
-    };
+    let mut left = params.clone();
+    left.problem.nev -= near.as_ref().map_or(0, |z| z.lam.len());
     let p = b_params(&left, side, &test);
     let op = Sandwich {
         inv,
         mass: mass_rows,
     };
     let back = move |t: f64| sigma + 1.0 / t;
-    let Hooks {
-        observer,
-        sink,
-        resume,
-        ..
-    } = hooks;
+    let (observer, sink, resume) = (hooks.observer, hooks.sink, hooks.resume);
     let mut mapped = observer.map(|obs| {
         move |ev: &IterationEvent| {
             let mut ev = ev.clone();

@@ -359,6 +359,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// `Closest` the true residual ‖Az − ρz‖ is added to the distance to σ.
     /// Collective (matvecs and global sums, the same on every process).
     fn probe_missed(&mut self, wk: f64, wr: f64) -> bool {
+        let threads = self.prm.execution.threads;
         let (n, nl) = (self.n, self.nproj());
         let steps = PROBE_STEPS
             .min(self.pb.n_global.saturating_sub(nl))
@@ -384,47 +385,15 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _ in 0..2 {
                 let mut c = vec![0.0; nl + j];
                 let (xd, vd) = (self.dual_locked(), self.dual_basis());
-                gemm_tn(&mut c[..nl], xd, n, nl, &q, 1, self.prm.execution.threads);
-                gemm_tn(&mut c[nl..], vd, n, j, &q, 1, self.prm.execution.threads);
+                gemm_tn(&mut c[..nl], xd, n, nl, &q, 1, threads);
+                gemm_tn(&mut c[nl..], vd, n, j, &q, 1, threads);
                 let mut nq = [0.0];
                 self.allreduce(&mut c);
-                gemm_sub(
-                    &mut q,
-                    &self.xl,
-                    n,
-                    nl,
-                    &c[..nl],
-                    1,
-                    self.prm.execution.threads,
-                );
-                gemm_sub(
-                    &mut q,
-                    &self.v,
-                    n,
-                    j,
-                    &c[nl..],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_sub(&mut q, &self.xl, n, nl, &c[..nl], 1, threads);
+                gemm_sub(&mut q, &self.v, n, j, &c[nl..], 1, threads);
                 if let Some(ms) = &self.mass {
-                    gemm_sub(
-                        &mut bq,
-                        &ms.bxl,
-                        n,
-                        nl,
-                        &c[..nl],
-                        1,
-                        self.prm.execution.threads,
-                    );
-                    gemm_sub(
-                        &mut bq,
-                        &ms.bv,
-                        n,
-                        j,
-                        &c[nl..],
-                        1,
-                        self.prm.execution.threads,
-                    );
+                    gemm_sub(&mut bq, &ms.bxl, n, nl, &c[..nl], 1, threads);
+                    gemm_sub(&mut bq, &ms.bv, n, j, &c[nl..], 1, threads);
                 }
                 nq[0] = crate::dense::dot(&q, if mass { &bq } else { &q });
                 self.allreduce(&mut nq);
@@ -450,7 +419,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.stats.matvecs += 1;
             // Column j of H = QᵀAQ (the Krylov space's projection), next vector Aq.
             let mut c = vec![0.0; j + 1];
-            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1, self.prm.execution.threads);
+            gemm_tn(&mut c, &self.v, n, j + 1, &w, 1, threads);
             self.allreduce(&mut c);
             for (i, ci) in c.iter().enumerate() {
                 h[j * steps + i] = *ci;
@@ -478,7 +447,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             len,
             &y[best * len..(best + 1) * len],
             1,
-            self.prm.execution.threads,
+            threads,
         );
         // True Rayleigh quotient and residual of z.
         self.op.apply(&z, &mut w);

@@ -259,6 +259,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// G = WᵀW (W_σᵀM⁻¹W_σ with a mass matrix) recomputed from W (one global
     /// sum); nothing without harmonic extraction. Collective.
     pub(super) fn harmonic_rebuild(&mut self) {
+        let threads = self.prm.execution.threads;
         if self.harm.is_none() {
             return;
         }
@@ -272,17 +273,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 .for_each(|(w, bv)| *w -= sigma * bv);
             let mut z = vec![0.0; n * m];
             self.mass_inverse(&ws, &mut z, m);
-            gemm_tn(&mut g, &ws, n, m, &z, m, self.prm.execution.threads);
+            gemm_tn(&mut g, &ws, n, m, &z, m, threads);
         } else {
-            gemm_tn(
-                &mut g,
-                &self.w,
-                n,
-                m,
-                &self.w,
-                m,
-                self.prm.execution.threads,
-            );
+            gemm_tn(&mut g, &self.w, n, m, &self.w, m, threads);
         }
         self.stats.basis_passes += 1;
         self.allreduce(&mut g);
@@ -558,6 +551,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         theta: &[f64],
         seen: &[(f64, f64)],
     ) -> (Vec<f64>, Vec<f64>) {
+        let threads = self.prm.execution.threads;
         let nev = self.prm.problem.nev;
         let plain = (
             theta[..nev].to_vec(),
@@ -588,19 +582,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             m,
             &y[..m * nev],
             &th,
-            self.prm.execution.threads,
+            threads,
         );
         self.stats.basis_passes += 2;
         if mass {
-            gemm_nn(
-                &mut x,
-                &self.v,
-                n,
-                m,
-                &y[..m * nev],
-                nev,
-                self.prm.execution.threads,
-            );
+            gemm_nn(&mut x, &self.v, n, m, &y[..m * nev], nev, threads);
             for j in 0..nev {
                 nrm[nev + j] = crate::dense::dot(&x[j * n..(j + 1) * n], &x[j * n..(j + 1) * n]);
             }

@@ -25,6 +25,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// computed first, the coefficients are (MX)ᵀT and (MV)ᵀT, and M·T follows
     /// T through the updates (see `mass`).
     pub(super) fn orthogonalize_block(&mut self, b: usize) -> usize {
+        let threads = self.prm.execution.threads;
         let (n, nl, m) = (self.n, self.nproj(), self.m);
         let room = self.pb.n_global.saturating_sub(nl + m);
         let b = b.min(room);
@@ -47,8 +48,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let (cx, rest) = buf.split_at_mut(nl * b);
             let (cv, nr) = rest.split_at_mut(m * b);
             let (xd, vd) = (self.dual_locked(), self.dual_basis());
-            gemm_tn(cx, xd, n, nl, &self.t, b, self.prm.execution.threads);
-            gemm_tn(cv, vd, n, m, &self.t, b, self.prm.execution.threads);
+            gemm_tn(cx, xd, n, nl, &self.t, b, threads);
+            gemm_tn(cv, vd, n, m, &self.t, b, threads);
             self.stats.basis_passes += 1;
             let len = if pass == 0 {
                 for j in 0..b {
@@ -79,35 +80,11 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             }
             let (cx, rest) = buf.split_at(nl * b);
             let cv = &rest[..m * b];
-            gemm_sub(
-                &mut self.t,
-                &self.xl,
-                n,
-                nl,
-                cx,
-                b,
-                self.prm.execution.threads,
-            );
-            gemm_sub(
-                &mut self.t,
-                &self.v,
-                n,
-                m,
-                cv,
-                b,
-                self.prm.execution.threads,
-            );
+            gemm_sub(&mut self.t, &self.xl, n, nl, cx, b, threads);
+            gemm_sub(&mut self.t, &self.v, n, m, cv, b, threads);
             if let Some(ms) = self.mass.as_mut() {
-                gemm_sub(
-                    &mut ms.bt,
-                    &ms.bxl,
-                    n,
-                    nl,
-                    cx,
-                    b,
-                    self.prm.execution.threads,
-                );
-                gemm_sub(&mut ms.bt, &ms.bv, n, m, cv, b, self.prm.execution.threads);
+                gemm_sub(&mut ms.bt, &ms.bxl, n, nl, cx, b, threads);
+                gemm_sub(&mut ms.bt, &ms.bv, n, m, cv, b, threads);
             }
             self.stats.basis_passes += 1;
             if pass == 0 {
@@ -213,6 +190,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         full: bool,
         norm_before: f64,
     ) -> Column {
+        let threads = self.prm.execution.threads;
         let (n, nl, m) = (self.n, self.nproj(), self.m);
         let mass = self.has_mass();
         let ld = if full { nl + m + j } else { j };
@@ -235,28 +213,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 };
                 let mut off = 0;
                 if full {
-                    gemm_tn(&mut c[..nl], xd, n, nl, col, 1, self.prm.execution.threads);
-                    gemm_tn(
-                        &mut c[nl..nl + m],
-                        vd,
-                        n,
-                        m,
-                        col,
-                        1,
-                        self.prm.execution.threads,
-                    );
+                    gemm_tn(&mut c[..nl], xd, n, nl, col, 1, threads);
+                    gemm_tn(&mut c[nl..nl + m], vd, n, m, col, 1, threads);
                     self.stats.basis_passes += 1;
                     off = nl + m;
                 }
-                gemm_tn(
-                    &mut c[off..off + j],
-                    prevd,
-                    n,
-                    j,
-                    col,
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_tn(&mut c[off..off + j], prevd, n, j, col, 1, threads);
                 c[ld] = crate::dense::dot(col, cold);
             }
             self.allreduce(&mut c);
@@ -268,68 +230,20 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             let col = &mut cur[..n];
             let mut off = 0;
             if full {
-                gemm_sub(
-                    col,
-                    &self.xl,
-                    n,
-                    nl,
-                    &c[..nl],
-                    1,
-                    self.prm.execution.threads,
-                );
-                gemm_sub(
-                    col,
-                    &self.v,
-                    n,
-                    m,
-                    &c[nl..nl + m],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_sub(col, &self.xl, n, nl, &c[..nl], 1, threads);
+                gemm_sub(col, &self.v, n, m, &c[nl..nl + m], 1, threads);
                 if let Some(ms) = self.mass.as_mut() {
                     let bcol = &mut ms.bt[j * n..(j + 1) * n];
-                    gemm_sub(
-                        bcol,
-                        &ms.bxl,
-                        n,
-                        nl,
-                        &c[..nl],
-                        1,
-                        self.prm.execution.threads,
-                    );
-                    gemm_sub(
-                        bcol,
-                        &ms.bv,
-                        n,
-                        m,
-                        &c[nl..nl + m],
-                        1,
-                        self.prm.execution.threads,
-                    );
+                    gemm_sub(bcol, &ms.bxl, n, nl, &c[..nl], 1, threads);
+                    gemm_sub(bcol, &ms.bv, n, m, &c[nl..nl + m], 1, threads);
                 }
                 self.stats.basis_passes += 1;
                 off = nl + m;
             }
-            gemm_sub(
-                col,
-                prev,
-                n,
-                j,
-                &c[off..off + j],
-                1,
-                self.prm.execution.threads,
-            );
+            gemm_sub(col, prev, n, j, &c[off..off + j], 1, threads);
             if let Some(ms) = self.mass.as_mut() {
                 let (bprev, bcur) = ms.bt.split_at_mut(j * n);
-                gemm_sub(
-                    &mut bcur[..n],
-                    bprev,
-                    n,
-                    j,
-                    &c[off..off + j],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_sub(&mut bcur[..n], bprev, n, j, &c[off..off + j], 1, threads);
             }
         }
         let dual = self.dual_block();

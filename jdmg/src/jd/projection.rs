@@ -104,6 +104,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Appends the first `b` columns of `t` (orthonormalized) to the basis;
     /// W_T = AT goes straight into W's columns m..m+b.
     pub(super) fn extend_basis(&mut self, b: usize) -> Result<(), JdError> {
+        let threads = self.prm.execution.threads;
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         self.op
             .apply_block(&self.t[..n * b], &mut self.w[m * n..(m + b) * n], b);
@@ -119,9 +120,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         {
             let (a, c) = gv[..hb].split_at_mut(m * b);
             let wt = &self.w[m * n..(m + b) * n];
-            gemm_tn(a, &self.v, n, m, wt, b, self.prm.execution.threads);
+            gemm_tn(a, &self.v, n, m, wt, b, threads);
             self.stats.basis_passes += 1;
-            gemm_tn(c, &self.t, n, b, wt, b, self.prm.execution.threads);
+            gemm_tn(c, &self.t, n, b, wt, b, threads);
         }
         self.gram_local(&mut gv[hb..], m, b);
         self.allreduce(&mut gv);
@@ -165,6 +166,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// selects columns (locked pairs leaving a basis whose first columns are
     /// Ritz vectors), the kept columns move instead.
     pub(super) fn transform_basis(&mut self, c: &[f64], p: usize) {
+        let threads = self.prm.execution.threads;
         let (n, m, mb) = (self.n, self.m, self.sz.max_basis);
         if let Some(sel) = column_selection(c, m, p) {
             let mut arrays = vec![&mut self.v, &mut self.w];
@@ -177,43 +179,19 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 }
             }
         } else {
-            gemm_nn_in_place(
-                &mut self.v,
-                n,
-                m,
-                c,
-                p,
-                &mut self.row_block,
-                self.prm.execution.threads,
-            );
-            gemm_nn_in_place(
-                &mut self.w,
-                n,
-                m,
-                c,
-                p,
-                &mut self.row_block,
-                self.prm.execution.threads,
-            );
+            gemm_nn_in_place(&mut self.v, n, m, c, p, &mut self.row_block, threads);
+            gemm_nn_in_place(&mut self.w, n, m, c, p, &mut self.row_block, threads);
             self.stats.basis_passes += 2;
             if let Some(ms) = self.mass.as_mut() {
-                gemm_nn_in_place(
-                    &mut ms.bv,
-                    n,
-                    m,
-                    c,
-                    p,
-                    &mut self.row_block,
-                    self.prm.execution.threads,
-                );
+                gemm_nn_in_place(&mut ms.bv, n, m, c, p, &mut self.row_block, threads);
                 self.stats.basis_passes += 1;
             }
         }
         let hc = self.h_compact();
         let mut hcc = vec![0.0; m * p];
-        gemm_nn(&mut hcc, &hc, m, m, c, p, self.prm.execution.threads);
+        gemm_nn(&mut hcc, &hc, m, m, c, p, threads);
         let mut newh = vec![0.0; p * p];
-        gemm_tn(&mut newh, c, m, p, &hcc, p, self.prm.execution.threads);
+        gemm_tn(&mut newh, c, m, p, &hcc, p, threads);
         for j in 0..p {
             for i in 0..p {
                 self.h[j * mb + i] = 0.5 * (newh[j * p + i] + newh[i * p + j]);
@@ -226,6 +204,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// Re-orthonormalizes V (CGS2 column by column), recomputes W = AV and
     /// H = VᵀW (one global sum for H).
     pub(super) fn repair_basis(&mut self) {
+        let threads = self.prm.execution.threads;
         if self.has_mass() {
             self.repair_basis_mass();
             return;
@@ -240,29 +219,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _pass in 0..2 {
                 let (prev, cur) = self.v.split_at_mut(kept * n);
                 let col = &mut cur[..n];
-                gemm_tn(
-                    &mut c[..kept],
-                    prev,
-                    n,
-                    kept,
-                    col,
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_tn(&mut c[..kept], prev, n, kept, col, 1, threads);
                 c[kept] = 0.0;
                 self.pb
                     .comm
                     .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
                 self.stats.global_sums += 1;
-                gemm_sub(
-                    col,
-                    prev,
-                    n,
-                    kept,
-                    &c[..kept],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_sub(col, prev, n, kept, &c[..kept], 1, threads);
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],
@@ -284,6 +247,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// [`State::repair_basis`] in the M inner product: M·V recomputed, V
     /// M-orthonormalized (CGS2), M·V following, then W and H rebuilt.
     fn repair_basis_mass(&mut self) {
+        let threads = self.prm.execution.threads;
         let (n, m) = (self.n, self.m);
         // M's state is out of `self` while its images follow the basis.
         let Some(mut ms) = self.mass.take() else {
@@ -301,38 +265,14 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             for _pass in 0..2 {
                 let (bprev, bcur) = ms.bv.split_at_mut(kept * n);
                 let (prev, cur) = self.v.split_at_mut(kept * n);
-                gemm_tn(
-                    &mut c[..kept],
-                    bprev,
-                    n,
-                    kept,
-                    &cur[..n],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_tn(&mut c[..kept], bprev, n, kept, &cur[..n], 1, threads);
                 c[kept] = 0.0;
                 self.pb
                     .comm
                     .all_reduce(&mut c[..kept.max(1)], ReduceOp::Sum);
                 self.stats.global_sums += 1;
-                gemm_sub(
-                    &mut cur[..n],
-                    prev,
-                    n,
-                    kept,
-                    &c[..kept],
-                    1,
-                    self.prm.execution.threads,
-                );
-                gemm_sub(
-                    &mut bcur[..n],
-                    bprev,
-                    n,
-                    kept,
-                    &c[..kept],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_sub(&mut cur[..n], prev, n, kept, &c[..kept], 1, threads);
+                gemm_sub(&mut bcur[..n], bprev, n, kept, &c[..kept], 1, threads);
             }
             let mut nn = [crate::dense::dot(
                 &self.v[kept * n..(kept + 1) * n],

@@ -100,6 +100,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// (`converged == false`, with their residual norms from W = AV).
     /// Collective (one global sum).
     fn partial(&mut self) -> Solution {
+        let threads = self.prm.execution.threads;
         let n = self.n;
         let m = self.m;
         let need = self.prm.problem.nev.saturating_sub(self.nl()).min(m);
@@ -113,33 +114,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 for (q, &i) in ord.iter().take(need).enumerate() {
                     ys[q * m..(q + 1) * m].copy_from_slice(&yv[i * m..(i + 1) * m]);
                 }
-                gemm_nn(
-                    &mut xs,
-                    &self.v,
-                    n,
-                    m,
-                    &ys,
-                    need,
-                    self.prm.execution.threads,
-                );
+                gemm_nn(&mut xs, &self.v, n, m, &ys, need, threads);
                 // Their residuals ‖W y − θ V y‖ from W = AV (no matvec; W is
                 // refreshed when it drifts), one global sum.
                 // With a mass matrix: ‖W y − θ (MV) y‖/‖V y‖ (see `mass`).
                 let mass = self.has_mass();
                 let mut rs = vec![0.0; n * need];
-                gemm_nn(
-                    &mut rs,
-                    &self.w,
-                    n,
-                    m,
-                    &ys,
-                    need,
-                    self.prm.execution.threads,
-                );
+                gemm_nn(&mut rs, &self.w, n, m, &ys, need, threads);
                 let bxs = match &self.mass {
                     Some(ms) => {
                         let mut b = vec![0.0; n * need];
-                        gemm_nn(&mut b, &ms.bv, n, m, &ys, need, self.prm.execution.threads);
+                        gemm_nn(&mut b, &ms.bv, n, m, &ys, need, threads);
                         b
                     }
                     None => Vec::new(),

@@ -76,6 +76,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         early: bool,
         basis_full: bool,
     ) -> Result<Selected, JdError> {
+        let threads = self.prm.execution.threads;
         let (n, k) = (self.n, self.sz.k);
         let mass = self.has_mass();
         let remaining = self.goal.saturating_sub(self.nl());
@@ -112,9 +113,9 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     m,
                     ycols,
                     &theta[pos..pos + cnt],
-                    self.prm.execution.threads,
+                    threads,
                 );
-                gemm_nn(xb, &self.v, n, m, ycols, cnt, self.prm.execution.threads);
+                gemm_nn(xb, &self.v, n, m, ycols, cnt, threads);
                 for j in 0..cnt {
                     let c = &xb[j * n..(j + 1) * n];
                     nrm[cnt + j] = crate::dense::dot(c, c);
@@ -142,7 +143,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     cols,
                     yc,
                     &theta[pos..pos + cnt],
-                    self.prm.execution.threads,
+                    threads,
                 );
                 if !early {
                     self.stats.basis_passes += 2;

@@ -180,6 +180,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// # Errors
     /// `InvalidParams` when nev plus the independent deflation vectors exceed n.
     pub(super) fn install_deflation(&mut self, q: usize) -> Result<(), JdError> {
+        let threads = self.prm.execution.threads;
         let n = self.n;
         let y = self.pb.spaces.deflation;
         let mass = self.has_mass();
@@ -217,28 +218,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     kept,
                     &col,
                     1,
-                    self.prm.execution.threads,
+                    threads,
                 );
                 self.allreduce(&mut c);
-                gemm_sub(
-                    &mut col,
-                    &self.xl,
-                    n,
-                    kept,
-                    &c[..kept],
-                    1,
-                    self.prm.execution.threads,
-                );
+                gemm_sub(&mut col, &self.xl, n, kept, &c[..kept], 1, threads);
                 if let Some(ms) = &self.mass {
-                    gemm_sub(
-                        &mut bcol,
-                        &ms.bxl,
-                        n,
-                        kept,
-                        &c[..kept],
-                        1,
-                        self.prm.execution.threads,
-                    );
+                    gemm_sub(&mut bcol, &ms.bxl, n, kept, &c[..kept], 1, threads);
                 }
             }
             let mut nn = [d(&col, &bcol)];
@@ -287,27 +272,12 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// (with a mass matrix, (I − MYYᵀ)(Kx − θMx)).
     /// One global sum.
     pub(super) fn deflate_residuals(&mut self, r: &mut [f64], nrm: &mut [f64]) {
+        let threads = self.prm.execution.threads;
         let (n, q, p) = (self.n, self.residual_deflation(), nrm.len());
         let mut c = vec![0.0; q * p];
-        gemm_tn(
-            &mut c,
-            &self.xl,
-            n,
-            q,
-            &r[..n * p],
-            p,
-            self.prm.execution.threads,
-        );
+        gemm_tn(&mut c, &self.xl, n, q, &r[..n * p], p, threads);
         self.allreduce(&mut c);
-        gemm_sub(
-            &mut r[..n * p],
-            self.dual_locked(),
-            n,
-            q,
-            &c,
-            p,
-            self.prm.execution.threads,
-        );
+        gemm_sub(&mut r[..n * p], self.dual_locked(), n, q, &c, p, threads);
         for (j, v) in nrm.iter_mut().enumerate() {
             let col = &r[j * n..(j + 1) * n];
             *v = crate::dense::dot(col, col);
