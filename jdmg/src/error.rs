@@ -118,3 +118,18 @@ impl JdError {
         }
     }
 }
+
+impl Solution {
+    /// `Ok(self)` when converged, else [`JdError::NotConverged`] carrying
+    /// it: for callers that treat an early end as a failure (`?`).
+    ///
+    /// # Errors
+    /// `NotConverged` for any outcome but [`crate::Outcome::Converged`].
+    pub fn into_converged(self) -> Result<Self, JdError> {
+        if self.is_converged() {
+            Ok(self)
+        } else {
+            Err(JdError::NotConverged(Box::new(self)))
+        }
+    }
+}

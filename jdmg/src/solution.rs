@@ -1,9 +1,7 @@
 //! Results, statistics and events of the eigensolver (the errors are in
-//! `error`, re-exported here).
+//! [`crate::error`]).
 
 use serde::{Deserialize, Serialize};
-
-pub use crate::error::JdError;
 
 /// Counters and timings of one solve (every quantity users tune by).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -263,19 +261,6 @@ impl Solution {
     /// Whether every wanted pair is here and converged ([`Outcome::Converged`]).
     pub fn is_converged(&self) -> bool {
         self.outcome == Outcome::Converged
-    }
-
-    /// `Ok(self)` when converged, else [`JdError::NotConverged`] carrying
-    /// it: for callers that treat an early end as a failure (`?`).
-    ///
-    /// # Errors
-    /// `NotConverged` for any outcome but [`Outcome::Converged`].
-    pub fn into_converged(self) -> Result<Self, JdError> {
-        if self.is_converged() {
-            Ok(self)
-        } else {
-            Err(JdError::NotConverged(Box::new(self)))
-        }
     }
 
     /// Number of pairs that passed the convergence test.
