@@ -2,7 +2,6 @@
 //! made before any long work (paths, memory, thread and rank counts, MPI
 //! launcher), the serial, thread-rank and MPI runs, and the report.
 
-use jdmg::ProblemSettings;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,8 +16,8 @@ use jdmg::names::{Named, UnknownName};
 use jdmg::report::{ResumedFrom, RunMode, SolveReport};
 use jdmg::{
     Balance, Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing, ConvTest, Extraction,
-    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, Outcome, PrecondChoice, Solution,
-    Stats, Target, Verify,
+    InnerSolver, InnerStop, IterationEvent, JdError, JdParams, Outcome, PrecondChoice,
+    ProblemSettings, Solution, Stats, Target, Verify,
 };
 use lblib::Comm;
 use matrices::generate::{generate, GenSpec};

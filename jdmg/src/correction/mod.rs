@@ -9,7 +9,8 @@
 //!   JDQMR (PRIMME's `inner_solve.c`).
 //! * [`block_jdqmr`]: the equations of a block solved together (one block
 //!   product and one global sum per step for all of them).
-//! * GD+k steps, t = −K⁻¹r for the whole block (PRIMME's GD+k): no equation.
+//! * GD+k steps, t = −K⁻¹r for the whole block (PRIMME's GD+k): no equation,
+//!   one preconditioner call by the loop itself (`jd/correct.rs`).
 //! * [`dynamic`]: the default choice between GD+k and block JDQMR by measured
 //!   progress per second (PRIMME's DYNAMIC method).
 //! * [`CorrectionBackend`]: the equations solved elsewhere, by the solve
