@@ -1,6 +1,7 @@
 //! Sparse matrix data layer of jdmg: the [`CsrMatrix`] type, MatrixMarket I/O,
 //! generators and row partitioning (see `../shared/DESIGN.md`).
 
+pub mod complex;
 pub mod csr;
 pub mod generate;
 pub mod info;
@@ -9,6 +10,7 @@ pub mod partition;
 pub mod rectangular;
 pub mod shared;
 
+pub use complex::{ComplexCsr, MagSpec};
 pub use csr::{CsrError, CsrMatrix};
 pub use partition::{
     split_ranks, GroupPartition, HaloPlan, PartitionError, Redistribution, RowPartition, Transfer,

@@ -47,14 +47,15 @@ fn expected() -> Vec<(&'static str, usize, MmErrorKind)> {
             "complex_field.mtx",
             1,
             Unsupported {
-                what: s("complex field"),
+                what: s("complex field in a real reader (read it with \
+                         matrices::mm::read_complex_matrix_market)"),
             },
         ),
         (
             "hermitian.mtx",
             1,
             Unsupported {
-                what: s("hermitian symmetry"),
+                what: s("hermitian symmetry with a real field (write it as symmetric)"),
             },
         ),
         (

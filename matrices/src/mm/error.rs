@@ -144,6 +144,15 @@ pub enum MmErrorKind {
         /// The 1-based diagonal index.
         index: u64,
     },
+    /// A diagonal entry of Hermitian storage with a nonzero imaginary part
+    /// (the diagonal of a Hermitian matrix is real).
+    #[error(
+        "hermitian storage holds a diagonal entry ({index}, {index}) with a nonzero imaginary part"
+    )]
+    ComplexDiagonal {
+        /// The 1-based diagonal index.
+        index: u64,
+    },
     /// The file ends before the declared number of entries; the error's line
     /// is the last line of the file.
     #[error("header declares {declared} entries but the file holds {found}")]

@@ -14,7 +14,8 @@ pub enum MmFormat {
     Array,
 }
 
-/// Field word of the banner (`complex` is rejected as unsupported).
+/// Field word of the banner (`complex` is read by [`super::read_complex_matrix_market`]
+/// only; the real readers reject it as unsupported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MmField {
@@ -24,9 +25,12 @@ pub enum MmField {
     Integer,
     /// No values: every stored entry is 1.0.
     Pattern,
+    /// Two values per entry, real and imaginary part.
+    Complex,
 }
 
-/// Symmetry word of the banner (`hermitian` is rejected as unsupported).
+/// Symmetry word of the banner (`hermitian`, with the complex field only, is
+/// read by [`super::read_complex_matrix_market`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MmSymmetry {
@@ -36,6 +40,8 @@ pub enum MmSymmetry {
     Symmetric,
     /// Strict triangle stored, `a_ji = -a_ij`, zero diagonal.
     SkewSymmetric,
+    /// One triangle stored, `a_ji = conj(a_ij)`, real diagonal (complex field only).
+    Hermitian,
 }
 
 impl MmFormat {
@@ -55,6 +61,7 @@ impl MmField {
             MmField::Real => "real",
             MmField::Integer => "integer",
             MmField::Pattern => "pattern",
+            MmField::Complex => "complex",
         }
     }
 }
@@ -66,6 +73,7 @@ impl MmSymmetry {
             MmSymmetry::General => "general",
             MmSymmetry::Symmetric => "symmetric",
             MmSymmetry::SkewSymmetric => "skew-symmetric",
+            MmSymmetry::Hermitian => "hermitian",
         }
     }
 }
@@ -104,9 +112,27 @@ pub(crate) fn next_line(b: &[u8], pos: usize) -> (&[u8], usize) {
 /// Largest accepted row/column count (indices are stored as `u32`).
 pub(crate) const MAX_DIM: u64 = u32::MAX as u64;
 
-/// Parses the banner, comments and size line. Returns the header, the byte
-/// offset of the first data line and its 1-based line number.
+/// Parses the banner, comments and size line of a real (`real`, `integer`,
+/// `pattern`) file. Returns the header, the byte offset of the first data line
+/// and its 1-based line number. A complex file is
+/// [`MmErrorKind::Unsupported`], naming the complex reader.
 pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError> {
+    let parsed = parse_any_header(b)?;
+    if parsed.0.field == MmField::Complex {
+        return Err(MmError::new(
+            1,
+            MmErrorKind::Unsupported {
+                what: "complex field in a real reader (read it with \
+                       matrices::mm::read_complex_matrix_market)"
+                    .to_string(),
+            },
+        ));
+    }
+    Ok(parsed)
+}
+
+/// [`parse_header`] for any field, complex included.
+pub(crate) fn parse_any_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError> {
     let err = |line: usize, kind: MmErrorKind| MmError::new(line, kind);
     if b.iter().all(|c| c.is_ascii_whitespace()) {
         return Err(err(0, MmErrorKind::Empty));
@@ -163,7 +189,7 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
         "real" | "double" => MmField::Real,
         "integer" => MmField::Integer,
         "pattern" => MmField::Pattern,
-        "complex" => return Err(unsupported("complex field")),
+        "complex" => MmField::Complex,
         w => {
             return Err(unknown(format!(
                 "unknown field {:?}",
@@ -175,7 +201,7 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
         "general" => MmSymmetry::General,
         "symmetric" => MmSymmetry::Symmetric,
         "skew-symmetric" => MmSymmetry::SkewSymmetric,
-        "hermitian" => return Err(unsupported("hermitian symmetry")),
+        "hermitian" => MmSymmetry::Hermitian,
         w => {
             return Err(unknown(format!(
                 "unknown symmetry {:?}",
@@ -183,6 +209,11 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
             )))
         }
     };
+    if symmetry == MmSymmetry::Hermitian && field != MmField::Complex {
+        return Err(unsupported(
+            "hermitian symmetry with a real field (write it as symmetric)",
+        ));
+    }
     if format == MmFormat::Array && field == MmField::Pattern {
         return Err(unsupported("pattern field in array format"));
     }
@@ -259,7 +290,7 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
                 let (m, n) = (nrows as u64, ncols as u64);
                 match symmetry {
                     MmSymmetry::General => m.saturating_mul(n),
-                    MmSymmetry::Symmetric => n.saturating_mul(n + 1) / 2,
+                    MmSymmetry::Symmetric | MmSymmetry::Hermitian => n.saturating_mul(n + 1) / 2,
                     MmSymmetry::SkewSymmetric => n * n.saturating_sub(1) / 2,
                 }
             }
@@ -268,7 +299,7 @@ pub(crate) fn parse_header(b: &[u8]) -> Result<(MmHeader, usize, usize), MmError
             let (m, n) = (nrows as u64, ncols as u64);
             let max = match symmetry {
                 MmSymmetry::General => m.saturating_mul(n),
-                MmSymmetry::Symmetric => n.saturating_mul(n + 1) / 2,
+                MmSymmetry::Symmetric | MmSymmetry::Hermitian => n.saturating_mul(n + 1) / 2,
                 MmSymmetry::SkewSymmetric => n * n.saturating_sub(1) / 2,
             };
             if entries > max {

@@ -1,7 +1,8 @@
 //! MatrixMarket reading and writing.
 //!
 //! Reader: coordinate `real | integer | pattern` × `general | symmetric |
-//! skew-symmetric`, and dense `array` (`real | integer`). Comments and blank
+//! skew-symmetric`, and dense `array` (`real | integer`); `complex` files
+//! (`hermitian` storage too) through [`read_complex_matrix_market`]. Comments and blank
 //! lines are allowed anywhere; numbers may be written `-.4755112`, `1.5E+03` or
 //! Fortran-style `1.5D+03`. Duplicates are summed and symmetric / skew storage
 //! is expanded to full CSR (either triangle may be stored, each entry is
@@ -27,6 +28,7 @@
 //! bit for bit.
 
 mod build;
+mod complex;
 mod error;
 mod header;
 pub mod memory;
@@ -40,6 +42,10 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+pub use complex::{
+    read_complex_array_bytes, read_complex_matrix_market, read_complex_matrix_market_bytes,
+    write_complex_array, write_complex_coordinate, ComplexMm,
+};
 pub use error::{MmError, MmErrorKind};
 pub use header::{MmField, MmFormat, MmHeader, MmSymmetry};
 pub use memory::{available_memory, read_bytes_needed};
@@ -430,12 +436,12 @@ fn data_line(body: &[u8], body_line: usize, k: usize) -> usize {
     body_line
 }
 
-/// Reads only the banner and size line of `bytes`.
+/// Reads only the banner and size line of `bytes` (complex files too).
 ///
 /// # Errors
 /// The header failures of [`read_matrix_market_bytes`].
 pub fn read_header_bytes(bytes: &[u8]) -> Result<MmHeader, MmError> {
-    header::parse_header(bytes).map(|h| h.0)
+    header::parse_any_header(bytes).map(|h| h.0)
 }
 
 /// Reads a dense `array` file (general, symmetric or skew-symmetric storage,

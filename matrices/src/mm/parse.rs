@@ -74,7 +74,7 @@ fn bad_number(t: &[u8]) -> MmErrorKind {
 
 /// Parses a real value: decimal float (`-.5`, `1.5E+03`) or Fortran `1.5D+03`.
 #[inline(always)]
-fn parse_real(t: &[u8]) -> Result<f64, MmErrorKind> {
+pub(crate) fn parse_real(t: &[u8]) -> Result<f64, MmErrorKind> {
     let v = match fast_float2::parse::<f64, _>(t) {
         Ok(v) => v,
         Err(_) => parse_fortran(t)?,
@@ -303,7 +303,8 @@ fn data_line(
     }
     let v = match lay.field {
         MmField::Pattern => 1.0,
-        MmField::Real => match real_field(b, pos)? {
+        // Complex files never reach this parser (`parse_header` refuses them).
+        MmField::Real | MmField::Complex => match real_field(b, pos)? {
             Some(v) => v,
             None => return Err(missing(expected - 1, *pos)),
         },
