@@ -280,6 +280,7 @@ mod dense;
 pub mod driver;
 pub mod error;
 pub mod generalized;
+pub mod hermitian;
 pub mod input;
 pub mod jd;
 pub mod lanczos;

@@ -1,0 +1,364 @@
+//! Complex Hermitian eigenproblems A x = λ x and K x = λ M x (M Hermitian
+//! positive definite), solved by the real solver on the real embedding
+//! ([`matrices::complex`]).
+//!
+//! The embedding of order 2n is real symmetric, its eigenvalues are A's, each
+//! twice (x and i·x), and its vectors, read interleaved, are complex vectors of
+//! A. So [`Solver`] runs unchanged on it, in every mode (threads, ranks, solve
+//! groups, shift-and-invert, intervals, checkpoints), asked for twice the
+//! pairs; [`HermitianProblem::recover`] then takes the complex span of the
+//! vectors it returned (pairs x, i·x span one complex line), orthonormalizes
+//! it in the (M-)inner product, and makes the Rayleigh-Ritz pairs of A on it.
+//! Each product with the embedding costs what a complex product costs (one
+//! multiply-add per real and imaginary part of each entry).
+//!
+//! ```
+//! use jdmg::hermitian::{solve_hermitian, HermitianProblem};
+//! use jdmg::prelude::*;
+//!
+//! let a = "maglap2d:20:0.1".parse::<matrices::MagSpec>().unwrap().build().unwrap();
+//! let params = JdParams {
+//!     problem: ProblemSettings { nev: 4, tol: 1e-10, ..Default::default() },
+//!     ..JdParams::default()
+//! };
+//! let sol = solve_hermitian(&a, None, &params)?;
+//! assert!(sol.solution.is_converged());
+//! let x = sol.eigenvector(0);
+//! let mut ax = vec![faer::c64::new(0.0, 0.0); a.nrows()];
+//! a.mul_vec(&x, &mut ax);
+//! let lam = sol.solution.eigenvalues[0];
+//! let r: f64 = ax.iter().zip(&x).map(|(u, v)| (u - v * lam).norm_sqr()).sum();
+//! assert!(r.sqrt() < 1e-9 * 8.0);
+//! # Ok::<(), JdError>(())
+//! ```
+
+use faer::{c64, Mat, Side};
+use matrices::complex::{deinterleave, ComplexCsr};
+use matrices::CsrMatrix;
+
+use crate::error::JdError;
+use crate::params::{ConvTest, JdParams, Target};
+use crate::solution::{Outcome, Solution};
+use crate::solver::Solver;
+
+/// Largest relative ‖A − Aᴴ‖ (entrywise, over the largest entry) accepted as
+/// Hermitian: the rounding of a matrix assembled in floating point.
+pub const HERMITIAN_TOL: f64 = 1e-12;
+
+/// Smallest weight (eigenvalue of the Gram matrix of the complex vectors) of
+/// a direction kept by the recovery: a pair x, i·x gives 2 and 0, a vector
+/// without its partner 1, rounding about tol².
+const KEEP_WEIGHT: f64 = 0.25;
+
+/// A complex Hermitian problem and its real embedding (see the module
+/// documentation).
+pub struct HermitianProblem<'a> {
+    a: &'a ComplexCsr,
+    m: Option<&'a ComplexCsr>,
+    embedding: CsrMatrix,
+    mass_embedding: Option<CsrMatrix>,
+}
+
+impl<'a> HermitianProblem<'a> {
+    /// Checks that `a` (and `m`) are square, of one order, and Hermitian, and
+    /// builds the real embeddings.
+    ///
+    /// # Errors
+    /// [`JdError::InvalidParams`] for a rectangular matrix, orders that
+    /// differ, or a matrix whose max |aᵢⱼ − conj(aⱼᵢ)| exceeds
+    /// [`HERMITIAN_TOL`] relative to the largest entry.
+    pub fn new(a: &'a ComplexCsr, m: Option<&'a ComplexCsr>) -> Result<Self, JdError> {
+        let n = a.nrows();
+        for (name, x) in std::iter::once(("A", a)).chain(m.map(|m| ("M", m))) {
+            if x.nrows() != x.ncols() || x.nrows() != n {
+                return Err(JdError::InvalidParams {
+                    field: "matrix",
+                    reason: format!(
+                        "{name} is {} x {}: a Hermitian problem needs square matrices of order {n}",
+                        x.nrows(),
+                        x.ncols()
+                    ),
+                });
+            }
+            let defect = x.hermitian_defect();
+            if defect > HERMITIAN_TOL {
+                return Err(JdError::InvalidParams {
+                    field: "matrix",
+                    reason: format!(
+                        "{name} is not Hermitian: max |a_ij - conj(a_ji)| is {defect:.3e} of the \
+                         largest entry (above {HERMITIAN_TOL:e})"
+                    ),
+                });
+            }
+        }
+        let embed = |x: &ComplexCsr| {
+            x.real_embedding().map_err(|e| JdError::InvalidParams {
+                field: "matrix",
+                reason: format!("the real embedding: {e}"),
+            })
+        };
+        Ok(Self {
+            a,
+            m,
+            embedding: embed(a)?,
+            mass_embedding: m.map(embed).transpose()?,
+        })
+    }
+
+    /// The real symmetric embedding of A (order 2n) to hand to [`Solver`].
+    pub fn embedding(&self) -> &CsrMatrix {
+        &self.embedding
+    }
+
+    /// The embedding of M, for [`Solver::mass`].
+    pub fn mass_embedding(&self) -> Option<&CsrMatrix> {
+        self.mass_embedding.as_ref()
+    }
+
+    /// The settings of the embedded solve: twice the pairs, and twice any
+    /// block, basis or restart size given (each complex vector is two real
+    /// ones); the rest as given.
+    pub fn embedded_params(&self, params: &JdParams) -> JdParams {
+        let mut p = params.clone();
+        p.problem.nev = params.problem.nev.saturating_mul(2);
+        let b = &mut p.basis;
+        b.block = b.block.saturating_mul(2);
+        b.max_basis = b.max_basis.saturating_mul(2);
+        b.restart_size = b.restart_size.saturating_mul(2);
+        p
+    }
+
+    /// The complex eigenpairs from the embedded solve `sol` (its eigenvectors
+    /// whole: one process, or gathered with [`crate::gather_eigenvectors`]):
+    /// the Rayleigh-Ritz pairs of A on the complex span of its vectors, as
+    /// many as it has pairs, halved, chosen by `params.problem.target`. The
+    /// residuals ‖A x − λ M x‖ are recomputed, the convergence test is the
+    /// solve's (`params.problem.conv`), and the outcome is the solve's, or
+    /// [`Outcome::Incomplete`] when a pair misses the test here.
+    ///
+    /// # Errors
+    /// [`JdError::InvalidParams`] when `sol` does not hold whole vectors of
+    /// the embedding; [`JdError::Factorization`] when a dense eigensolve
+    /// fails.
+    pub fn recover(&self, sol: Solution, params: &JdParams) -> Result<HermitianSolution, JdError> {
+        let n = self.a.nrows();
+        let p = sol.eigenvalues.len();
+        if sol.n_local != 2 * n || sol.eigenvectors.len() != 2 * n * p {
+            return Err(JdError::InvalidParams {
+                field: "solution",
+                reason: format!(
+                    "the embedded solution holds {} rows of {p} vectors; the recovery needs all {} rows",
+                    sol.n_local,
+                    2 * n
+                ),
+            });
+        }
+        let x = Mat::from_fn(n, p, |i, j| {
+            let w = sol.eigenvector(j);
+            c64::new(w[2 * i], w[2 * i + 1])
+        });
+        let q = self.orthonormal_span(&x)?;
+        let (theta, z) = self.rayleigh_ritz(&q)?;
+        let keep = p.div_ceil(2).min(theta.len());
+        let order = target_order(&theta, params.problem.target);
+        let mut out = sol;
+        let extra_products = 2 * q.ncols() as u64 + keep as u64;
+        out.wanted = out.wanted.div_ceil(2);
+        out.eigenvalues = order[..keep].iter().map(|&j| theta[j]).collect();
+        out.eigenvectors = Vec::with_capacity(2 * n * keep);
+        for &j in &order[..keep] {
+            let mut col: Vec<c64> = (0..n).map(|i| z[(i, j)]).collect();
+            fix_phase(&mut col);
+            out.eigenvectors
+                .extend(col.iter().flat_map(|v| [v.re, v.im]));
+        }
+        out.residual_norms = (0..keep)
+            .map(|j| {
+                self.residual(
+                    &deinterleave(&out.eigenvectors[2 * n * j..2 * n * (j + 1)]),
+                    out.eigenvalues[j],
+                )
+            })
+            .collect();
+        let anorm = params.problem.anorm.unwrap_or_else(|| {
+            out.stats
+                .anorm_estimate
+                .max(theta.iter().fold(0.0, |m, t| m.max(t.abs())))
+        });
+        let mnorm = self.m.map_or(1.0, ComplexCsr::norm1);
+        out.converged = out
+            .eigenvalues
+            .iter()
+            .zip(&out.residual_norms)
+            .map(|(&l, &r)| r <= allowed(params, anorm, mnorm, l, self.m.is_some()))
+            .collect();
+        if out.outcome == Outcome::Converged
+            && (out.converged.iter().any(|c| !c) || keep < out.wanted)
+        {
+            out.outcome = Outcome::Incomplete;
+        }
+        out.stats.matvecs += extra_products;
+        out.stats.locked = out.stats.locked.div_ceil(2);
+        Ok(HermitianSolution { solution: out, n })
+    }
+
+    /// An (M-)orthonormal basis of the complex span of the columns of `x`:
+    /// the eigenvectors of the Gram matrix with weight above [`KEEP_WEIGHT`].
+    fn orthonormal_span(&self, x: &Mat<c64>) -> Result<Mat<c64>, JdError> {
+        let mx = match self.m {
+            Some(m) => self.apply(m, x),
+            None => x.clone(),
+        };
+        let gram = x.adjoint() * &mx;
+        let eig = gram.self_adjoint_eigen(Side::Lower).map_err(|e| {
+            JdError::Factorization(format!("Gram matrix of the complex vectors: {e:?}"))
+        })?;
+        let (u, s) = (eig.U(), eig.S().column_vector());
+        let kept: Vec<usize> = (0..s.nrows()).filter(|&j| s[j].re > KEEP_WEIGHT).collect();
+        let mut q = Mat::zeros(x.nrows(), kept.len());
+        for (c, &j) in kept.iter().enumerate() {
+            let w = x * u.col(j);
+            let scale = 1.0 / s[j].re.sqrt();
+            for i in 0..x.nrows() {
+                q[(i, c)] = w[i] * scale;
+            }
+        }
+        Ok(q)
+    }
+
+    /// The Ritz values and vectors of A (of the pencil with M) on the
+    /// (M-)orthonormal basis `q`.
+    fn rayleigh_ritz(&self, q: &Mat<c64>) -> Result<(Vec<f64>, Mat<c64>), JdError> {
+        let aq = self.apply(self.a, q);
+        let h = q.adjoint() * &aq;
+        let hh = Mat::from_fn(h.nrows(), h.ncols(), |i, j| {
+            (h[(i, j)] + h[(j, i)].conj()) * 0.5
+        });
+        let eig = hh
+            .self_adjoint_eigen(Side::Lower)
+            .map_err(|e| JdError::Factorization(format!("projected Hermitian matrix: {e:?}")))?;
+        let theta = (0..hh.nrows())
+            .map(|j| eig.S().column_vector()[j].re)
+            .collect();
+        Ok((theta, q * eig.U()))
+    }
+
+    /// `a` times each column of `x`.
+    fn apply(&self, a: &ComplexCsr, x: &Mat<c64>) -> Mat<c64> {
+        let mut y = Mat::zeros(x.nrows(), x.ncols());
+        let mut out = vec![c64::new(0.0, 0.0); x.nrows()];
+        for j in 0..x.ncols() {
+            let col: Vec<c64> = (0..x.nrows()).map(|i| x[(i, j)]).collect();
+            a.mul_vec(&col, &mut out);
+            for (i, v) in out.iter().enumerate() {
+                y[(i, j)] = *v;
+            }
+        }
+        y
+    }
+
+    /// ‖A x − λ M x‖.
+    fn residual(&self, x: &[c64], lam: f64) -> f64 {
+        let mut ax = vec![c64::new(0.0, 0.0); x.len()];
+        self.a.mul_vec(x, &mut ax);
+        let mx = match self.m {
+            Some(m) => {
+                let mut y = vec![c64::new(0.0, 0.0); x.len()];
+                m.mul_vec(x, &mut y);
+                y
+            }
+            None => x.to_vec(),
+        };
+        ax.iter()
+            .zip(&mx)
+            .map(|(u, v)| (u - v * lam).norm_sqr())
+            .sum::<f64>()
+            .sqrt()
+    }
+}
+
+/// The residual the test `params.problem.conv` allows at λ: ‖A‖ in place of
+/// ‖K‖ + |λ|‖M‖ for a pencil, as the real solver has it.
+fn allowed(params: &JdParams, anorm: f64, mnorm: f64, lam: f64, pencil: bool) -> f64 {
+    let tol = params.problem.tol;
+    match params.problem.conv {
+        ConvTest::Norm if pencil => tol * (anorm + lam.abs() * mnorm),
+        ConvTest::Norm => tol * anorm,
+        ConvTest::Rel => tol * lam.abs() * mnorm,
+        ConvTest::Abs => tol,
+        ConvTest::Sqrt => (tol * lam.abs().sqrt()).max(1e3 * f64::EPSILON * anorm),
+    }
+}
+
+/// Indices of `theta` in the order of the target (wanted first).
+fn target_order(theta: &[f64], target: Target) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..theta.len()).collect();
+    let key = |l: f64| match target {
+        Target::Smallest => l,
+        Target::Largest => -l,
+        Target::Closest(s) => (l - s).abs(),
+        Target::LargestMagnitude => -l.abs(),
+    };
+    idx.sort_by(|&a, &b| key(theta[a]).total_cmp(&key(theta[b])));
+    idx
+}
+
+/// Multiplies `x` by the unit scalar that makes its largest entry real and
+/// positive (eigenvectors are defined up to such a phase).
+fn fix_phase(x: &mut [c64]) {
+    let Some(big) = x
+        .iter()
+        .copied()
+        .max_by(|a, b| a.norm_sqr().total_cmp(&b.norm_sqr()))
+    else {
+        return;
+    };
+    if big.norm() > 0.0 {
+        let phase = big.conj() / big.norm();
+        for v in x.iter_mut() {
+            *v *= phase;
+        }
+    }
+}
+
+/// Complex eigenpairs: [`Solution`] with complex eigenvectors stored
+/// interleaved (`n_local` = 2n real numbers per vector, the memory of `n`
+/// [`c64`]); the counters are those of the embedded solve plus the products
+/// of the recovery.
+#[derive(Debug, Clone)]
+pub struct HermitianSolution {
+    /// Eigenvalues, residuals, outcome, counters; eigenvectors interleaved.
+    pub solution: Solution,
+    /// Order of the complex problem.
+    pub n: usize,
+}
+
+impl HermitianSolution {
+    /// Eigenvector `j` as complex numbers.
+    pub fn eigenvector(&self, j: usize) -> Vec<c64> {
+        deinterleave(&self.solution.eigenvectors[2 * self.n * j..2 * self.n * (j + 1)])
+    }
+}
+
+/// The eigenpairs of the Hermitian `a` (with `m`: of K x = λ M x) asked for
+/// by `params`, on one process with `params.execution.threads` threads: a
+/// shorthand for [`HermitianProblem::new`], [`Solver`] on the embedding and
+/// [`HermitianProblem::recover`].
+///
+/// # Errors
+/// As [`HermitianProblem::new`], [`Solver::run`] and
+/// [`HermitianProblem::recover`].
+pub fn solve_hermitian(
+    a: &ComplexCsr,
+    m: Option<&ComplexCsr>,
+    params: &JdParams,
+) -> Result<HermitianSolution, JdError> {
+    let pb = HermitianProblem::new(a, m)?;
+    let inner = pb.embedded_params(params);
+    let solver = Solver::new(pb.embedding(), &inner);
+    let sol = match pb.mass_embedding() {
+        Some(me) => solver.mass(me).run()?,
+        None => solver.run()?,
+    };
+    pb.recover(sol, params)
+}
