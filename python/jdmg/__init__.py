@@ -20,7 +20,7 @@ import warnings as _warnings
 
 import numpy as _np
 
-from . import _core
+from . import _complex, _core
 from ._core import JdmgError
 
 __all__ = ["eigsh", "svds", "NoConvergence", "JdmgError"]
@@ -276,11 +276,13 @@ def _merge_stats(raws):
 def _dense_eigh(A, M, vectors, return_stats, t0):
     """SciPy's answer for k >= n with dense matrices: every eigenpair, by
     ``scipy.linalg.eigh`` (numpy's eigh without SciPy and M)."""
-    a = _np.asarray(A, dtype=_np.float64)
-    m = None if M is None else _np.asarray(M, dtype=_np.float64)
+    cplx = _np.iscomplexobj(A) or (M is not None and _np.iscomplexobj(M))
+    dt = _np.complex128 if cplx else _np.float64
+    a = _np.asarray(A, dtype=dt)
+    m = None if M is None else _np.asarray(M, dtype=dt)
     for x, what in ((a, "A"), (m, "M")):
-        if x is not None and _np.abs(x - x.T).max() > 1e-12 * max(_np.abs(x).max(), 1e-300):
-            raise ValueError(f"{what} is not symmetric")
+        if x is not None and _np.abs(x - x.conj().T).max() > 1e-12 * max(_np.abs(x).max(), 1e-300):
+            raise ValueError(f"{what} is not {'Hermitian' if cplx else 'symmetric'}")
     try:
         import scipy.linalg as sl
 
@@ -725,6 +727,14 @@ def eigsh(
     after ``rng``.
     """
     t0 = _time.perf_counter()
+    if _complex.is_complex(A) or _complex.is_complex(M):
+        # complex Hermitian: the real path on the real embedding (_complex.py)
+        return _complex.eigsh_hermitian(
+            A, k, M, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors, Minv, OPinv, mode, rng,
+            X0=X0, lock=lock, precond=precond, block=block, method=method, maxits=maxits,
+            threads=threads, maxmatvecs=maxmatvecs, conv=conv, seed=seed, return_stats=return_stats,
+            subset_by_value=subset_by_value, subset_by_index=subset_by_index, options=options,
+        )
     # --- arguments -------------------------------------------------------
     if Minv is not None and M is None:
         raise ValueError("Minv is used only with M")

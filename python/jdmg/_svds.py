@@ -6,7 +6,7 @@ import time as _time
 
 import numpy as _np
 
-from . import _core
+from . import _complex, _core
 
 # tol = 0 (SciPy: machine precision): the triplet test at this tol (1e-13 took
 # minutes on the smallest of ill-conditioned matrices, kappa ~ 1e5).
@@ -153,8 +153,11 @@ def svds(
     t0 = _time.perf_counter()
     if str(solver).lower() not in _SOLVERS:
         raise ValueError(f"solver must be one of {set(_SOLVERS)}.")
-    if _np.iscomplexobj(A) or _np.issubdtype(getattr(A, "dtype", _np.float64), _np.complexfloating):
-        raise TypeError("A is complex: jdmg.svds solves real matrices only")
+    if _complex.is_complex(A):
+        # the real path on the real embedding (_complex.py)
+        return _complex.svds_complex(
+            A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, rng, options, return_stats
+        )
     shape = getattr(A, "shape", None)
     if shape is None or len(shape) != 2:
         A = _np.asarray(A)
