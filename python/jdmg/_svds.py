@@ -87,8 +87,15 @@ def svds(
     return_stats=False,
 ):
     """The ``k`` largest (``which='LM'``) or smallest (``'SM'``) singular
-    values of the real m x n matrix ``A``, with its singular vectors, as
-    ``scipy.sparse.linalg.svds``.
+    values of the real or complex m x n matrix ``A``, with its singular
+    vectors, as ``scipy.sparse.linalg.svds``.
+
+    Complex A: through the real embedding (the real 2m x 2n matrix of A on
+    interleaved real and imaginary parts, A's singular values each twice):
+    2k triplets of it, then a complex orthonormal basis Q of the span of its
+    singular vectors on the smaller side and the SVD of A Q (A^H Q for a wide
+    A); the residuals are recomputed. complex64 gives complex64 vectors and
+    float32 values (as SciPy); vh is the conjugate transpose of v.
 
     The two stages of PRIMME_SVDS: the eigenpairs of AᵀA (or AAᵀ, the smaller),
     each to the accuracy its triplet needs where rounding allows, then the
@@ -99,8 +106,8 @@ def svds(
     Parameters
     ----------
     A : scipy.sparse matrix or array, numpy array, or LinearOperator
-        Real, any shape. A LinearOperator needs ``matvec`` (or ``matmat``)
-        and ``rmatvec`` (or ``rmatmat``).
+        Real or complex, any shape. A LinearOperator needs ``matvec`` (or
+        ``matmat``) and ``rmatvec`` (or ``rmatmat``: A^H, as SciPy's).
     k : int
         Number of singular triplets, 1 <= k <= min(A.shape).
     ncv : int, optional
@@ -142,9 +149,10 @@ def svds(
     Raises
     ------
     NoConvergence
-        The budget ran out; ``eigenvalues`` holds the converged singular
-        values, ``eigenvectors`` None, ``stats`` the counters and every
-        triplet reached.
+        The budget ran out, or a complex triplet recovered from the
+        embedding missed the tolerance; ``eigenvalues`` holds the converged
+        singular values, ``eigenvectors`` None, ``stats`` the counters and
+        every triplet reached.
     ValueError, TypeError
         Bad arguments, as SciPy raises them.
     """
