@@ -1,4 +1,5 @@
-"""jdmg: block Jacobi-Davidson eigensolver for large sparse symmetric matrices.
+"""jdmg: block Jacobi-Davidson eigensolver for large sparse symmetric matrices
+(complex Hermitian ones through their real embedding).
 
 ``jdmg.eigsh`` takes the arguments of ``scipy.sparse.linalg.eigsh`` (and the
 ``return_stats`` of ``primme.eigsh``) and returns the eigenvalues in ascending
@@ -20,7 +21,7 @@ import warnings as _warnings
 
 import numpy as _np
 
-from . import _core
+from . import _complex, _core
 from ._core import JdmgError
 
 __all__ = ["eigsh", "svds", "NoConvergence", "JdmgError"]
@@ -276,11 +277,13 @@ def _merge_stats(raws):
 def _dense_eigh(A, M, vectors, return_stats, t0):
     """SciPy's answer for k >= n with dense matrices: every eigenpair, by
     ``scipy.linalg.eigh`` (numpy's eigh without SciPy and M)."""
-    a = _np.asarray(A, dtype=_np.float64)
-    m = None if M is None else _np.asarray(M, dtype=_np.float64)
+    cplx = _np.iscomplexobj(A) or (M is not None and _np.iscomplexobj(M))
+    dt = _np.complex128 if cplx else _np.float64
+    a = _np.asarray(A, dtype=dt)
+    m = None if M is None else _np.asarray(M, dtype=dt)
     for x, what in ((a, "A"), (m, "M")):
-        if x is not None and _np.abs(x - x.T).max() > 1e-12 * max(_np.abs(x).max(), 1e-300):
-            raise ValueError(f"{what} is not symmetric")
+        if x is not None and _np.abs(x - x.conj().T).max() > 1e-12 * max(_np.abs(x).max(), 1e-300):
+            raise ValueError(f"{what} is not {'Hermitian' if cplx else 'symmetric'}")
     try:
         import scipy.linalg as sl
 
@@ -544,16 +547,31 @@ def eigsh(
     subset_by_index=None,
     **options,
 ):
-    """The ``k`` eigenpairs of the real symmetric matrix ``A`` (or of the
-    pencil A x = lambda M x) that ``which``, ``sigma`` and ``mode`` select, as
-    ``scipy.sparse.linalg.eigsh`` does.
+    """The ``k`` eigenpairs of the real symmetric or complex Hermitian matrix
+    ``A`` (or of the pencil A x = lambda M x) that ``which``, ``sigma`` and
+    ``mode`` select, as ``scipy.sparse.linalg.eigsh`` does.
+
+    Complex Hermitian A (or M): solved through the real embedding, the real
+    symmetric 2n x 2n matrix of A acting on interleaved real and imaginary
+    parts (A's eigenvalues, each twice): 2k pairs of it by the real solver,
+    then the complex eigenvectors by a Rayleigh-Ritz step on the complex span
+    of its eigenvectors, and their residuals recomputed. Every argument below
+    applies, except: ``mode='buckling'`` (a ValueError, as in SciPy); a
+    complex ``sigma`` with a nonzero imaginary part (a TypeError); v0, X0
+    and lock are then complex (n,) or (n, p). complex64 input gives float32
+    eigenvalues and complex64 eigenvectors (as SciPy); ``which='BE'`` is
+    taken (SciPy refuses it for complex A). The statistics count the products
+    of the real solve (each one product with A) and add ``embedding`` (2n)
+    and ``recovery_matvecs`` (the products of the recovery).
 
     Parameters
     ----------
     A : scipy.sparse matrix or array, numpy array, or LinearOperator
-        Real symmetric, n x n. Sparse and dense matrices are converted to
-        CSR float64 (float32 and integer inputs included: jdmg computes in
-        double precision); a non-symmetric matrix is a ValueError. A
+        Real symmetric or complex Hermitian, n x n. Real sparse and dense
+        matrices are converted to CSR float64 (float32 and integer inputs
+        included: jdmg computes in double precision), complex ones to their
+        real embedding; a non-symmetric (non-Hermitian: max |a_ij -
+        conj(a_ji)| above 1e-12 max |a_ij|) matrix is a ValueError. A
         ``LinearOperator`` (or any object with ``shape`` and
         ``matmat``/``matvec``) is applied to blocks of vectors through
         ``matmat`` (else ``matvec`` per column).
@@ -705,15 +723,18 @@ def eigsh(
     ValueError
         Bad shapes or arguments (as SciPy: k <= 0, which, mode, ncv <= k,
         maxiter <= 0, OPinv without sigma, Minv without M or with sigma, M
-        of another shape, a non-square A), a non-symmetric matrix, M not
-        positive definite.
+        of another shape, a non-square A), a non-symmetric or non-Hermitian
+        matrix, M not positive definite; 'buckling' mode with complex A.
     TypeError
-        Complex input; k not an integer; k > n with a sparse A or a
-        LinearOperator.
+        Complex v0, X0, lock or sigma with a real problem; a complex sigma
+        with a nonzero imaginary part; k not an integer; k > n with a sparse
+        A or a LinearOperator.
 
     Not as SciPy (yet)
     ------------------
-    Complex Hermitian A (SciPy calls ``eigs``); ``OPinv`` with the modes
+    Complex Hermitian A: 'buckling' mode (SciPy refuses it too), and the
+    order of the values returned without eigenvectors (SciPy's ``eigs``
+    order; jdmg: ascending); ``OPinv`` with the modes
     'buckling' and 'cayley' (a ValueError: jdmg builds its own shifted
     solves there); ``sigma=0`` in 'buckling' mode (a ValueError; SciPy's
     answer is arbitrary, every nu being 1); 'buckling' mode with neither
@@ -721,10 +742,18 @@ def eigsh(
     jdmg's fixed seed, not fresh entropy; ``Minv`` is ignored rather than
     used; SciPy's order of the eigenvalues returned without eigenvectors for
     'LM' and 'SM' (jdmg: ascending). Beyond SciPy: k = n for sparse
-    matrices and operators, lower-case ``which``, and the keyword arguments
-    after ``rng``.
+    matrices and operators, lower-case ``which``, 'BE' and 'cayley' mode
+    with complex A, and the keyword arguments after ``rng``.
     """
     t0 = _time.perf_counter()
+    if _complex.is_complex(A) or _complex.is_complex(M):
+        # complex Hermitian: the real path on the real embedding (_complex.py)
+        return _complex.eigsh_hermitian(
+            A, k, M, sigma, which, v0, ncv, maxiter, tol, return_eigenvectors, Minv, OPinv, mode, rng,
+            X0=X0, lock=lock, precond=precond, block=block, method=method, maxits=maxits,
+            threads=threads, maxmatvecs=maxmatvecs, conv=conv, seed=seed, return_stats=return_stats,
+            subset_by_value=subset_by_value, subset_by_index=subset_by_index, options=options,
+        )
     # --- arguments -------------------------------------------------------
     if Minv is not None and M is None:
         raise ValueError("Minv is used only with M")

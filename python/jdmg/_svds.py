@@ -6,7 +6,7 @@ import time as _time
 
 import numpy as _np
 
-from . import _core
+from . import _complex, _core
 
 # tol = 0 (SciPy: machine precision): the triplet test at this tol (1e-13 took
 # minutes on the smallest of ill-conditioned matrices, kappa ~ 1e5).
@@ -87,8 +87,15 @@ def svds(
     return_stats=False,
 ):
     """The ``k`` largest (``which='LM'``) or smallest (``'SM'``) singular
-    values of the real m x n matrix ``A``, with its singular vectors, as
-    ``scipy.sparse.linalg.svds``.
+    values of the real or complex m x n matrix ``A``, with its singular
+    vectors, as ``scipy.sparse.linalg.svds``.
+
+    Complex A: through the real embedding (the real 2m x 2n matrix of A on
+    interleaved real and imaginary parts, A's singular values each twice):
+    2k triplets of it, then a complex orthonormal basis Q of the span of its
+    singular vectors on the smaller side and the SVD of A Q (A^H Q for a wide
+    A); the residuals are recomputed. complex64 gives complex64 vectors and
+    float32 values (as SciPy); vh is the conjugate transpose of v.
 
     The two stages of PRIMME_SVDS: the eigenpairs of AᵀA (or AAᵀ, the smaller),
     each to the accuracy its triplet needs where rounding allows, then the
@@ -99,8 +106,8 @@ def svds(
     Parameters
     ----------
     A : scipy.sparse matrix or array, numpy array, or LinearOperator
-        Real, any shape. A LinearOperator needs ``matvec`` (or ``matmat``)
-        and ``rmatvec`` (or ``rmatmat``).
+        Real or complex, any shape. A LinearOperator needs ``matvec`` (or
+        ``matmat``) and ``rmatvec`` (or ``rmatmat``: A^H, as SciPy's).
     k : int
         Number of singular triplets, 1 <= k <= min(A.shape).
     ncv : int, optional
@@ -142,9 +149,10 @@ def svds(
     Raises
     ------
     NoConvergence
-        The budget ran out; ``eigenvalues`` holds the converged singular
-        values, ``eigenvectors`` None, ``stats`` the counters and every
-        triplet reached.
+        The budget ran out, or a complex triplet recovered from the
+        embedding missed the tolerance; ``eigenvalues`` holds the converged
+        singular values, ``eigenvectors`` None, ``stats`` the counters and
+        every triplet reached.
     ValueError, TypeError
         Bad arguments, as SciPy raises them.
     """
@@ -153,8 +161,11 @@ def svds(
     t0 = _time.perf_counter()
     if str(solver).lower() not in _SOLVERS:
         raise ValueError(f"solver must be one of {set(_SOLVERS)}.")
-    if _np.iscomplexobj(A) or _np.issubdtype(getattr(A, "dtype", _np.float64), _np.complexfloating):
-        raise TypeError("A is complex: jdmg.svds solves real matrices only")
+    if _complex.is_complex(A):
+        # the real path on the real embedding (_complex.py)
+        return _complex.svds_complex(
+            A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, rng, options, return_stats
+        )
     shape = getattr(A, "shape", None)
     if shape is None or len(shape) != 2:
         A = _np.asarray(A)
