@@ -41,6 +41,19 @@ use crate::params::{ConvTest, JdParams, Target};
 use crate::solution::{Outcome, Solution};
 use crate::solver::Solver;
 
+/// The settings of the solve on the real embedding: twice the pairs, and
+/// twice any block, basis or restart size given (each complex vector is two
+/// real ones); the rest as given.
+pub fn embedded_params(params: &JdParams) -> JdParams {
+    let mut p = params.clone();
+    p.problem.nev = params.problem.nev.saturating_mul(2);
+    let b = &mut p.basis;
+    b.block = b.block.saturating_mul(2);
+    b.max_basis = b.max_basis.saturating_mul(2);
+    b.restart_size = b.restart_size.saturating_mul(2);
+    p
+}
+
 /// Largest relative ‖A − Aᴴ‖ (entrywise, over the largest entry) accepted as
 /// Hermitian: the rounding of a matrix assembled in floating point.
 pub const HERMITIAN_TOL: f64 = 1e-12;
@@ -50,13 +63,55 @@ pub const HERMITIAN_TOL: f64 = 1e-12;
 /// without its partner 1, rounding about tol².
 const KEEP_WEIGHT: f64 = 0.25;
 
+/// Checks that `a` (and `m`) are square, of one order, and Hermitian to
+/// [`HERMITIAN_TOL`].
+///
+/// # Errors
+/// [`JdError::InvalidParams`] naming the matrix and what is wrong.
+pub fn check_hermitian(a: &ComplexCsr, m: Option<&ComplexCsr>) -> Result<(), JdError> {
+    let n = a.nrows();
+    for (name, x) in std::iter::once(("A", a)).chain(m.map(|m| ("M", m))) {
+        if x.nrows() != x.ncols() || x.nrows() != n {
+            return Err(JdError::InvalidParams {
+                field: "matrix",
+                reason: format!(
+                    "{name} is {} x {}: a Hermitian problem needs square matrices of order {n}",
+                    x.nrows(),
+                    x.ncols()
+                ),
+            });
+        }
+        let defect = x.hermitian_defect();
+        if defect > HERMITIAN_TOL {
+            return Err(JdError::InvalidParams {
+                field: "matrix",
+                reason: format!(
+                    "{name} is not Hermitian: max |a_ij - conj(a_ji)| is {defect:.3e} of the \
+                         largest entry (above {HERMITIAN_TOL:e})"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A complex Hermitian problem and its real embedding (see the module
 /// documentation).
 pub struct HermitianProblem<'a> {
-    a: &'a ComplexCsr,
-    m: Option<&'a ComplexCsr>,
+    recovery: Recovery<'a>,
     embedding: CsrMatrix,
     mass_embedding: Option<CsrMatrix>,
+}
+
+/// The complex matrices of a problem whose embedding was solved elsewhere
+/// (the CLI solves the embedding it built itself): what
+/// [`Recovery::recover`] needs.
+#[derive(Clone, Copy)]
+pub struct Recovery<'a> {
+    /// A (or K).
+    pub a: &'a ComplexCsr,
+    /// M of K x = λ M x.
+    pub m: Option<&'a ComplexCsr>,
 }
 
 impl<'a> HermitianProblem<'a> {
@@ -68,29 +123,7 @@ impl<'a> HermitianProblem<'a> {
     /// differ, or a matrix whose max |aᵢⱼ − conj(aⱼᵢ)| exceeds
     /// [`HERMITIAN_TOL`] relative to the largest entry.
     pub fn new(a: &'a ComplexCsr, m: Option<&'a ComplexCsr>) -> Result<Self, JdError> {
-        let n = a.nrows();
-        for (name, x) in std::iter::once(("A", a)).chain(m.map(|m| ("M", m))) {
-            if x.nrows() != x.ncols() || x.nrows() != n {
-                return Err(JdError::InvalidParams {
-                    field: "matrix",
-                    reason: format!(
-                        "{name} is {} x {}: a Hermitian problem needs square matrices of order {n}",
-                        x.nrows(),
-                        x.ncols()
-                    ),
-                });
-            }
-            let defect = x.hermitian_defect();
-            if defect > HERMITIAN_TOL {
-                return Err(JdError::InvalidParams {
-                    field: "matrix",
-                    reason: format!(
-                        "{name} is not Hermitian: max |a_ij - conj(a_ji)| is {defect:.3e} of the \
-                         largest entry (above {HERMITIAN_TOL:e})"
-                    ),
-                });
-            }
-        }
+        check_hermitian(a, m)?;
         let embed = |x: &ComplexCsr| {
             x.real_embedding().map_err(|e| JdError::InvalidParams {
                 field: "matrix",
@@ -98,8 +131,7 @@ impl<'a> HermitianProblem<'a> {
             })
         };
         Ok(Self {
-            a,
-            m,
+            recovery: Recovery { a, m },
             embedding: embed(a)?,
             mass_embedding: m.map(embed).transpose()?,
         })
@@ -115,19 +147,21 @@ impl<'a> HermitianProblem<'a> {
         self.mass_embedding.as_ref()
     }
 
-    /// The settings of the embedded solve: twice the pairs, and twice any
-    /// block, basis or restart size given (each complex vector is two real
-    /// ones); the rest as given.
+    /// The settings of the embedded solve ([`embedded_params`]).
     pub fn embedded_params(&self, params: &JdParams) -> JdParams {
-        let mut p = params.clone();
-        p.problem.nev = params.problem.nev.saturating_mul(2);
-        let b = &mut p.basis;
-        b.block = b.block.saturating_mul(2);
-        b.max_basis = b.max_basis.saturating_mul(2);
-        b.restart_size = b.restart_size.saturating_mul(2);
-        p
+        embedded_params(params)
     }
 
+    /// [`Recovery::recover`] of this problem.
+    ///
+    /// # Errors
+    /// As [`Recovery::recover`].
+    pub fn recover(&self, sol: Solution, params: &JdParams) -> Result<HermitianSolution, JdError> {
+        self.recovery.recover(sol, params)
+    }
+}
+
+impl Recovery<'_> {
     /// The complex eigenpairs from the embedded solve `sol` (its eigenvectors
     /// whole: one process, or gathered with [`crate::gather_eigenvectors`]):
     /// the Rayleigh-Ritz pairs of A on the complex span of its vectors, as
@@ -198,7 +232,7 @@ impl<'a> HermitianProblem<'a> {
             out.outcome = Outcome::Incomplete;
         }
         out.stats.matvecs += extra_products;
-        out.stats.locked = out.stats.locked.div_ceil(2);
+        halve_counts(&mut out.stats);
         Ok(HermitianSolution { solution: out, n })
     }
 
@@ -274,6 +308,22 @@ impl<'a> HermitianProblem<'a> {
             .map(|(u, v)| (u - v * lam).norm_sqr())
             .sum::<f64>()
             .sqrt()
+    }
+}
+
+/// The embedding's counts of eigenvalues as counts of the complex problem's
+/// (each of its eigenvalues is the embedding's twice).
+fn halve_counts(stats: &mut crate::solution::Stats) {
+    stats.locked = stats.locked.div_ceil(2);
+    stats.missed_copies = stats.missed_copies.div_ceil(2);
+    if let Some(c) = stats.certificate.as_mut() {
+        c.count /= 2;
+        c.repaired = c.repaired.div_ceil(2);
+    }
+    if let Some(i) = stats.interval.as_mut() {
+        i.count /= 2;
+        i.below /= 2;
+        i.first_index = i.first_index.map(|f| f / 2);
     }
 }
 

@@ -9,6 +9,7 @@
 //! with `--checkpoint`). A panic (101) is a bug.
 
 #[cfg(feature = "dense")]
+mod complex;
 mod dense_cmd;
 mod mass;
 mod mpi_detect;
@@ -156,6 +157,9 @@ fn read(path: &Path) -> Result<(CsrMatrix, MmHeader), Fail> {
 
 fn info(file: &Path, json: bool) -> Result<(), Fail> {
     require_stdout()?;
+    if complex::is_complex_file(file) {
+        return emit(&complex::info(file, json)?);
+    }
     let (a, h) = read(file)?;
     let inf = matrix_info(&a, Some(&h));
     let mut out = String::new();

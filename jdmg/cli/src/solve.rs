@@ -68,7 +68,7 @@ fn named<T: Named + FromStr<Err = UnknownName> + Clone + Send + Sync>(
     PossibleValuesParser::new(T::names()).try_map(|s| s.parse::<T>())
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct SolveArgs {
     /// MatrixMarket file (or use --generate).
     pub file: Option<PathBuf>,
@@ -575,10 +575,12 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
 
 /// [`load`] and the mass matrix of `--mass` / `--mass-generate` (None without),
 /// with the source line naming both.
-fn load_pencil(
-    a: &SolveArgs,
-    check_symmetry: bool,
-) -> Result<(CsrMatrix, Option<CsrMatrix>, String), Fail> {
+fn load_pencil(a: &SolveArgs, check_symmetry: bool) -> Result<Pencil, Fail> {
+    if let Some(c) = crate::complex::load(a, check_symmetry)? {
+        let (k, m) = c.embeddings()?;
+        let source = c.source.clone();
+        return Ok((k, m, source, Some(c)));
+    }
     let (m, source) = load(a, check_symmetry)?;
     let mass = crate::mass::load(
         a.mass.as_deref(),
@@ -588,9 +590,38 @@ fn load_pencil(
         check_symmetry,
     )?;
     Ok(match mass {
-        Some((mm, ms)) => (m, Some(mm), format!("{source} with mass {ms}")),
-        None => (m, None, source),
+        Some((mm, ms)) => (m, Some(mm), format!("{source} with mass {ms}"), None),
+        None => (m, None, source, None),
     })
+}
+
+/// K (or A), M, where they came from, and for a complex Hermitian problem the
+/// complex pencil (K and M are then its real embeddings).
+type Pencil = (
+    CsrMatrix,
+    Option<CsrMatrix>,
+    String,
+    Option<crate::complex::ComplexPencil>,
+);
+
+/// The arguments of the solve on the real embedding of a complex problem when
+/// they name an index range: complex indices i..=j are real ones 2i..=2j+1.
+fn embedded_indices(a: &SolveArgs) -> Option<SolveArgs> {
+    let (i, j) = a.indices?;
+    Some(SolveArgs {
+        indices: Some((2 * i, 2 * j + 1)),
+        ..a.clone()
+    })
+}
+
+/// The parameters of the library's solve: [`checked_by_load`], on the real
+/// embedding of a complex problem.
+fn library_params(params: &JdParams, complex: Option<&crate::complex::ComplexPencil>) -> JdParams {
+    let lib = checked_by_load(params);
+    match complex {
+        Some(c) => c.params(&lib),
+        None => lib,
+    }
 }
 
 /// Reads or generates the matrix; a generated one is refused before
@@ -1082,12 +1113,14 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
-    let (m, mass, source) = load_pencil(a, params.problem.check_symmetry)?;
+    let (m, mass, source, complex) = load_pencil(a, params.problem.check_symmetry)?;
+    let embedded_args = complex.as_ref().and_then(|_| embedded_indices(a));
+    let a = embedded_args.as_ref().unwrap_or(a);
     check_problem(a, (&m, mass.as_ref()), &params, a.ranks, "ranks")?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
-    let lib = checked_by_load(&params);
+    let lib = library_params(&params, complex.as_ref());
     let factor_first = a.st == crate::vectors::St::Sinvert && !slices(a, &params);
     EXIT_BEFORE_FIRST.store(factor_first, std::sync::atomic::Ordering::SeqCst);
     let (res, nprocs, extra) = if a.ranks > 1 {
@@ -1130,7 +1163,12 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     let watch = watch.into_inner().unwrap_or_else(|e| e.into_inner());
     watch.done();
     let extra = extra.resumed_from(resume.first());
-    report(a, &params, &source, &m, res, nprocs, extra, watch.history)
+    let problem = Solved {
+        source: &source,
+        m: &m,
+        complex: complex.as_ref(),
+    };
+    report(a, &params, &problem, res, nprocs, extra, watch.history)
 }
 
 /// `solver` on the pencil (K, M) when `mass` is given.
@@ -1166,6 +1204,14 @@ fn shift_invert_if_asked<'h, C: Comm>(
         (crate::vectors::St::Sinvert, Target::Closest(sigma)) => solver.shift_invert(sigma),
         _ => solver,
     }
+}
+
+/// The problem a report is about: where it came from, the matrix solved, and
+/// for a complex problem the complex pencil whose pairs are recovered.
+struct Solved<'s> {
+    source: &'s str,
+    m: &'s CsrMatrix,
+    complex: Option<&'s crate::complex::ComplexPencil>,
 }
 
 /// What a run adds to the report beside the solution: the fields of
@@ -1383,19 +1429,27 @@ fn parse_rates(s: &str) -> Result<(lblib::RateKind, f64), String> {
 fn report(
     a: &SolveArgs,
     params: &JdParams,
-    source: &str,
-    m: &CsrMatrix,
+    problem: &Solved<'_>,
     res: Result<Solution, JdError>,
     nprocs: usize,
     extra: Extra,
     history: Option<History>,
 ) -> Result<(), Fail> {
+    let (source, m) = (problem.source, problem.m);
+    let res = match problem.complex {
+        Some(c) => c.recover(res, params),
+        None => res,
+    };
     let sol = match res {
         Ok(s) => s,
         Err(e @ JdError::NonFinite(_)) => return Err(Fail::bad(format!("{e}{}", scale_hint(m)))),
         Err(e) => return Err(Fail::bad(e.to_string())),
     };
-    let mut rep = SolveReport::new(source, m.nrows(), m.nnz(), nprocs, params, &sol);
+    let (n, nnz) = match problem.complex {
+        Some(c) => (c.a.nrows(), c.a.nnz()),
+        None => (m.nrows(), m.nnz()),
+    };
+    let mut rep = SolveReport::new(source, n, nnz, nprocs, params, &sol);
     extra.into_report(&mut rep);
     let all_conv = rep.converged;
     let mut out = String::new();
@@ -1405,9 +1459,16 @@ fn report(
         text_report(&mut out, &rep, a.verbose);
     }
     emit(&out)?;
-    if let Some(path) = &a.eigenvectors {
-        matrices::mm::write_array_file(path, sol.n_local, sol.eigenvalues.len(), &sol.eigenvectors)
-            .map_err(|e| Fail::bad(format!("--eigenvectors {}: {e}", path.display())))?;
+    match (&a.eigenvectors, problem.complex) {
+        (Some(path), Some(c)) => c.write_vectors(path, &sol)?,
+        (Some(path), None) => matrices::mm::write_array_file(
+            path,
+            sol.n_local,
+            sol.eigenvalues.len(),
+            &sol.eigenvectors,
+        )
+        .map_err(|e| Fail::bad(format!("--eigenvectors {}: {e}", path.display())))?,
+        (None, _) => {}
     }
     if let (Some(path), Some(mut h)) = (&a.plot, history) {
         h.finish(sol.stats.matvecs, &sol.residual_norms);
@@ -1766,7 +1827,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             None => Vec::new(),
         };
         crate::vectors::check_options(a.st, a.groups.is_some(), params)?;
-        let (m, mass, source) = load_pencil(a, params.problem.check_symmetry)?;
+        let (m, mass, source, complex) = load_pencil(a, params.problem.check_symmetry)?;
         check_problem(a, (&m, mass.as_ref()), params, size, "MPI processes")?;
         check_resume_dimension(a, &resume, m.nrows())?;
         let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
@@ -1779,11 +1840,13 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
                 "--slowdown needs {size} positive factors"
             )));
         };
-        Ok((m, mass, source, factor, resume, vecs))
+        Ok((m, mass, source, complex, factor, resume, vecs))
     })();
     // Every rank must agree before entering collectives; the lowest failing
     // rank says why (a checkpoint file can be missing on one rank only).
-    let (m, mass, source, factor, resume, vecs) = crate::output::agree(world, prepared)?;
+    let (m, mass, source, complex, factor, resume, vecs) = crate::output::agree(world, prepared)?;
+    let embedded_args = complex.as_ref().and_then(|_| embedded_indices(a));
+    let a = embedded_args.as_ref().unwrap_or(a);
     // --resume: the newest outer iteration every rank has a checkpoint of.
     let resume = match &a.resume {
         Some(p) => match set::agree_on_set(world, p, resume) {
@@ -1806,7 +1869,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     catch_interrupts();
     let (r, extra) = run_distributed(
         a,
-        &checked_by_load(params),
+        &library_params(params, complex.as_ref()),
         &m,
         mass.as_ref(),
         &slowed,
@@ -1820,7 +1883,12 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
     watch.done();
     let r = r?;
     if rank == 0 {
-        report(a, params, &source, &m, r, size, extra, watch.history)
+        let problem = Solved {
+            source: &source,
+            m: &m,
+            complex: complex.as_ref(),
+        };
+        report(a, params, &problem, r, size, extra, watch.history)
     } else {
         match r {
             Ok(s) if s.is_converged() => Ok(()),

@@ -458,3 +458,87 @@ fn config_files_refuse_duplicate_keys_and_honour_check_symmetry() {
         }
     }
 }
+
+/// A complex Hermitian file, read, solved on 1 and 2 ranks, its vectors
+/// written as a complex array: eigenvalues against a dense Hermitian solve,
+/// residuals recomputed from the written vectors; `info` on it; a file that
+/// is not Hermitian exits 2.
+#[test]
+fn complex_hermitian_files_are_solved_and_their_vectors_written() {
+    use faer::c64;
+    let a = "maglap2d:9x7:0.2"
+        .parse::<matrices::MagSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut text = Vec::new();
+    matrices::mm::write_complex_coordinate(&mut text, &a, true).unwrap();
+    let file = tmp("maglap.mtx", std::str::from_utf8(&text).unwrap());
+    let dense = faer::Mat::from_fn(a.nrows(), a.nrows(), |i, j| a.get(i, j));
+    let mut exact = dense.self_adjoint_eigenvalues(faer::Side::Lower).unwrap();
+    exact.sort_by(f64::total_cmp);
+    let vecs = file.with_file_name("maglap-vectors.mtx");
+    for ranks in ["1", "2"] {
+        let out = jdmg(&[
+            "solve",
+            file.to_str().unwrap(),
+            "--nev",
+            "4",
+            "--tol",
+            "1e-10",
+            "--ranks",
+            ranks,
+            "--json",
+            "--eigenvectors",
+            vecs.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        assert_eq!(v["n"], a.nrows());
+        let got: Vec<f64> = v["eigenvalues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(got.len(), 4);
+        for (g, w) in got.iter().zip(&exact) {
+            assert!((g - w).abs() < 1e-8, "{got:?} against {:?}", &exact[..4]);
+        }
+        let (n, k, x) =
+            matrices::mm::read_complex_array_bytes(&std::fs::read(&vecs).unwrap()).unwrap();
+        assert_eq!((n, k), (a.nrows(), 4));
+        for (j, lam) in got.iter().enumerate() {
+            let col = &x[j * n..(j + 1) * n];
+            let mut ax = vec![c64::new(0.0, 0.0); n];
+            a.mul_vec(col, &mut ax);
+            let r: f64 = ax
+                .iter()
+                .zip(col)
+                .map(|(u, v)| (u - v * *lam).norm_sqr())
+                .sum();
+            let norm: f64 = col.iter().map(|v| v.norm_sqr()).sum();
+            assert!(r.sqrt() < 1e-9 * 8.0, "residual {}", r.sqrt());
+            assert!((norm - 1.0).abs() < 1e-10);
+        }
+    }
+    let out = jdmg(&["info", file.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(
+        (v["hermitian"].as_bool(), v["nnz"].as_u64()),
+        (Some(true), Some(a.nnz() as u64))
+    );
+    let skew = tmp(
+        "skew.mtx",
+        "%%MatrixMarket matrix coordinate complex general\n2 2 3\n1 1 1 0\n1 2 0 1\n2 1 0 1\n",
+    );
+    let out = jdmg(&["solve", skew.to_str().unwrap(), "--nev", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not Hermitian"));
+}
