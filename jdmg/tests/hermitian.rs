@@ -146,7 +146,7 @@ fn every_eigenvalue_of_an_interval_multiplicities_included() {
         .copied()
         .filter(|l| (lo..=hi).contains(l))
         .collect();
-    assert!(inside.len() >= 6 && inside.len() % 2 == 0);
+    assert!(inside.len() >= 6 && inside.len().is_multiple_of(2));
     let p = params(4, Target::Smallest);
     let pb = HermitianProblem::new(&a, None).unwrap();
     let inner = pb.embedded_params(&p);

@@ -198,7 +198,7 @@ pub fn interleave(x: &[c64]) -> Vec<f64> {
 /// # Panics
 /// If `w.len()` is odd (a contract violation).
 pub fn deinterleave(w: &[f64]) -> Vec<c64> {
-    assert!(w.len() % 2 == 0, "deinterleave: odd length");
+    assert!(w.len().is_multiple_of(2), "deinterleave: odd length");
     w.chunks_exact(2).map(|p| c64::new(p[0], p[1])).collect()
 }
 
