@@ -236,34 +236,18 @@ impl Recovery<'_> {
         Ok(HermitianSolution { solution: out, n })
     }
 
-    /// An (M-)orthonormal basis of the complex span of the columns of `x`:
-    /// the eigenvectors of the Gram matrix with weight above [`KEEP_WEIGHT`].
+    /// An (M-)orthonormal basis of the complex span of the columns of `x`.
     fn orthonormal_span(&self, x: &Mat<c64>) -> Result<Mat<c64>, JdError> {
-        let mx = match self.m {
-            Some(m) => self.apply(m, x),
-            None => x.clone(),
-        };
-        let gram = x.adjoint() * &mx;
-        let eig = gram.self_adjoint_eigen(Side::Lower).map_err(|e| {
-            JdError::Factorization(format!("Gram matrix of the complex vectors: {e:?}"))
-        })?;
-        let (u, s) = (eig.U(), eig.S().column_vector());
-        let kept: Vec<usize> = (0..s.nrows()).filter(|&j| s[j].re > KEEP_WEIGHT).collect();
-        let mut q = Mat::zeros(x.nrows(), kept.len());
-        for (c, &j) in kept.iter().enumerate() {
-            let w = x * u.col(j);
-            let scale = 1.0 / s[j].re.sqrt();
-            for i in 0..x.nrows() {
-                q[(i, c)] = w[i] * scale;
-            }
+        match self.m {
+            Some(m) => span_basis(x, &mul_mat(m, x)),
+            None => span_basis(x, x),
         }
-        Ok(q)
     }
 
     /// The Ritz values and vectors of A (of the pencil with M) on the
     /// (M-)orthonormal basis `q`.
     fn rayleigh_ritz(&self, q: &Mat<c64>) -> Result<(Vec<f64>, Mat<c64>), JdError> {
-        let aq = self.apply(self.a, q);
+        let aq = mul_mat(self.a, q);
         let h = q.adjoint() * &aq;
         let hh = Mat::from_fn(h.nrows(), h.ncols(), |i, j| {
             (h[(i, j)] + h[(j, i)].conj()) * 0.5
@@ -275,20 +259,6 @@ impl Recovery<'_> {
             .map(|j| eig.S().column_vector()[j].re)
             .collect();
         Ok((theta, q * eig.U()))
-    }
-
-    /// `a` times each column of `x`.
-    fn apply(&self, a: &ComplexCsr, x: &Mat<c64>) -> Mat<c64> {
-        let mut y = Mat::zeros(x.nrows(), x.ncols());
-        let mut out = vec![c64::new(0.0, 0.0); x.nrows()];
-        for j in 0..x.ncols() {
-            let col: Vec<c64> = (0..x.nrows()).map(|i| x[(i, j)]).collect();
-            a.mul_vec(&col, &mut out);
-            for (i, v) in out.iter().enumerate() {
-                y[(i, j)] = *v;
-            }
-        }
-        y
     }
 
     /// ‖A x − λ M x‖.
@@ -309,6 +279,44 @@ impl Recovery<'_> {
             .sum::<f64>()
             .sqrt()
     }
+}
+
+/// A basis of the complex span of the columns of `x`, orthonormal in the
+/// inner product whose Gram matrix is xᴴ·`mx` (`mx` = M x, or x itself): the
+/// eigenvectors of the Gram matrix with weight above [`KEEP_WEIGHT`], scaled.
+///
+/// # Errors
+/// [`JdError::Factorization`] when the dense eigensolve fails.
+pub(crate) fn span_basis(x: &Mat<c64>, mx: &Mat<c64>) -> Result<Mat<c64>, JdError> {
+    let gram = x.adjoint() * mx;
+    let eig = gram.self_adjoint_eigen(Side::Lower).map_err(|e| {
+        JdError::Factorization(format!("Gram matrix of the complex vectors: {e:?}"))
+    })?;
+    let (u, s) = (eig.U(), eig.S().column_vector());
+    let kept: Vec<usize> = (0..s.nrows()).filter(|&j| s[j].re > KEEP_WEIGHT).collect();
+    let mut q = Mat::zeros(x.nrows(), kept.len());
+    for (c, &j) in kept.iter().enumerate() {
+        let w = x * u.col(j);
+        let scale = 1.0 / s[j].re.sqrt();
+        for i in 0..x.nrows() {
+            q[(i, c)] = w[i] * scale;
+        }
+    }
+    Ok(q)
+}
+
+/// `a` times each column of `x`.
+pub(crate) fn mul_mat(a: &ComplexCsr, x: &Mat<c64>) -> Mat<c64> {
+    let mut y = Mat::zeros(a.nrows(), x.ncols());
+    let mut out = vec![c64::new(0.0, 0.0); a.nrows()];
+    for j in 0..x.ncols() {
+        let col: Vec<c64> = (0..x.nrows()).map(|i| x[(i, j)]).collect();
+        a.mul_vec(&col, &mut out);
+        for (i, v) in out.iter().enumerate() {
+            y[(i, j)] = *v;
+        }
+    }
+    y
 }
 
 /// The embedding's counts of eigenvalues as counts of the complex problem's
@@ -355,7 +363,7 @@ fn target_order(theta: &[f64], target: Target) -> Vec<usize> {
 
 /// Multiplies `x` by the unit scalar that makes its largest entry real and
 /// positive (eigenvectors are defined up to such a phase).
-fn fix_phase(x: &mut [c64]) {
+pub(crate) fn fix_phase(x: &mut [c64]) {
     let Some(big) = x
         .iter()
         .copied()

@@ -275,6 +275,7 @@
 
 pub mod certify;
 pub mod checkpoint;
+pub mod complex_svd;
 mod correction;
 mod dense;
 pub mod driver;
@@ -303,6 +304,7 @@ pub mod symmetry;
 pub mod tall_skinny;
 
 pub use checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink, Checkpointing};
+pub use complex_svd::svds_complex;
 pub use driver::{gather_eigenvectors, solve, solve_distributed, solve_matrix, solve_multigrain};
 pub use error::{CheckpointError, JdError};
 pub use input::AsCsr;

@@ -27,7 +27,7 @@ pub enum WhichArg {
 /// Arguments of `jdmg svd`.
 #[derive(Args, Debug)]
 pub struct SvdArgs {
-    /// MatrixMarket file (any shape, general storage), or a generator with
+    /// MatrixMarket file (any shape, general storage; real or complex), or a generator with
     /// known singular values: grad2d:N[xM][:alpha], grad3d:N[xMxK][:alpha]
     /// (the grid graph's gradient stacked over alpha·I).
     pub input: String,
@@ -58,7 +58,8 @@ pub struct SvdArgs {
     /// Also print the counters of each stage.
     #[arg(long, short = 'v')]
     pub verbose: bool,
-    /// Write U and V (column-major, one value per line) to PREFIX.u and PREFIX.v.
+    /// Write U and V (column-major, one value per line; "re im" for a complex
+    /// matrix) to PREFIX.u and PREFIX.v.
     #[arg(long, value_name = "PREFIX")]
     pub vectors: Option<PathBuf>,
 }
@@ -73,15 +74,28 @@ struct Report<'a> {
     solution: &'a SvdSolution,
 }
 
-/// Loads the matrix of `input`: a generator spec or a file.
-fn load(input: &str) -> Result<CsrMatrix, Fail> {
+/// The matrix of `jdmg svd`: real, or complex (solved on its real embedding).
+enum Input {
+    Real(CsrMatrix),
+    Complex(matrices::ComplexCsr),
+}
+
+/// Loads the matrix of `input`: a generator spec or a file (a `complex`
+/// MatrixMarket file gives a complex matrix).
+fn load(input: &str) -> Result<Input, Fail> {
     if input.starts_with("grad2d:") || input.starts_with("grad3d:") {
         let g = GradSpec::parse(input).map_err(|e| (EXIT_BAD_INPUT, e))?;
-        return Ok(g.matrix());
+        return Ok(Input::Real(g.matrix()));
     }
-    let m = matrices::mm::read_matrix_market(std::path::Path::new(input))
-        .map_err(|e| Fail::bad(format!("{input}: {e}")))?;
-    Ok(m.matrix)
+    let path = std::path::Path::new(input);
+    if crate::complex::is_complex_file(path) {
+        let m = matrices::mm::read_complex_matrix_market(path)
+            .map_err(|e| Fail::bad(format!("{input}: {e}")))?;
+        return Ok(Input::Complex(m.matrix));
+    }
+    let m =
+        matrices::mm::read_matrix_market(path).map_err(|e| Fail::bad(format!("{input}: {e}")))?;
+    Ok(Input::Real(m.matrix))
 }
 
 /// Runs `jdmg svd`. Exit 0 when every triplet converged, 3 (with the
@@ -110,11 +124,15 @@ pub fn svd_cmd(a: &SvdArgs) -> Result<(), Fail> {
         block: a.block,
         ..SvdParams::default()
     };
-    let sol = svds(&matrix, &params).map_err(|e| Fail::bad(e.to_string()))?;
+    let (sol, complex) = match &matrix {
+        Input::Real(m) => (svds(m, &params), false),
+        Input::Complex(m) => (jdmg::svds_complex(m, &params), true),
+    };
+    let sol = sol.map_err(|e| Fail::bad(e.to_string()))?;
     let converged = sol.is_converged();
     if let Some((pu, pv)) = &vectors {
-        write_column_major(pu, &sol.u)?;
-        write_column_major(pv, &sol.v)?;
+        write_column_major(pu, &sol.u, complex)?;
+        write_column_major(pv, &sol.v, complex)?;
     }
     let text = if a.json {
         let r = Report {
@@ -136,10 +154,18 @@ pub fn svd_cmd(a: &SvdArgs) -> Result<(), Fail> {
     }
 }
 
-fn write_column_major(path: &std::path::Path, x: &[f64]) -> Result<(), Fail> {
+/// One value per line, column-major; complex vectors (interleaved) as
+/// "re im" per line.
+fn write_column_major(path: &std::path::Path, x: &[f64], complex: bool) -> Result<(), Fail> {
     let mut s = String::with_capacity(x.len() * 24);
-    for v in x {
-        let _ = writeln!(s, "{v:.17e}");
+    if complex {
+        for z in x.chunks_exact(2) {
+            let _ = writeln!(s, "{:.17e} {:.17e}", z[0], z[1]);
+        }
+    } else {
+        for v in x {
+            let _ = writeln!(s, "{v:.17e}");
+        }
     }
     output::write_atomic(path, s.as_bytes())
 }

@@ -542,3 +542,59 @@ fn complex_hermitian_files_are_solved_and_their_vectors_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not Hermitian"));
 }
+
+/// `jdmg svd` of a complex rectangular file: the singular values of a dense
+/// complex SVD, at both ends.
+#[test]
+fn svd_of_a_complex_file_matches_a_dense_svd() {
+    use faer::c64;
+    let t: Vec<(usize, usize, c64)> = (0..30)
+        .flat_map(|i| {
+            let x = i as f64;
+            [
+                (i, i % 20, c64::new(2.0 + (0.7 * x).sin(), (0.3 * x).cos())),
+                (
+                    i,
+                    (3 * i + 1) % 20,
+                    c64::new((1.3 * x).cos(), -(0.9 * x).sin()),
+                ),
+            ]
+        })
+        .collect();
+    let a = matrices::ComplexCsr::from_triplets(30, 20, &t).unwrap();
+    let mut text = Vec::new();
+    matrices::mm::write_complex_coordinate(&mut text, &a, false).unwrap();
+    let file = tmp("rect-complex.mtx", std::str::from_utf8(&text).unwrap());
+    let dense = faer::Mat::from_fn(30, 20, |i, j| a.get(i, j));
+    let mut exact = dense.singular_values().unwrap();
+    exact.sort_by(f64::total_cmp);
+    for (which, want) in [
+        ("smallest", exact[..3].to_vec()),
+        ("largest", exact[17..].iter().rev().copied().collect()),
+    ] {
+        let out = jdmg(&[
+            "svd",
+            file.to_str().unwrap(),
+            "-k",
+            "3",
+            "--which",
+            which,
+            "--tol",
+            "1e-10",
+            "--json",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        for (got, want) in v["values"].as_array().unwrap().iter().zip(&want) {
+            assert!(
+                (got.as_f64().unwrap() - want).abs() < 1e-8,
+                "{got} against {want}"
+            );
+        }
+    }
+}
