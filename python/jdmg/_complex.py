@@ -475,22 +475,9 @@ def svds_complex(A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, so
     triplets, then the SVD of A Q on the complex span Q of the real vectors of
     the smaller side."""
     from . import NoConvergence, svds
-    from ._svds import _SVD_TOL_ZERO
+    from ._svds import _SVD_TOL_ZERO, _check_shape_k_ncv
 
-    shape = getattr(A, "shape", None)
-    if shape is None:
-        A = _np.asarray(A)
-        shape = A.shape
-    if len(shape) != 2:
-        raise ValueError(f"A must be a 2-D matrix, got {len(shape)} dimensions")
-    m, n = (int(x) for x in shape)
-    if m * n == 0:
-        raise ValueError("`A` must not be empty.")
-    if isinstance(k, bool) or int(k) != k or not (0 < k <= min(m, n)):
-        raise ValueError("`k` must be an integer satisfying `0 < k <= min(A.shape)`.")
-    k = int(k)
-    if ncv is not None and (int(ncv) != ncv or not (k < ncv <= min(m, n))):
-        raise ValueError("`ncv` must be an integer satisfying `k < ncv <= min(A.shape)`.")
+    A, m, n, k = _check_shape_k_ncv(A, k, ncv)
     which_u = str(which).upper()
     if which_u not in ("LM", "SM"):
         raise ValueError("`which` must be in {'LM', 'SM'}.")

@@ -71,6 +71,26 @@ def _apply(op, name, n_in, n_out):
     return f
 
 
+def _check_shape_k_ncv(A, k, ncv):
+    """SciPy's checks of A's shape, k and ncv: (A, m, n, int(k)), A made an
+    array when it has no shape; ValueError as SciPy's."""
+    shape = getattr(A, "shape", None)
+    if shape is None or len(shape) != 2:
+        A = _np.asarray(A)
+        shape = A.shape
+        if A.ndim != 2:
+            raise ValueError(f"A must be a 2-D matrix, got {A.ndim} dimensions")
+    m, n = (int(x) for x in shape)
+    if m * n == 0:
+        raise ValueError("`A` must not be empty.")
+    if isinstance(k, bool) or int(k) != k or not (0 < k <= min(m, n)):
+        raise ValueError("`k` must be an integer satisfying `0 < k <= min(A.shape)`.")
+    k = int(k)
+    if ncv is not None and (int(ncv) != ncv or not (k < ncv <= min(m, n))):
+        raise ValueError("`ncv` must be an integer satisfying `k < ncv <= min(A.shape)`.")
+    return A, m, n, k
+
+
 def svds(
     A,
     k=6,
@@ -166,20 +186,7 @@ def svds(
         return _complex.svds_complex(
             A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, rng, options, return_stats
         )
-    shape = getattr(A, "shape", None)
-    if shape is None or len(shape) != 2:
-        A = _np.asarray(A)
-        shape = A.shape
-        if A.ndim != 2:
-            raise ValueError(f"A must be a 2-D matrix, got {A.ndim} dimensions")
-    m, n = (int(x) for x in shape)
-    if m * n == 0:
-        raise ValueError("`A` must not be empty.")
-    if isinstance(k, bool) or int(k) != k or not (0 < k <= min(m, n)):
-        raise ValueError("`k` must be an integer satisfying `0 < k <= min(A.shape)`.")
-    k = int(k)
-    if ncv is not None and (int(ncv) != ncv or not (k < ncv <= min(m, n))):
-        raise ValueError("`ncv` must be an integer satisfying `k < ncv <= min(A.shape)`.")
+    A, m, n, k = _check_shape_k_ncv(A, k, ncv)
     if not (tol >= 0 and _np.isfinite(tol)):
         raise ValueError("`tol` must be a non-negative floating point value.")
     tol = float(tol) if tol > 0 else _SVD_TOL_ZERO

@@ -310,6 +310,20 @@ fn which_takes_scipy_names() {
     }
 }
 
+/// `jdmg svd INPUT -k 3 --which WHICH --tol 1e-10 --json`, which must exit 0.
+fn svd_json(input: &str, which: &str) -> serde_json::Value {
+    let out = jdmg(&[
+        "svd", input, "-k", "3", "--which", which, "--tol", "1e-10", "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
 #[test]
 fn svd_of_a_generated_gradient_matches_its_closed_form() {
     let g = matrices::rectangular::GradSpec::parse("grad2d:16x11:0.1").unwrap();
@@ -318,24 +332,7 @@ fn svd_of_a_generated_gradient_matches_its_closed_form() {
         ("smallest", truth[..3].to_vec()),
         ("LM", truth.iter().rev().take(3).copied().collect()),
     ] {
-        let out = jdmg(&[
-            "svd",
-            "grad2d:16x11:0.1",
-            "-k",
-            "3",
-            "--which",
-            which,
-            "--tol",
-            "1e-10",
-            "--json",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v = json(&out);
+        let v = svd_json("grad2d:16x11:0.1", which);
         assert_eq!(v["nrows"], g.nrows());
         assert_eq!(v["ncols"], g.ncols());
         for (got, want) in v["values"].as_array().unwrap().iter().zip(&want) {
@@ -572,24 +569,7 @@ fn svd_of_a_complex_file_matches_a_dense_svd() {
         ("smallest", exact[..3].to_vec()),
         ("largest", exact[17..].iter().rev().copied().collect()),
     ] {
-        let out = jdmg(&[
-            "svd",
-            file.to_str().unwrap(),
-            "-k",
-            "3",
-            "--which",
-            which,
-            "--tol",
-            "1e-10",
-            "--json",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v = json(&out);
+        let v = svd_json(file.to_str().unwrap(), which);
         for (got, want) in v["values"].as_array().unwrap().iter().zip(&want) {
             assert!(
                 (got.as_f64().unwrap() - want).abs() < 1e-8,
