@@ -33,7 +33,7 @@
 //! ```
 
 use faer::{c64, Mat, Side};
-use matrices::complex::{deinterleave, ComplexCsr};
+use matrices::complex::{deinterleave, interleave, ComplexCsr};
 use matrices::CsrMatrix;
 
 use crate::error::JdError;
@@ -112,6 +112,12 @@ pub struct Recovery<'a> {
     pub a: &'a ComplexCsr,
     /// M of K x = λ M x.
     pub m: Option<&'a ComplexCsr>,
+    /// The deflation vectors Y of the solve (n rows, column-major, any basis;
+    /// empty for none), given to it by [`embed_vectors`]: the pairs are
+    /// those of the operator restricted to the complement of Y, and their
+    /// residuals are (I − YYᴴ)(A x − λ x) (with M: (I − MYYᴴ)(K x − λ M x),
+    /// Y M-orthonormal), as the real solver reports them.
+    pub deflation: &'a [c64],
 }
 
 impl<'a> HermitianProblem<'a> {
@@ -131,7 +137,11 @@ impl<'a> HermitianProblem<'a> {
             })
         };
         Ok(Self {
-            recovery: Recovery { a, m },
+            recovery: Recovery {
+                a,
+                m,
+                deflation: &[],
+            },
             embedding: embed(a)?,
             mass_embedding: m.map(embed).transpose()?,
         })
@@ -192,6 +202,7 @@ impl Recovery<'_> {
             c64::new(w[2 * i], w[2 * i + 1])
         });
         let q = self.orthonormal_span(&x)?;
+        let y = self.deflation_basis()?;
         let keep = p.div_ceil(2);
         let anorm = params.problem.anorm.unwrap_or(out_anorm(&sol));
         let test = Test {
@@ -199,6 +210,7 @@ impl Recovery<'_> {
             anorm,
             mnorm: self.m.map_or(1.0, ComplexCsr::norm1),
             pencil: self.m.is_some(),
+            deflation: y.as_ref(),
         };
         let mut pairs = self.pairs_on(&q, keep, &test)?;
         let mut extra_products = 2 * q.ncols() as u64 + pairs.values.len() as u64;
@@ -206,7 +218,7 @@ impl Recovery<'_> {
             // Rayleigh-Ritz mixes the vectors of a tight cluster, whose
             // residuals then add up: one step on the span of Q and the
             // residual vectors brings them back under the test.
-            let wide = self.widened(&q, &pairs.residuals)?;
+            let wide = self.widened(&q, &pairs.residuals, y.as_ref())?;
             let refined = self.pairs_on(&wide, keep, &test)?;
             extra_products += 2 * wide.ncols() as u64 + refined.values.len() as u64;
             if refined.passed >= pairs.passed {
@@ -251,7 +263,11 @@ impl Recovery<'_> {
             Some(m) => mul_mat(m, &vectors),
             None => vectors.clone(),
         };
-        let residuals = Mat::from_fn(q.nrows(), keep, |i, j| az[(i, j)] - mz[(i, j)] * values[j]);
+        let mut residuals =
+            Mat::from_fn(q.nrows(), keep, |i, j| az[(i, j)] - mz[(i, j)] * values[j]);
+        if let Some((y, my)) = test.deflation {
+            residuals = &residuals - my * (y.adjoint() * &residuals);
+        }
         let norms: Vec<f64> = (0..keep).map(|j| residuals.col(j).norm_l2()).collect();
         let passed = (0..keep)
             .filter(|&j| norms[j] <= test.allowed(values[j]))
@@ -266,13 +282,22 @@ impl Recovery<'_> {
     }
 
     /// An (M-)orthonormal basis of the span of `q` and `r` (the part of each
-    /// column of `r` (M-)orthogonal to `q`, normalized).
-    fn widened(&self, q: &Mat<c64>, r: &Mat<c64>) -> Result<Mat<c64>, JdError> {
+    /// column of `r` (M-)orthogonal to `q` and to the deflation basis `y`,
+    /// normalized).
+    fn widened(
+        &self,
+        q: &Mat<c64>,
+        r: &Mat<c64>,
+        y: Option<&Deflation>,
+    ) -> Result<Mat<c64>, JdError> {
         let mq = match self.m {
             Some(m) => mul_mat(m, q),
             None => q.clone(),
         };
         let mut rest = r - q * (mq.adjoint() * r);
+        if let Some((y, my)) = y {
+            rest = &rest - y * (my.adjoint() * &rest);
+        }
         for j in 0..rest.ncols() {
             let norm = match self.m {
                 Some(m) => {
@@ -299,6 +324,37 @@ impl Recovery<'_> {
             Some(m) => span_basis(&both, &mul_mat(m, &both)),
             None => span_basis(&both, &both),
         }
+    }
+
+    /// An (M-)orthonormal basis Y of the deflation vectors and M Y (Y again
+    /// without M); None without deflation vectors.
+    ///
+    /// # Errors
+    /// [`JdError::InvalidParams`] when their length is not a multiple of n;
+    /// as [`span_basis`].
+    fn deflation_basis(&self) -> Result<Option<Deflation>, JdError> {
+        let n = self.a.nrows();
+        if self.deflation.is_empty() {
+            return Ok(None);
+        }
+        if n == 0 || !self.deflation.len().is_multiple_of(n) {
+            return Err(JdError::InvalidParams {
+                field: "deflation",
+                reason: format!(
+                    "{} complex numbers are not whole vectors of {n} rows",
+                    self.deflation.len()
+                ),
+            });
+        }
+        let y = Mat::from_fn(n, self.deflation.len() / n, |i, j| {
+            self.deflation[i + j * n]
+        });
+        let y = self.orthonormal_span(&y)?;
+        let my = match self.m {
+            Some(m) => mul_mat(m, &y),
+            None => y.clone(),
+        };
+        Ok(Some((y, my)))
     }
 
     /// An (M-)orthonormal basis of the complex span of the columns of `x`.
@@ -365,11 +421,14 @@ pub(crate) fn mul_mat(a: &ComplexCsr, x: &Mat<c64>) -> Mat<c64> {
     y
 }
 
-/// The embedding's counts of eigenvalues as counts of the complex problem's
-/// (each of its eigenvalues is the embedding's twice).
+/// The embedding's counts of eigenvalues and vectors as counts of the
+/// complex problem's (each of its eigenvalues is the embedding's twice, and
+/// each complex start or deflation vector two real ones).
 fn halve_counts(stats: &mut crate::solution::Stats) {
     stats.locked = stats.locked.div_ceil(2);
     stats.missed_copies = stats.missed_copies.div_ceil(2);
+    stats.initial_vectors = stats.initial_vectors.div_ceil(2);
+    stats.deflation_vectors = stats.deflation_vectors.div_ceil(2);
     if let Some(c) = stats.certificate.as_mut() {
         c.count /= 2;
         c.repaired = c.repaired.div_ceil(2);
@@ -391,12 +450,17 @@ struct Pairs {
     passed: usize,
 }
 
+/// An (M-)orthonormal deflation basis Y and M Y.
+type Deflation = (Mat<c64>, Mat<c64>);
+
 /// The convergence test of the recovered pairs: the solve's.
 struct Test<'p> {
     params: &'p JdParams,
     anorm: f64,
     mnorm: f64,
     pencil: bool,
+    /// The deflation basis Y and M Y, whose components the residuals lose.
+    deflation: Option<&'p Deflation>,
 }
 
 impl Test<'_> {
@@ -432,6 +496,28 @@ fn target_order(theta: &[f64], target: Target) -> Vec<usize> {
     };
     idx.sort_by(|&a, &b| key(theta[a]).total_cmp(&key(theta[b])));
     idx
+}
+
+/// The real vectors of the embedding for the complex vectors `z` (n rows,
+/// column-major): each z interleaved, then i·z interleaved, 2 columns per
+/// vector. The embedding's eigenvalues are A's twice, on x and i·x, so a
+/// complex start or deflation block goes to the embedded solve in this form
+/// ([`crate::Spaces`]), and a deflation block then removes both copies.
+///
+/// # Panics
+/// When `z.len()` is not a multiple of `n` (contract violation).
+pub fn embed_vectors(z: &[c64], n: usize) -> Vec<f64> {
+    assert!(
+        n > 0 && z.len().is_multiple_of(n),
+        "embed_vectors: {} entries for n = {n}",
+        z.len()
+    );
+    let mut out = Vec::with_capacity(4 * z.len());
+    for col in z.chunks_exact(n) {
+        out.extend(interleave(col));
+        out.extend(col.iter().flat_map(|v| [-v.im, v.re]));
+    }
+    out
 }
 
 /// Multiplies `x` by the unit scalar that makes its largest entry real and

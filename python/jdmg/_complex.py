@@ -470,12 +470,12 @@ def eigsh_hermitian(A, k, M, sigma, which, v0, ncv, maxiter, tol, return_eigenve
 
 
 def svds_complex(A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, rng,
-                 options, return_stats):
-    """``jdmg.svds`` for complex A: the real path on the embedding with 2k
-    triplets, then the SVD of A Q on the complex span Q of the real vectors of
-    the smaller side."""
-    from . import NoConvergence, svds
-    from ._svds import _SVD_TOL_ZERO, _check_shape_k_ncv
+                 options, return_stats, *, real_svds):
+    """``jdmg.svds`` for complex A: the real path ``real_svds`` on the
+    embedding with 2k triplets, then the SVD of A Q on the complex span Q of
+    the real vectors of the smaller side."""
+    from . import NoConvergence
+    from ._svd_args import _SVD_TOL_ZERO, _check_shape_k_ncv
 
     A, m, n, k = _check_shape_k_ncv(A, k, ncv)
     which_u = str(which).upper()
@@ -504,7 +504,7 @@ def svds_complex(A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, so
     apply_a = applier(A, n, m)
     apply_ah = applier(A, m, n, adjoint=True)
     try:
-        u_r, s_r, vh_r, stats = svds(
+        u_r, s_r, vh_r, stats = real_svds(
             ea, 2 * k, None if ncv is None else 2 * ncv, tol, which_u, v0, maxiter, True, solver, rng,
             options, return_stats=True,
         )

@@ -7,11 +7,7 @@ import time as _time
 import numpy as _np
 
 from . import _complex, _core
-
-# tol = 0 (SciPy: machine precision): the triplet test at this tol (1e-13 took
-# minutes on the smallest of ill-conditioned matrices, kappa ~ 1e5).
-_SVD_TOL_ZERO = 1e-12
-_SOLVERS = ("arpack", "propack", "lobpcg", "jdmg")
+from ._svd_args import _SOLVERS, _SVD_TOL_ZERO, _check_shape_k_ncv
 
 
 def _rect_arrays(A):
@@ -69,26 +65,6 @@ def _apply(op, name, n_in, n_out):
         return _np.ascontiguousarray(Y.T, dtype=_np.float64).reshape(-1)
 
     return f
-
-
-def _check_shape_k_ncv(A, k, ncv):
-    """SciPy's checks of A's shape, k and ncv: (A, m, n, int(k)), A made an
-    array when it has no shape; ValueError as SciPy's."""
-    shape = getattr(A, "shape", None)
-    if shape is None or len(shape) != 2:
-        A = _np.asarray(A)
-        shape = A.shape
-        if A.ndim != 2:
-            raise ValueError(f"A must be a 2-D matrix, got {A.ndim} dimensions")
-    m, n = (int(x) for x in shape)
-    if m * n == 0:
-        raise ValueError("`A` must not be empty.")
-    if isinstance(k, bool) or int(k) != k or not (0 < k <= min(m, n)):
-        raise ValueError("`k` must be an integer satisfying `0 < k <= min(A.shape)`.")
-    k = int(k)
-    if ncv is not None and (int(ncv) != ncv or not (k < ncv <= min(m, n))):
-        raise ValueError("`ncv` must be an integer satisfying `k < ncv <= min(A.shape)`.")
-    return A, m, n, k
 
 
 def svds(
@@ -184,7 +160,8 @@ def svds(
     if _complex.is_complex(A):
         # the real path on the real embedding (_complex.py)
         return _complex.svds_complex(
-            A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, rng, options, return_stats
+            A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, rng, options, return_stats,
+            real_svds=svds,
         )
     A, m, n, k = _check_shape_k_ncv(A, k, ncv)
     if not (tol >= 0 and _np.isfinite(tol)):

@@ -7,19 +7,34 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
 
+use faer::c64;
 use jdmg::hermitian::{check_hermitian, Recovery};
 use jdmg::{JdError, JdParams, Solution};
 use matrices::mm::{read_complex_matrix_market, read_header_bytes, MmField};
 use matrices::{ComplexCsr, CsrMatrix, MagSpec};
 
 use crate::output::{write_atomic, Fail, EXIT_BAD_INPUT};
-use crate::solve::SolveArgs;
+use crate::vectors::{load_complex, Vectors};
+
+/// The inputs of `jdmg solve` that decide whether a problem is complex.
+pub struct Inputs<'a> {
+    pub file: Option<&'a Path>,
+    pub generate: Option<&'a str>,
+    pub mass: Option<&'a Path>,
+    pub mass_generate: bool,
+    pub initial: Option<&'a Path>,
+    pub deflate: Option<&'a Path>,
+}
 
 /// A complex Hermitian pencil (A, or K with M) and where it came from.
 pub struct ComplexPencil {
     pub a: ComplexCsr,
     pub m: Option<ComplexCsr>,
     pub source: String,
+    /// `--initial` and `--deflate` as blocks of the embedding.
+    pub vectors: Vectors,
+    /// The complex deflation vectors (n rows, column-major; empty for none).
+    pub deflation: Vec<c64>,
 }
 
 /// Whether the MatrixMarket file at `path` declares the complex field (its
@@ -42,17 +57,17 @@ fn read_complex(path: &Path) -> Result<ComplexCsr, Fail> {
     }
 }
 
-/// The complex pencil of `jdmg solve`'s arguments, or None for a real
+/// The complex pencil of `jdmg solve`'s inputs, or None for a real
 /// problem. A real `--mass` file is taken as a complex M with zero imaginary
 /// part.
 ///
 /// # Errors
 /// Exit 2: an unreadable or non-Hermitian matrix (with `check`), a bad
 /// `maglap` spec, `--mass-generate` (no mass generator for these), or start
-/// and deflation vectors (`--initial`, `--deflate`), which are read as real
-/// arrays only.
-pub fn load(args: &SolveArgs, check: bool) -> Result<Option<ComplexPencil>, Fail> {
-    let (a, source) = match (&args.file, &args.generate) {
+/// and deflation vectors (`--initial`, `--deflate`) that are not arrays of n
+/// rows of finite complex (or real) numbers.
+pub fn load(args: &Inputs<'_>, check: bool) -> Result<Option<ComplexPencil>, Fail> {
+    let (a, source) = match (args.file, args.generate) {
         (Some(f), None) if is_complex_file(f) => (read_complex(f)?, f.display().to_string()),
         (None, Some(g)) if g.starts_with("maglap") => {
             let spec: MagSpec = g.parse().map_err(|e| (EXIT_BAD_INPUT, e))?;
@@ -66,20 +81,22 @@ pub fn load(args: &SolveArgs, check: bool) -> Result<Option<ComplexPencil>, Fail
             "--mass-generate: no mass matrix generator for a complex problem (give --mass FILE)",
         ));
     }
-    if args.initial.is_some() || args.deflate.is_some() {
-        return Err(Fail::bad(
-            "--initial/--deflate: complex start and deflation vectors are not read yet",
-        ));
-    }
-    let m = args.mass.as_deref().map(read_complex).transpose()?;
+    let m = args.mass.map(read_complex).transpose()?;
     if check {
         check_hermitian(&a, m.as_ref()).map_err(|e| Fail::bad(format!("{source}: {e}")))?;
     }
-    let source = match &args.mass {
+    let source = match args.mass {
         Some(p) => format!("{source} with mass {}", p.display()),
         None => source,
     };
-    Ok(Some(ComplexPencil { a, m, source }))
+    let (vectors, deflation) = load_complex(args.initial, args.deflate, a.nrows())?;
+    Ok(Some(ComplexPencil {
+        a,
+        m,
+        source,
+        vectors,
+        deflation,
+    }))
 }
 
 impl ComplexPencil {
@@ -107,6 +124,7 @@ impl ComplexPencil {
         let rec = Recovery {
             a: &self.a,
             m: self.m.as_ref(),
+            deflation: &self.deflation,
         };
         Ok(rec.recover(res?, params)?.solution)
     }

@@ -576,7 +576,15 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
 /// [`load`] and the mass matrix of `--mass` / `--mass-generate` (None without),
 /// with the source line naming both.
 fn load_pencil(a: &SolveArgs, check_symmetry: bool) -> Result<Pencil, Fail> {
-    if let Some(c) = crate::complex::load(a, check_symmetry)? {
+    let inputs = crate::complex::Inputs {
+        file: a.file.as_deref(),
+        generate: a.generate.as_deref(),
+        mass: a.mass.as_deref(),
+        mass_generate: a.mass_generate,
+        initial: a.initial.as_deref(),
+        deflate: a.deflate.as_deref(),
+    };
+    if let Some(c) = crate::complex::load(&inputs, check_symmetry)? {
         let (k, m) = c.embeddings()?;
         let source = c.source.clone();
         return Ok((k, m, source, Some(c)));
@@ -593,6 +601,19 @@ fn load_pencil(a: &SolveArgs, check_symmetry: bool) -> Result<Pencil, Fail> {
         Some((mm, ms)) => (m, Some(mm), format!("{source} with mass {ms}"), None),
         None => (m, None, source, None),
     })
+}
+
+/// The blocks of `--initial` and `--deflate` for a matrix of n rows: read
+/// with a complex pencil already (taken from it), else read here.
+fn pencil_vectors(
+    a: &SolveArgs,
+    complex: Option<&mut crate::complex::ComplexPencil>,
+    n: usize,
+) -> Result<crate::vectors::Vectors, Fail> {
+    match complex {
+        Some(c) => Ok(std::mem::take(&mut c.vectors)),
+        None => crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), n),
+    }
 }
 
 /// K (or A), M, where they came from, and for a complex Hermitian problem the
@@ -1113,12 +1134,12 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_outputs(a)?;
     check_checkpoint(a, 0..a.ranks, a.ranks)?;
     let resume = read_resume(a, a.ranks)?;
-    let (m, mass, source, complex) = load_pencil(a, params.problem.check_symmetry)?;
+    let (m, mass, source, mut complex) = load_pencil(a, params.problem.check_symmetry)?;
     let embedded_args = complex.as_ref().and_then(|_| embedded_indices(a));
     let a = embedded_args.as_ref().unwrap_or(a);
     check_problem(a, (&m, mass.as_ref()), &params, a.ranks, "ranks")?;
     check_resume_dimension(a, &resume, m.nrows())?;
-    let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
+    let vecs = pencil_vectors(a, complex.as_mut(), m.nrows())?;
     let watch = Mutex::new(Watch::new(a, &params));
     let lib = library_params(&params, complex.as_ref());
     let factor_first = a.st == crate::vectors::St::Sinvert && !slices(a, &params);
@@ -1827,10 +1848,10 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
             None => Vec::new(),
         };
         crate::vectors::check_options(a.st, a.groups.is_some(), params)?;
-        let (m, mass, source, complex) = load_pencil(a, params.problem.check_symmetry)?;
+        let (m, mass, source, mut complex) = load_pencil(a, params.problem.check_symmetry)?;
         check_problem(a, (&m, mass.as_ref()), params, size, "MPI processes")?;
         check_resume_dimension(a, &resume, m.nrows())?;
-        let vecs = crate::vectors::load(a.initial.as_deref(), a.deflate.as_deref(), m.nrows())?;
+        let vecs = pencil_vectors(a, complex.as_mut(), m.nrows())?;
         let factor = if a.slowdown.is_empty() {
             1.0
         } else if a.slowdown.len() == size && a.slowdown.iter().all(|f| f.is_finite() && *f > 0.0) {

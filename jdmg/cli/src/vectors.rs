@@ -5,8 +5,10 @@
 use std::path::Path;
 
 use clap::ValueEnum;
+use faer::c64;
+use jdmg::hermitian::embed_vectors;
 use jdmg::{JdParams, Spaces, Target};
-use matrices::mm::{read_dense_array, DenseArray};
+use matrices::mm::{read_complex_array_bytes, read_dense_array, DenseArray};
 
 use crate::output::Fail;
 
@@ -80,28 +82,82 @@ impl Vectors {
 fn read_block(flag: &str, path: &Path, n: usize) -> Result<DenseArray, Fail> {
     let d =
         read_dense_array(path).map_err(|e| Fail::bad(format!("{flag} {}: {e}", path.display())))?;
-    if d.nrows != n {
+    let bad = d.data.iter().position(|v| !v.is_finite());
+    check_block(flag, path, (d.nrows, d.ncols), n, bad)?;
+    Ok(d)
+}
+
+/// Exit 2 unless a block of `shape` read from `path` has n rows, a column
+/// and no NaN or Inf (`bad`: the position of the first, column-major).
+fn check_block(
+    flag: &str,
+    path: &Path,
+    shape: (usize, usize),
+    n: usize,
+    bad: Option<usize>,
+) -> Result<(), Fail> {
+    let file = path.display();
+    if shape.0 != n {
         return Err(Fail::bad(format!(
-            "{flag} {}: {} rows, but the matrix has n = {n}",
-            path.display(),
-            d.nrows
+            "{flag} {file}: {} rows, but the matrix has n = {n}",
+            shape.0
         )));
     }
-    if d.ncols == 0 {
-        return Err(Fail::bad(format!(
-            "{flag} {}: no vectors (0 columns)",
-            path.display()
-        )));
+    if shape.1 == 0 {
+        return Err(Fail::bad(format!("{flag} {file}: no vectors (0 columns)")));
     }
-    if let Some(i) = d.data.iter().position(|v| !v.is_finite()) {
+    if let Some(i) = bad {
         return Err(Fail::bad(format!(
-            "{flag} {}: entry ({}, {}) is NaN or Inf",
-            path.display(),
+            "{flag} {file}: entry ({}, {}) is NaN or Inf",
             i % n + 1,
             i / n + 1
         )));
     }
-    Ok(d)
+    Ok(())
+}
+
+/// Reads a complex MatrixMarket array of n rows (a real array is taken with
+/// zero imaginary parts): the vectors, column-major. Exit 2 as [`read_block`].
+fn read_complex_block(flag: &str, path: &Path, n: usize) -> Result<Vec<c64>, Fail> {
+    if !crate::complex::is_complex_file(path) {
+        let d = read_block(flag, path, n)?;
+        return Ok(d.data.iter().map(|&v| c64::new(v, 0.0)).collect());
+    }
+    let fail = |e: String| Fail::bad(format!("{flag} {}: {e}", path.display()));
+    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let (rows, cols, z) = read_complex_array_bytes(&bytes).map_err(|e| fail(e.to_string()))?;
+    let bad = z
+        .iter()
+        .position(|v| !(v.re.is_finite() && v.im.is_finite()));
+    check_block(flag, path, (rows, cols), n, bad)?;
+    Ok(z)
+}
+
+/// The vectors of `--initial` and `--deflate` of a complex problem of order
+/// n, in the form its real embedding is solved with
+/// ([`jdmg::hermitian::embed_vectors`]: z and i·z for each complex z), and
+/// the complex deflation vectors the recovery projects out.
+pub fn load_complex(
+    initial: Option<&Path>,
+    deflate: Option<&Path>,
+    n: usize,
+) -> Result<(Vectors, Vec<c64>), Fail> {
+    let embed = |z: &[c64]| DenseArray {
+        nrows: 2 * n,
+        ncols: 2 * z.len() / n,
+        data: embed_vectors(z, n),
+    };
+    let init = initial
+        .map(|p| read_complex_block("--initial", p, n))
+        .transpose()?;
+    let defl = deflate
+        .map(|p| read_complex_block("--deflate", p, n))
+        .transpose()?;
+    let vectors = Vectors {
+        initial: init.as_deref().map(embed),
+        deflation: defl.as_deref().map(embed),
+    };
+    Ok((vectors, defl.unwrap_or_default()))
 }
 
 /// Reads `--initial` and `--deflate` for a matrix of n rows.

@@ -540,6 +540,115 @@ fn complex_hermitian_files_are_solved_and_their_vectors_written() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not Hermitian"));
 }
 
+/// Complex start and deflation vectors: deflating A's first two eigenvectors
+/// gives its third and fourth eigenvalues, and the residuals of the deflated
+/// operator; the vectors as a start block converge at once. One process and
+/// two ranks.
+#[test]
+fn complex_start_and_deflation_vectors() {
+    use faer::c64;
+    let a = "maglap2d:8x6:0.15"
+        .parse::<matrices::MagSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let n = a.nrows();
+    let dense = faer::Mat::from_fn(n, n, |i, j| a.get(i, j));
+    let eig = dense.self_adjoint_eigen(faer::Side::Lower).unwrap();
+    let exact: Vec<f64> = (0..n).map(|j| eig.S().column_vector()[j].re).collect();
+    let block = |cols: std::ops::Range<usize>| {
+        let z: Vec<c64> = cols
+            .clone()
+            .flat_map(|j| (0..n).map(move |i| (i, j)))
+            .map(|(i, j)| eig.U()[(i, j)])
+            .collect();
+        let mut text = Vec::new();
+        matrices::mm::write_complex_array(&mut text, n, cols.len(), &z).unwrap();
+        String::from_utf8(text).unwrap()
+    };
+    let mut text = Vec::new();
+    matrices::mm::write_complex_coordinate(&mut text, &a, true).unwrap();
+    let file = tmp("maglap-defl.mtx", std::str::from_utf8(&text).unwrap());
+    let defl = tmp("maglap-defl-y.mtx", &block(0..2));
+    let start = tmp("maglap-defl-x.mtx", &block(2..4));
+    let values = |v: &serde_json::Value| -> Vec<f64> {
+        v["eigenvalues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    for ranks in ["1", "2"] {
+        let base = [
+            "solve",
+            file.to_str().unwrap(),
+            "--nev",
+            "2",
+            "--tol",
+            "1e-10",
+            "--ranks",
+            ranks,
+            "--json",
+        ];
+        let out = jdmg(&[&base[..], &["--deflate", defl.to_str().unwrap()]].concat());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        let got = values(&v);
+        assert_eq!(got.len(), 2);
+        for (g, w) in got.iter().zip(&exact[2..4]) {
+            assert!((g - w).abs() < 1e-8, "{got:?} against {:?}", &exact[2..4]);
+        }
+        assert_eq!(v["stats"]["deflation_vectors"], 2);
+        let fresh = json(&jdmg(&base));
+        let out = jdmg(
+            &[
+                &base[..],
+                &[
+                    "--deflate",
+                    defl.to_str().unwrap(),
+                    "--initial",
+                    start.to_str().unwrap(),
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let warm = json(&out);
+        for (g, w) in values(&warm).iter().zip(&exact[2..4]) {
+            assert!((g - w).abs() < 1e-8);
+        }
+        assert!(
+            warm["stats"]["matvecs"].as_u64() < fresh["stats"]["matvecs"].as_u64(),
+            "{} products from the eigenvectors, {} from random vectors",
+            warm["stats"]["matvecs"],
+            fresh["stats"]["matvecs"]
+        );
+    }
+    let short = tmp(
+        "maglap-defl-short.mtx",
+        "%%MatrixMarket matrix array complex general\n2 1\n1 0\n0 1\n",
+    );
+    let out = jdmg(&[
+        "solve",
+        file.to_str().unwrap(),
+        "--deflate",
+        short.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("2 rows, but the matrix has n = 48"));
+}
+
 /// `jdmg svd` of a complex rectangular file: the singular values of a dense
 /// complex SVD, at both ends.
 #[test]
