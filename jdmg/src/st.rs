@@ -106,9 +106,14 @@ pub struct ShiftInvert {
     below: Option<usize>,
     par: Par,
     /// C and its diagonal shift for one step of iterative refinement in every
-    /// solve, when the test solve's backward error exceeds [`REFINE_ABOVE`].
+    /// solve, when the test solve's backward error exceeds [`REFINE_ABOVE`]
+    /// (and [`ShiftInvert::settle_refinement`] keeps it).
     refine: Option<(CsrMatrix, f64)>,
 }
+
+/// Power steps of [`ShiftInvert::settle_refinement`] towards the eigenvector
+/// nearest the shift.
+const NORM_STEPS: usize = 6;
 
 /// A test solve with a larger backward error than this (growth in the
 /// pivots of an indefinite C) makes every solve take one step of iterative
@@ -177,12 +182,7 @@ fn backward_error(a: &CsrMatrix, shift: f64, b: &[f64], z: &[f64]) -> f64 {
     let n = a.nrows();
     let mut az = vec![0.0; n];
     a.mul_vec(z, &mut az);
-    let mut norm_a = 0.0f64;
-    for i in 0..n {
-        let (_, vals) = a.row(i);
-        let row: f64 = vals.iter().map(|v| v.abs()).sum::<f64>() + shift.abs();
-        norm_a = norm_a.max(row);
-    }
+    let norm_a = norm1(a) + shift.abs();
     let inf = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     let r: Vec<f64> = (0..n).map(|i| az[i] - shift * z[i] - b[i]).collect();
     let den = norm_a * inf(z) + inf(b);
@@ -421,6 +421,52 @@ impl ShiftInvert {
             st.refine = Some((a.clone(), shift));
         }
         Ok(st)
+    }
+
+    /// Drops the refinement step of every solve where the products are
+    /// accurate enough without it for B's pairs to reach the relative
+    /// residual `tol`. The error of a product is the rounding of the solve
+    /// amplified by C⁻¹, most along the eigenvector of the eigenvalue nearest
+    /// the shift; [`NORM_STEPS`] power steps (single solves) turn a start
+    /// vector towards it, and one refinement step on that vector measures the
+    /// error: the step stays when the correction exceeds tol/16 of the
+    /// solution (Higham, *Accuracy and Stability of Numerical Algorithms*,
+    /// §12.1). A refinement step halves the speed of every product; the pairs'
+    /// residuals are tested on the true problem whichever way.
+    pub fn settle_refinement(&mut self, tol: f64) {
+        let Some((c, shift)) = self.refine.take() else {
+            return;
+        };
+        let n = self.n;
+        let mut x: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.7 + 0.3).sin()).collect();
+        let mut y = vec![0.0; n];
+        for _ in 0..NORM_STEPS {
+            let norm = crate::dense::dot(&x, &x).sqrt();
+            if !(norm > 0.0 && norm.is_finite()) {
+                break;
+            }
+            x.iter_mut().for_each(|v| *v /= norm);
+            self.apply_block(&x, &mut y, 1);
+            std::mem::swap(&mut x, &mut y);
+        }
+        // x = C⁻¹ y now: its residual y − (C − shift·I)x, and the correction
+        let mut r = vec![0.0; n];
+        c.mul_vec(&x, &mut r);
+        r.iter_mut()
+            .zip(&x)
+            .zip(&y)
+            .for_each(|((r, x), y)| *r = y - (*r - shift * x));
+        let mut d = vec![0.0; n];
+        self.apply_block(&r, &mut d, 1);
+        let change = (crate::dense::dot(&d, &d) / crate::dense::dot(&x, &x)).sqrt();
+        if !(change.is_finite() && change <= tol / 16.0) {
+            self.refine = Some((c, shift));
+        }
+    }
+
+    /// Whether every solve takes a step of iterative refinement.
+    pub fn refines(&self) -> bool {
+        self.refine.is_some()
     }
 
     /// The shift σ.
@@ -928,7 +974,10 @@ fn run_scaled<C: Comm + ?Sized>(
 ) -> Result<Solution, JdError> {
     check_all(k, mass, sigma, params)?;
     let n = k.nrows();
-    let (inv, below, setup) = factor_on_root(k, mass, sigma, comm, params)?;
+    // The user's test on the true residuals, and B's test that meets it.
+    let test = TrueTest::new(k, mass, sigma, params);
+    let b_tol = b_params(params, side, &test).problem.tol;
+    let (inv, below, setup) = factor_on_root(k, mass, sigma, comm, params, b_tol)?;
     let part = rows_partition(k, comm)?;
     let (kr, mr) = pencil_rows(k, mass, comm, params, part.as_ref())?;
     let (counts, offsets) = rank_rows(part.as_ref(), comm.size(), n);
@@ -938,8 +987,6 @@ fn run_scaled<C: Comm + ?Sized>(
         counts,
         offsets,
     };
-    // The user's test on the true residuals, and B's test that meets it.
-    let test = TrueTest::new(k, mass, sigma, params);
     let mjacobi = mass_jacobi(mass, kr.range.clone())?;
     let range = kr.range.clone();
     let initial = local_rows("initial", spaces.initial, n, range.clone())?;
@@ -1117,11 +1164,16 @@ fn factor_on_root<C: Comm + ?Sized>(
     sigma: f64,
     comm: &C,
     params: &JdParams,
+    b_tol: f64,
 ) -> Result<(Option<ShiftInvert>, Option<usize>, f64), JdError> {
     let t0 = Instant::now();
-    let factored = (comm.rank() == 0).then(|| match mass {
-        None => ShiftInvert::new(k, sigma, params.execution.threads),
-        Some(m) => ShiftInvert::pencil(k, m, sigma, params.execution.threads),
+    let factored = (comm.rank() == 0).then(|| {
+        let mut f = match mass {
+            None => ShiftInvert::new(k, sigma, params.execution.threads),
+            Some(m) => ShiftInvert::pencil(k, m, sigma, params.execution.threads),
+        }?;
+        f.settle_refinement(b_tol);
+        Ok(f)
     });
     let setup = t0.elapsed().as_secs_f64();
     share_factorization(comm, factored, setup)
@@ -1733,6 +1785,25 @@ mod tests {
             }
         }
         CsrMatrix::from_triplets(n, n, &t).unwrap()
+    }
+
+    /// The refinement step stays at a shift 1e-10 from an eigenvalue (the
+    /// rounding of a solve amplified 10¹⁰ along its eigenvector) for a tight
+    /// tolerance, and goes between two eigenvalues (‖C⁻¹‖ ≈ 16) or for a
+    /// loose one.
+    #[test]
+    fn refinement_stays_only_where_the_products_need_it() {
+        let n = 50;
+        let a = lap1d(n);
+        let lam = |k: usize| 2.0 - 2.0 * (k as f64 * std::f64::consts::PI / (n + 1) as f64).cos();
+        for (sigma, keeps) in [(lam(20) + 1e-10, true), (0.5 * (lam(20) + lam(21)), false)] {
+            let mut b = ShiftInvert::with_kind(&a, sigma, FactorKind::Ldlt, 1).unwrap();
+            b.refine = Some((a.clone(), sigma));
+            b.settle_refinement(1e-10);
+            assert_eq!(b.refines(), keeps, "σ = {sigma}");
+            b.settle_refinement(1.0);
+            assert!(!b.refines());
+        }
     }
 
     #[test]
