@@ -28,6 +28,10 @@
 //! Sylvester's law the negative pivots of D count the eigenvalues of A (of the
 //! pencil (K, M), M positive definite) below σ
 //! ([`ShiftInvert::eigenvalues_below`], [`Stats::eigenvalues_below_shift`]).
+//! A test solve with a backward error above [`REFINE_ABOVE`] gives every
+//! solve a step of iterative refinement, kept only where one step measured
+//! along the eigenvector nearest σ would change the product by more than
+//! the tolerance allows ([`ShiftInvert::settle_refinement`]).
 //!
 //! **Several processes** ([`crate::Solver::shift_invert`] with [`crate::Solver::comm`] over the ranks of a
 //! [`Comm`]). The eigensolver runs fine grain (vectors split by rows, as

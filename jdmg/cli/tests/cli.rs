@@ -1,6 +1,9 @@
 //! End-to-end tests of the `jdmg` command: outputs and documented exit codes
 //! (0 converged, 2 bad input or options, 3 not converged with partial results).
 
+mod common;
+
+use common::values;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -456,6 +459,15 @@ fn config_files_refuse_duplicate_keys_and_honour_check_symmetry() {
     }
 }
 
+/// The magnetic Laplacian `spec` and a MatrixMarket file of it named `name`.
+fn maglap_file(spec: &str, name: &str) -> (matrices::ComplexCsr, PathBuf) {
+    let a = spec.parse::<matrices::MagSpec>().unwrap().build().unwrap();
+    let mut text = Vec::new();
+    matrices::mm::write_complex_coordinate(&mut text, &a, true).unwrap();
+    let file = tmp(name, std::str::from_utf8(&text).unwrap());
+    (a, file)
+}
+
 /// A complex Hermitian file, read, solved on 1 and 2 ranks, its vectors
 /// written as a complex array: eigenvalues against a dense Hermitian solve,
 /// residuals recomputed from the written vectors; `info` on it; a file that
@@ -463,14 +475,7 @@ fn config_files_refuse_duplicate_keys_and_honour_check_symmetry() {
 #[test]
 fn complex_hermitian_files_are_solved_and_their_vectors_written() {
     use faer::c64;
-    let a = "maglap2d:9x7:0.2"
-        .parse::<matrices::MagSpec>()
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut text = Vec::new();
-    matrices::mm::write_complex_coordinate(&mut text, &a, true).unwrap();
-    let file = tmp("maglap.mtx", std::str::from_utf8(&text).unwrap());
+    let (a, file) = maglap_file("maglap2d:9x7:0.2", "maglap.mtx");
     let dense = faer::Mat::from_fn(a.nrows(), a.nrows(), |i, j| a.get(i, j));
     let mut exact = dense.self_adjoint_eigenvalues(faer::Side::Lower).unwrap();
     exact.sort_by(f64::total_cmp);
@@ -497,12 +502,7 @@ fn complex_hermitian_files_are_solved_and_their_vectors_written() {
         );
         let v = json(&out);
         assert_eq!(v["n"], a.nrows());
-        let got: Vec<f64> = v["eigenvalues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
+        let got = values(&v);
         assert_eq!(got.len(), 4);
         for (g, w) in got.iter().zip(&exact) {
             assert!((g - w).abs() < 1e-8, "{got:?} against {:?}", &exact[..4]);
@@ -547,11 +547,7 @@ fn complex_hermitian_files_are_solved_and_their_vectors_written() {
 #[test]
 fn complex_start_and_deflation_vectors() {
     use faer::c64;
-    let a = "maglap2d:8x6:0.15"
-        .parse::<matrices::MagSpec>()
-        .unwrap()
-        .build()
-        .unwrap();
+    let (a, file) = maglap_file("maglap2d:8x6:0.15", "maglap-defl.mtx");
     let n = a.nrows();
     let dense = faer::Mat::from_fn(n, n, |i, j| a.get(i, j));
     let eig = dense.self_adjoint_eigen(faer::Side::Lower).unwrap();
@@ -566,19 +562,8 @@ fn complex_start_and_deflation_vectors() {
         matrices::mm::write_complex_array(&mut text, n, cols.len(), &z).unwrap();
         String::from_utf8(text).unwrap()
     };
-    let mut text = Vec::new();
-    matrices::mm::write_complex_coordinate(&mut text, &a, true).unwrap();
-    let file = tmp("maglap-defl.mtx", std::str::from_utf8(&text).unwrap());
     let defl = tmp("maglap-defl-y.mtx", &block(0..2));
     let start = tmp("maglap-defl-x.mtx", &block(2..4));
-    let values = |v: &serde_json::Value| -> Vec<f64> {
-        v["eigenvalues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect()
-    };
     for ranks in ["1", "2"] {
         let base = [
             "solve",

@@ -1,6 +1,9 @@
 //! `jdmg solve --initial / --deflate / --st sinvert` and `jdmg generate fem…`:
 //! what comes back, and exit 2 with a clear message for bad files and options.
 
+mod common;
+
+use common::values;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -39,15 +42,6 @@ fn bad(out: &Output, needle: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(needle), "expected {needle:?} in: {err}");
-}
-
-fn values(v: &serde_json::Value) -> Vec<f64> {
-    v["eigenvalues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
 }
 
 /// `--eigenvectors` of a loose solve restart a tight one with fewer matvecs;

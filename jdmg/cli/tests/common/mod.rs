@@ -1,6 +1,17 @@
-//! Helpers of the tests that signal a running `jdmg`: wait until it catches the
+//! Helpers of the CLI tests: the eigenvalues of a `--json` report, and for
+//! the tests that signal a running `jdmg`, waiting until it catches the
 //! signals, then until it ends.
 #![allow(dead_code)]
+
+/// The `eigenvalues` array of a `jdmg solve --json` report.
+pub fn values(v: &serde_json::Value) -> Vec<f64> {
+    v["eigenvalues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
 
 /// Whether process `pid` catches every signal of `sigs` (`SigCgt` in
 /// `/proc/PID/status`, a hex mask with bit `sig - 1` per signal); false once it is
