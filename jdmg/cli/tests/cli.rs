@@ -14,6 +14,17 @@ fn jdmg(args: &[&str]) -> Output {
         .expect("run jdmg")
 }
 
+/// The JSON report of a run that must exit 0 (its stderr in the failure).
+fn solved(out: &Output) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(out)
+}
+
 fn json(out: &Output) -> serde_json::Value {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().last().expect("a JSON line")).expect("valid JSON")
@@ -39,13 +50,7 @@ fn solve_generated_prints_json_and_exits_0() {
         "1e-10",
         "--json",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json(&out);
+    let v = solved(&out);
     assert_eq!(v["converged"], true);
     assert_eq!(v["nprocs"], 1);
     assert!(v["matvecs"].as_u64().unwrap() > 0);
@@ -179,13 +184,7 @@ fn inner_solver_qmrs_flag_and_config() {
     let mut a = args.to_vec();
     a.extend(["--inner-solver", "qmrs", "--maxits", "50"]);
     let out = jdmg(&a);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = json(&out);
+    let j = solved(&out);
     assert_eq!(j["params"]["correction"]["solver"], "qmrs");
     let ev: Vec<f64> = j["eigenvalues"]
         .as_array()
@@ -245,13 +244,7 @@ fn inner_solver_qmrs_flag_and_config() {
         "--json",
     ]);
     // solve groups run JDQMR too (they used to refuse it)
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = json(&out);
+    let j = solved(&out);
     assert_eq!(j["stats"]["inner_solver"], "qmrs");
     assert_eq!(j["mode"], "multigrain");
 }
@@ -494,13 +487,7 @@ fn complex_hermitian_files_are_solved_and_their_vectors_written() {
             "--eigenvectors",
             vecs.to_str().unwrap(),
         ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v = json(&out);
+        let v = solved(&out);
         assert_eq!(v["n"], a.nrows());
         let got = values(&v);
         assert_eq!(got.len(), 4);
@@ -577,13 +564,7 @@ fn complex_start_and_deflation_vectors() {
             "--json",
         ];
         let out = jdmg(&[&base[..], &["--deflate", defl.to_str().unwrap()]].concat());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v = json(&out);
+        let v = solved(&out);
         let got = values(&v);
         assert_eq!(got.len(), 2);
         for (g, w) in got.iter().zip(&exact[2..4]) {
@@ -603,13 +584,7 @@ fn complex_start_and_deflation_vectors() {
             ]
             .concat(),
         );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let warm = json(&out);
+        let warm = solved(&out);
         for (g, w) in values(&warm).iter().zip(&exact[2..4]) {
             assert!((g - w).abs() < 1e-8);
         }
