@@ -431,7 +431,7 @@ impl ShiftInvert {
     /// accurate enough without it for B's pairs to reach the relative
     /// residual `tol`. The error of a product is the rounding of the solve
     /// amplified by C⁻¹, most along the eigenvector of the eigenvalue nearest
-    /// the shift; [`NORM_STEPS`] power steps (single solves) turn a start
+    /// the shift; six power steps (single solves) turn a start
     /// vector towards it, and one refinement step on that vector measures the
     /// error: the step stays when the correction exceeds tol/16 of the
     /// solution (Higham, *Accuracy and Stability of Numerical Algorithms*,
