@@ -563,7 +563,15 @@ fn complex_start_and_deflation_vectors() {
             ranks,
             "--json",
         ];
-        let out = jdmg(&[&base[..], &["--deflate", defl.to_str().unwrap()]].concat());
+        let vecs = file.with_file_name(format!("maglap-defl-out-{ranks}.mtx"));
+        let out = jdmg(
+            &[
+                &base[..],
+                &["--deflate", defl.to_str().unwrap()],
+                &["--eigenvectors", vecs.to_str().unwrap()],
+            ]
+            .concat(),
+        );
         let v = solved(&out);
         let got = values(&v);
         assert_eq!(got.len(), 2);
@@ -571,6 +579,29 @@ fn complex_start_and_deflation_vectors() {
             assert!((g - w).abs() < 1e-8, "{got:?} against {:?}", &exact[2..4]);
         }
         assert_eq!(v["stats"]["deflation_vectors"], 2);
+        // what came back: residuals, orthonormality, and orthogonality to Y
+        let (rows, k, x) =
+            matrices::mm::read_complex_array_bytes(&std::fs::read(&vecs).unwrap()).unwrap();
+        assert_eq!((rows, k), (n, 2));
+        let col = |j: usize| &x[j * n..(j + 1) * n];
+        let dot =
+            |u: &[c64], w: &[c64]| -> c64 { u.iter().zip(w).map(|(a, b)| a.conj() * b).sum() };
+        for (j, lam) in got.iter().enumerate() {
+            let mut ax = vec![c64::new(0.0, 0.0); n];
+            a.mul_vec(col(j), &mut ax);
+            let r: f64 = ax
+                .iter()
+                .zip(col(j))
+                .map(|(u, w)| (u - w * *lam).norm_sqr())
+                .sum();
+            assert!(r.sqrt() < 1e-10 * a.norm1(), "residual {}", r.sqrt());
+            for i in 0..2 {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((dot(col(i), col(j)) - want).norm() < 1e-10);
+                let y: Vec<c64> = (0..n).map(|r| eig.U()[(r, i)]).collect();
+                assert!(dot(&y, col(j)).norm() < 1e-8, "against eigenvector {i}");
+            }
+        }
         let fresh = json(&jdmg(&base));
         let out = jdmg(
             &[
