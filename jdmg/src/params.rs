@@ -64,14 +64,16 @@ pub enum InnerStop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum InnerSolver {
-    /// Chosen by measured cost (the default; PRIMME's DYNAMIC). Preconditioned
-    /// correction equations alternate between GD+k steps (t = −K⁻¹r, no inner
-    /// iteration) and block JDQMR, and keep the one whose measured progress per
-    /// second is larger (see `correction/dynamic.rs` for the rule); without a
-    /// preconditioner, block JDQMR. Solve groups use BiCGSTAB. With `maxits = 0`,
-    /// GD+k only. The switches depend on timings, so two runs (or a run and its
-    /// resumption from a checkpoint) may take different steps to the same
-    /// eigenpairs; choose `Bicgstab` or `Qmrs` for reproducible counters.
+    /// Chosen by counted cost (the default; PRIMME's DYNAMIC, with the work
+    /// counted instead of timed). Preconditioned correction equations
+    /// alternate between GD+k steps (t = −K⁻¹r, no inner iteration) and block
+    /// JDQMR, and keep the one whose progress per unit of work is larger: the
+    /// words of memory its products, basis passes and inner steps move (see
+    /// `correction/dynamic.rs` for the rule); without a preconditioner, block
+    /// JDQMR. Solve groups use BiCGSTAB. With `maxits = 0`, GD+k only. The
+    /// choice does not depend on the machine's speed or load: the same call
+    /// takes the same steps. A run resumed from a checkpoint starts the choice
+    /// afresh, so its steps may differ from those of the run without a stop.
     #[default]
     Auto,
     /// Right-preconditioned BiCGSTAB, the paper's solver (McCombs et al. §3):

@@ -45,6 +45,9 @@ impl<A: Operator + ?Sized> Operator for ScaledOperator<'_, A> {
     fn nrows(&self) -> usize {
         self.a.nrows()
     }
+    fn work_per_vector(&self) -> f64 {
+        self.a.work_per_vector()
+    }
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
         let t0 = std::time::Instant::now();
         self.a.apply_block(x, y, k);

@@ -370,6 +370,13 @@ impl<C: Comm + ?Sized> Operator for RowOperator<'_, '_, C> {
             Self::Rows(a) => a.apply_block(x, y, k),
         }
     }
+
+    fn work_per_vector(&self) -> f64 {
+        match self {
+            Self::Whole(a) => a.work_per_vector(),
+            Self::Rows(a) => a.work_per_vector(),
+        }
+    }
 }
 
 /// What a solve needs of one process's rows of a CSR matrix.

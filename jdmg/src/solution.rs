@@ -22,7 +22,8 @@ pub struct Stats {
     pub gdk_iterations: usize,
     /// Outer iterations whose correction was a block JDQMR solve.
     pub jdqmr_iterations: usize,
-    /// Switches between the two under `InnerSolver::Auto` (measured progress).
+    /// Switches between the two under `InnerSolver::Auto` (progress per counted
+    /// work).
     pub method_switches: usize,
     /// Global reductions (all-reduce calls) issued by the solver.
     pub global_sums: u64,

@@ -696,8 +696,8 @@ fn eigen_solve<A: Operator + ?Sized>(
     Solver::problem(pb, jd).run()
 }
 
-/// The settings of every eigen-solve of an SVD: JDQMR inner solves (a fixed
-/// choice, not one by measured time, so the same call gives the same result).
+/// The settings of every eigen-solve of an SVD: JDQMR inner solves (what
+/// `Auto` takes without a preconditioner, fixed here for every operator).
 fn eigen_params(
     params: &SvdParams,
     nev: usize,

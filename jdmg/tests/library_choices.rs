@@ -1,6 +1,7 @@
-//! Library choices that used to be silently ignored or to panic (issue 22):
-//! a preconditioner choice the problem cannot honour, and processes that
-//! disagree on nev.
+//! Library choices that used to be silently ignored or to panic: a
+//! preconditioner choice the problem cannot honour, and processes that
+//! disagree on nev; and the automatic inner solver's choice, which must not
+//! depend on the machine's speed.
 
 use jdmg::{solve, InnerSolver, JdError, JdParams, PrecondChoice, Problem};
 use jdmg::{
@@ -8,7 +9,8 @@ use jdmg::{
 };
 use lblib::{SelfComm, ThreadComm};
 use matrices::generate::{generate, GenSpec};
-use precond::{CsrOperator, IdentityPreconditioner};
+use precond::preconditioners::{Ilu0, PivotParams};
+use precond::{CsrOperator, IdentityPreconditioner, Preconditioner};
 
 fn precond_error(r: Result<jdmg::Solution, JdError>) -> String {
     match r {
@@ -163,4 +165,74 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// ILU(0) slowed by a busy loop per vector: the same preconditioner on a
+/// processor shared with another job.
+struct Slowed<'a> {
+    ilu: &'a Ilu0,
+    spin: u64,
+}
+
+impl Preconditioner for Slowed<'_> {
+    fn nrows(&self) -> usize {
+        self.ilu.nrows()
+    }
+    fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
+        let mut x = 0u64;
+        for i in 0..self.spin * k as u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        self.ilu.apply_block(r, z, k);
+    }
+    fn work_per_vector(&self) -> f64 {
+        self.ilu.work_per_vector()
+    }
+}
+
+/// `InnerSolver::Auto` chooses between GD+k and block JDQMR by counted work:
+/// a preconditioner many times slower changes the time, not the steps nor a
+/// bit of the result.
+#[test]
+fn the_automatic_inner_solver_takes_the_same_steps_at_any_speed() {
+    let a = generate(&"lap3d:14".parse::<GenSpec>().unwrap()).unwrap();
+    let op = CsrOperator::new(&a, 1).unwrap();
+    let comm = SelfComm::new();
+    let ilu = Ilu0::new(&a, 0.0, &PivotParams::default()).unwrap();
+    let p = JdParams {
+        problem: ProblemSettings {
+            nev: 6,
+            tol: 1e-10,
+            ..Default::default()
+        },
+        ..JdParams::default()
+    };
+    let run = |spin| {
+        let k = Slowed { ilu: &ilu, spin };
+        let pb = Problem::new(&op, &comm)
+            .unwrap()
+            .with_preconditioner(&k)
+            .unwrap();
+        solve(&pb, &p, None).unwrap()
+    };
+    let quick = run(0);
+    let slow = run(20_000);
+    let s = &quick.stats;
+    assert!(quick.is_converged());
+    assert!(
+        s.gdk_iterations > 0 && s.jdqmr_iterations > 0 && s.method_switches > 0,
+        "both methods must run: {s:?}"
+    );
+    let steps = |s: &jdmg::Stats| {
+        (
+            s.matvecs,
+            s.gdk_iterations,
+            s.jdqmr_iterations,
+            s.method_switches,
+            s.inner_steps,
+        )
+    };
+    assert_eq!(steps(&quick.stats), steps(&slow.stats));
+    assert_eq!(quick.eigenvalues, slow.eigenvalues);
+    assert_eq!(quick.eigenvectors, slow.eigenvectors);
 }

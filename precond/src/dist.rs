@@ -242,6 +242,11 @@ impl<C: Comm + ?Sized> Operator for DistCsrOperator<'_, C> {
     fn nrows(&self) -> usize {
         self.plan.nowned()
     }
+    /// This rank's entries and rows, and the ghost entries received.
+    fn work_per_vector(&self) -> f64 {
+        let nnz = self.a_oo.nnz() + self.a_og.nnz();
+        1.5 * nnz as f64 + 2.0 * self.plan.nowned() as f64 + self.plan.nghost() as f64
+    }
 
     /// `y = A x` on this rank's rows for `k` column-major vectors. Collective: every
     /// rank calls it with the same `k`.

@@ -706,6 +706,9 @@ impl Operator for CsrOperator<'_> {
     fn nrows(&self) -> usize {
         self.a.nrows()
     }
+    fn work_per_vector(&self) -> f64 {
+        1.5 * self.a.nnz() as f64 + 2.0 * self.a.nrows() as f64
+    }
 
     /// `y = A x` for `k` column-major vectors.
     ///

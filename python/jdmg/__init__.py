@@ -646,11 +646,11 @@ def eigsh(
     rng : None, int, numpy.random.Generator or RandomState, optional
         The random start vectors. An int is the seed; a Generator or
         RandomState (or a SeedSequence, a BitGenerator) gives the seed by
-        drawing one 64-bit integer from it, which advances its state. A
-        given rng (or ``seed``) makes the call reproducible bitwise: the
-        inner solver is then 'bicgstab' unless ``method`` says otherwise
-        (the default 'auto' switches solvers by measured time). None (SciPy:
-        entropy from the OS): jdmg's default seed 1 with ``method='auto'``.
+        drawing one 64-bit integer from it, which advances its state. None
+        (SciPy: entropy from the OS): jdmg's default seed 1. The same seed
+        gives the same result bitwise, on a quiet or a loaded machine: the
+        default ``method='auto'`` switches inner solvers by counted work,
+        not by time.
     lock : array (n,) or (n, p), optional
         Deflation vectors: the eigenvectors returned are orthogonal to them
         (PRIMME's ``lock``).
@@ -668,8 +668,9 @@ def eigsh(
         Block size (Ritz pairs corrected per outer iteration; default
         min(k, 8)).
     method : {'auto', 'bicgstab', 'qmrs' or 'jdqmr'}, optional
-        Inner solver of the correction equations (default 'auto', or
-        'bicgstab' when ``rng`` or ``seed`` is given).
+        Inner solver of the correction equations (default 'auto': GD+k
+        steps or block JDQMR, whichever makes more progress per counted
+        work).
     maxits : int, optional
         Inner steps per correction equation (0: GD+k steps).
     threads : int, optional
@@ -864,9 +865,6 @@ def eigsh(
         seed = _seed_of(rng)
     if seed is not None:
         params["seed"] = int(seed)
-    if seed is not None and method is None and "inner_solver" not in params:
-        # reproducible: the default 'auto' switches inner solvers by measured time
-        method = "bicgstab"
     if method is not None:
         if method not in _METHODS:
             raise ValueError(f"method must be one of {', '.join(_METHODS)}, got {method!r}")

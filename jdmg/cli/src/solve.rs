@@ -129,11 +129,10 @@ pub struct SolveArgs {
     #[arg(long, value_enum)]
     pub inner: Option<Inner>,
     /// How the correction equations are solved: auto (default: with a
-    /// preconditioner, GD+k steps and block JDQMR by measured progress per
-    /// second; without, block JDQMR; bicgstab in solve groups), bicgstab (the
-    /// paper's) or qmrs (symmetric QMR, one matvec per step, JDQMR's dynamic
-    /// stopping; serial and fine grain). auto's switches follow timings: pick
-    /// bicgstab or qmrs for counters that repeat run to run.
+    /// preconditioner, GD+k steps and block JDQMR by progress per counted
+    /// work, the same from run to run; without, block JDQMR; bicgstab in solve
+    /// groups), bicgstab (the paper's) or qmrs (symmetric QMR, one matvec per
+    /// step, JDQMR's dynamic stopping; serial and fine grain).
     #[arg(long, value_parser = named::<InnerSolver>())]
     pub inner_solver: Option<InnerSolver>,
     /// Verification pass for copies of multiple eigenvalues the block missed:

@@ -1,16 +1,21 @@
 //! `InnerSolver::Auto` with a preconditioner: the choice between GD+k steps and
-//! block JDQMR by measured progress per second (PRIMME's DYNAMIC method, which
-//! models both costs; here both are measured in turn).
+//! block JDQMR by progress per unit of counted work (PRIMME's DYNAMIC method,
+//! which models both costs from measured times; here both are run in turn and
+//! their work counted, so that the choice, and with it the result, is the same
+//! on a quiet and on a loaded machine).
 //!
 //! Progress is the drop of the potential Φ = Σ ln(max(‖r_i‖, tol_i)/tol_i) over
-//! the wanted pairs not yet locked (0 when all converged). A window runs one
-//! method for at least [`MIN_WINDOW`] outer iterations of its own; its rate is
-//! (Φ at its start − Φ at its end) / its wall time, the time agreed over the
-//! processes (one global max per window). The first window runs GD+k (cheap
-//! iterations finish easy problems at once), the second JDQMR; then the faster
-//! one runs, and the other is tried again once the winner has run
-//! [`RETRY_TIME`] times the other's last window, so that a phase change (a locked pair, a harder eigenvalue next)
-//! is seen at a bounded cost. A window whose potential rose counts as no
+//! the wanted pairs not yet locked (0 when all converged). Work is what
+//! [`WorkClock`] counts: words of memory moved by the products with A, M and
+//! the preconditioner, the passes over the basis and the inner steps' vector
+//! operations. A window runs one method for at least [`MIN_WINDOW`] outer
+//! iterations of its own; its rate is (Φ at its start − Φ at its end) / its
+//! work, the work agreed over the processes (one global max per window). The
+//! first window runs GD+k (cheap iterations finish easy problems at once), the
+//! second JDQMR; then the faster one runs, and the other is tried again once
+//! the winner has done [`RETRY_WORK`] times the work of the other's last
+//! window, so that a phase change (a locked pair, a harder eigenvalue next) is
+//! seen at a bounded cost. A window whose potential rose counts as no
 //! progress, and after a window without progress the other method runs: the
 //! potential is not monotone, so a rate of zero is no verdict.
 
@@ -44,7 +49,7 @@ impl Method {
 pub(crate) const MIN_WINDOW: [usize; 2] = [8, 2];
 /// The faster method runs this many times the other's last window before the
 /// other is measured again.
-pub(crate) const RETRY_TIME: f64 = 8.0;
+pub(crate) const RETRY_WORK: f64 = 8.0;
 /// The other method must be this much faster to take over.
 const MARGIN: f64 = 1.1;
 
@@ -52,27 +57,31 @@ const MARGIN: f64 = 1.1;
 #[derive(Debug, Clone)]
 pub(crate) struct Dynamic {
     method: Method,
-    /// Potential and agreed seconds at the start of the window; None: the window
+    /// Potential and agreed work at the start of the window; None: the window
     /// starts at the next observation.
     start: Option<(f64, f64)>,
     iters: usize,
-    /// Last measured rate of each method (potential drop per second).
+    /// Last measured rate of each method (potential drop per unit of work).
     rate: [Option<f64>; 2],
-    /// Duration of each method's last window, and the seconds the current
+    /// Work of each method's last window, and the work the current
     /// method has run since the other was last measured.
-    window_secs: [f64; 2],
+    window_work: [f64; 2],
     since: f64,
+    /// The solve's counted work.
+    pub clock: WorkClock,
 }
 
 impl Dynamic {
-    pub fn new() -> Self {
+    /// The choice at the start of a solve whose work `clock` counts.
+    pub fn new(clock: WorkClock) -> Self {
         Self {
             method: Method::Gdk,
             start: None,
             iters: 0,
             rate: [None, None],
-            window_secs: [0.0; 2],
+            window_work: [0.0; 2],
             since: 0.0,
+            clock,
         }
     }
 
@@ -89,18 +98,18 @@ impl Dynamic {
     }
 
     /// Whether the next observation ends a window (the caller then agrees on
-    /// the time over the processes).
+    /// the work over the processes).
     pub fn window_due(&self) -> bool {
         self.start.is_none() || self.iters + 1 >= MIN_WINDOW[self.method.slot()]
     }
 
     /// One outer iteration done with the current method: `phi` is the potential
-    /// after it, `seconds` the solve's elapsed time (agreed over the processes
-    /// whenever [`Dynamic::window_due`] said so). Ends the window when due and
-    /// picks the method of the next one.
-    pub fn observe(&mut self, phi: f64, seconds: f64) {
+    /// after it, `work` the solve's work so far ([`WorkClock`]; agreed over the
+    /// processes whenever [`Dynamic::window_due`] said so). Ends the window
+    /// when due and picks the method of the next one.
+    pub fn observe(&mut self, phi: f64, work: f64) {
         let Some((phi0, t0)) = self.start else {
-            self.start = Some((phi, seconds));
+            self.start = Some((phi, work));
             self.iters = 0;
             return;
         };
@@ -108,8 +117,8 @@ impl Dynamic {
         if self.iters < MIN_WINDOW[self.method.slot()] {
             return;
         }
-        let dt = seconds - t0;
-        self.window_secs[self.method.slot()] = dt;
+        let dt = work - t0;
+        self.window_work[self.method.slot()] = dt;
         self.since += dt;
         if dt > 0.0 && phi.is_finite() && phi0.is_finite() {
             // A window that lost ground (residuals rising after a switch or a
@@ -119,7 +128,7 @@ impl Dynamic {
         let next = self.choose();
 
         self.method = next;
-        self.start = Some((phi, seconds));
+        self.start = Some((phi, work));
         self.iters = 0;
     }
 
@@ -138,8 +147,8 @@ impl Dynamic {
                 rc <= 0.0
                     || (ro > MARGIN * rc && ro > 0.0)
                     // Measure the other again (phases change), at most a
-                    // 1/(RETRY_TIME + 1) share of the time.
-                    || self.since >= RETRY_TIME * self.window_secs[other.slot()]
+                    // 1/(RETRY_WORK + 1) share of the work.
+                    || self.since >= RETRY_WORK * self.window_work[other.slot()]
             }
         };
         if switch {
@@ -148,6 +157,74 @@ impl Dynamic {
         } else {
             cur
         }
+    }
+}
+
+/// The counted work of a solve, in 8-byte words of memory read and written
+/// (the clock of [`Dynamic`]): each product with A, M or the preconditioner
+/// weighs its operator's [`precond::Operator::work_per_vector`], a pass over
+/// the basis n·m, and an inner step n·(10 + 2·(projected vectors)) (the fused
+/// recurrences, and Q_jᵀw and its subtraction, Q_j the locked and deflation
+/// vectors and the equation's own).
+#[derive(Debug, Clone)]
+pub(crate) struct WorkClock {
+    /// Words per vector of A, the preconditioner and M.
+    weights: [f64; 3],
+    /// Counters at the last reading: products with A, preconditioner
+    /// applications, products with M, basis passes, inner steps.
+    last: [u64; 5],
+    total: f64,
+}
+
+/// What [`WorkClock::read`] needs of the solve.
+pub(crate) struct Counts {
+    pub matvecs: u64,
+    pub precond_applications: u64,
+    pub mass_matvecs: u64,
+    pub basis_passes: u64,
+    pub inner_steps: u64,
+    /// Rows of this process.
+    pub n: usize,
+    /// Basis columns now.
+    pub basis: usize,
+    /// Locked and deflation vectors now.
+    pub locked: usize,
+}
+
+impl WorkClock {
+    /// A clock at 0 for an operator, preconditioner and mass matrix of these
+    /// words per vector (0 for none).
+    pub fn new(a: f64, precond: f64, mass: f64) -> Self {
+        Self {
+            weights: [a, precond, mass],
+            last: [0; 5],
+            total: 0.0,
+        }
+    }
+
+    /// The work counted up to `c`: the work since the last reading weighs
+    /// its basis passes and inner steps by the basis and locked vectors now.
+    pub fn read(&mut self, c: &Counts) -> f64 {
+        let now = [
+            c.matvecs,
+            c.precond_applications,
+            c.mass_matvecs,
+            c.basis_passes,
+            c.inner_steps,
+        ];
+        let d: Vec<f64> = now
+            .iter()
+            .zip(self.last)
+            .map(|(&a, b)| a.saturating_sub(b) as f64)
+            .collect();
+        let n = c.n as f64;
+        self.total += d[0] * self.weights[0]
+            + d[1] * self.weights[1]
+            + d[2] * self.weights[2]
+            + d[3] * n * c.basis as f64
+            + d[4] * n * (10.0 + 2.0 * (c.locked + 1) as f64);
+        self.last = now;
+        self.total
     }
 }
 
@@ -174,7 +251,7 @@ mod tests {
     /// Drives the choice with a method whose potential falls `fast` per second
     /// and one whose falls `slow`, one second per iteration.
     fn run(gd_rate: f64, qmr_rate: f64, iters: usize) -> (Vec<Method>, Dynamic) {
-        let mut d = Dynamic::new();
+        let mut d = Dynamic::new(WorkClock::new(1.0, 1.0, 0.0));
         let (mut phi, mut t) = (100.0, 0.0);
         let mut used = Vec::new();
         d.observe(phi, t);
@@ -205,7 +282,7 @@ mod tests {
     /// is no evidence: the other method is tried.
     #[test]
     fn a_window_without_progress_tries_the_other_method() {
-        let mut d = Dynamic::new();
+        let mut d = Dynamic::new(WorkClock::new(1.0, 1.0, 0.0));
         let mut t = 0.0;
         let mut step = |d: &mut Dynamic, phi: f64| {
             t += 1.0;
@@ -228,6 +305,25 @@ mod tests {
             step(&mut d, 20.0); // JDQMR: progress, and it stays
         }
         assert_eq!(d.method(), Method::Jdqmr);
+    }
+
+    #[test]
+    fn the_clock_weighs_each_count_by_its_words() {
+        let mut c = WorkClock::new(100.0, 50.0, 7.0);
+        let at = |matvecs, passes, steps| Counts {
+            matvecs,
+            precond_applications: matvecs,
+            mass_matvecs: 1,
+            basis_passes: passes,
+            inner_steps: steps,
+            n: 10,
+            basis: 4,
+            locked: 2,
+        };
+        assert_eq!(c.read(&at(2, 0, 0)), 2.0 * 150.0 + 7.0);
+        // Only what was done since: a pass over 10×4, an inner step of
+        // 10·(10 + 2·3) words.
+        assert_eq!(c.read(&at(2, 1, 1)), 307.0 + 40.0 + 160.0);
     }
 
     #[test]

@@ -220,7 +220,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
 
     /// Hands the dynamic inner-solver choice this iteration's progress: the
     /// potential of the wanted pairs (`ritz_seen`, `remaining` of them) and the
-    /// elapsed time (the slowest process's when its window is due).
+    /// counted work (the largest over the processes when its window is due).
     /// Collective when the window is due.
     pub(super) fn observe_progress(
         &mut self,
@@ -229,14 +229,24 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         remaining: usize,
     ) {
         let phi = dynamic::potential(ritz_seen, remaining, |th| self.tol_for(th));
-        let mut secs = [self.start.elapsed().as_secs_f64()];
+        let s = &self.stats;
+        let mut work = [dy.clock.read(&dynamic::Counts {
+            matvecs: s.matvecs,
+            precond_applications: s.precond_applications,
+            mass_matvecs: s.mass_matvecs,
+            basis_passes: s.basis_passes,
+            inner_steps: s.inner_steps,
+            n: self.n,
+            basis: self.m,
+            locked: self.ndefl + self.nl(),
+        })];
         if dy.window_due() && self.pb.comm.size() > 1 {
-            // One clock for every process: the slowest's.
-            self.pb.comm.all_reduce(&mut secs, ReduceOp::Max);
+            // One clock for every process: the most loaded one's.
+            self.pb.comm.all_reduce(&mut work, ReduceOp::Max);
             self.stats.global_sums += 1;
         }
         let before = dy.method();
-        dy.observe(phi, secs[0]);
+        dy.observe(phi, work[0]);
         if dy.method() != before {
             self.stats.method_switches += 1;
         }

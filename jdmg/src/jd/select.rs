@@ -11,7 +11,8 @@ pub(super) struct Work {
     pub solver: Option<CorrectionSolver>,
     /// The block's JDQMR equations, advancing together (serial and fine grain).
     pub block_qmr: Option<BlockJdQmr>,
-    /// `Auto` with a preconditioner: GD+k or block JDQMR by measured progress.
+    /// `Auto` with a preconditioner: GD+k or block JDQMR by progress per
+    /// counted work.
     pub dynamic: Option<dynamic::Dynamic>,
     /// Ritz vectors and residuals of the selected pairs (at most k); each
     /// batch is computed in place after the pairs selected so far.
@@ -46,8 +47,13 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                     InnerSolver::Qmrs | InnerSolver::Auto
                 ))
             .then(|| BlockJdQmr::new(n, k)),
-            dynamic: (free && self.prm.correction.solver == InnerSolver::Auto)
-                .then(dynamic::Dynamic::new),
+            dynamic: (free && self.prm.correction.solver == InnerSolver::Auto).then(|| {
+                dynamic::Dynamic::new(dynamic::WorkClock::new(
+                    self.op.work_per_vector(),
+                    self.pb.precond.map_or(0.0, |p| p.work_per_vector()),
+                    self.mass.as_ref().map_or(0.0, |ms| ms.op.work_per_vector()),
+                ))
+            }),
             xsel: vec![0.0; n * k],
             rsel: vec![0.0; n * k],
             bxsel: vec![0.0; if self.has_mass() { n * k } else { 0 }],

@@ -182,6 +182,16 @@ impl Preconditioner for BlockJacobi {
     fn nrows(&self) -> usize {
         self.n
     }
+    /// The blocks' work, and a gather and scatter of the rows with several.
+    fn work_per_vector(&self) -> f64 {
+        let blocks: f64 = self.blocks.iter().map(|(_, m)| m.work_per_vector()).sum();
+        blocks
+            + if self.blocks.len() > 1 {
+                4.0 * self.n as f64
+            } else {
+                0.0
+            }
+    }
 
     /// `z = M^{-1} r` for `k` vectors: every block preconditioner gets one `apply_block`
     /// call with all `k` vectors (so blocked kernels such as ILU's apply). With one block

@@ -256,6 +256,10 @@ impl Preconditioner for Fsai {
     fn nrows(&self) -> usize {
         self.g.nrows()
     }
+    /// G and Gᵀ read once each, S, r and z.
+    fn work_per_vector(&self) -> f64 {
+        1.5 * (self.g.nnz() + self.gt.nnz()) as f64 + 3.0 * self.g.nrows() as f64
+    }
 
     /// `z = Gᵀ S G r`: `y = S G r` into `z`, then `z = Gᵀ y` in place (row `i` of `Gᵀ`
     /// reads only `y_k`, `k ≥ i`, which are not yet overwritten). No scratch. Groups of

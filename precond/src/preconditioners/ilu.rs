@@ -191,6 +191,13 @@ impl LuFactors {
         self.tri.l_idx.len() + self.tri.u_idx.len() + self.n
     }
 
+    /// The words of memory one solve with one vector reads and writes
+    /// ([`Preconditioner::work_per_vector`]): 1.5 per off-diagonal entry, 3
+    /// per row (the inverse pivot, r and z).
+    pub fn work_per_vector(&self) -> f64 {
+        1.5 * (self.tri.l_idx.len() + self.tri.u_idx.len()) as f64 + 3.0 * self.n as f64
+    }
+
     /// `u_ii` (the pivot actually used, after any tiny-pivot replacement).
     pub fn pivot(&self, i: usize) -> f64 {
         1.0 / self.tri.dinv[i]
@@ -943,6 +950,9 @@ impl Preconditioner for Ilu0 {
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         self.lu.apply_block(r, z, k)
     }
+    fn work_per_vector(&self) -> f64 {
+        self.lu.work_per_vector()
+    }
 }
 
 /// ILU(0) stored as its pivots alone (D-ILU; Saad, *Iterative Methods*, §10.3.3):
@@ -1088,6 +1098,11 @@ impl ColumnGroup for DiluGroup<'_, '_> {
 impl Preconditioner for DiagonalIlu0<'_> {
     fn nrows(&self) -> usize {
         self.dinv.len()
+    }
+    /// The off-diagonal entries of A, read in place, and 3 words a row.
+    fn work_per_vector(&self) -> f64 {
+        let n = self.dinv.len();
+        1.5 * self.a.nnz().saturating_sub(n) as f64 + 3.0 * n as f64
     }
     /// Groups of up to 8 vectors are swept together through a row-interleaved
     /// scratch copy, as [`LuFactors`] does.
@@ -1303,6 +1318,9 @@ impl Preconditioner for Ilut {
     }
     fn apply_block(&self, r: &[f64], z: &mut [f64], k: usize) {
         self.lu.apply_block(r, z, k)
+    }
+    fn work_per_vector(&self) -> f64 {
+        self.lu.work_per_vector()
     }
 }
 

@@ -137,6 +137,9 @@ impl Preconditioner for Jacobi {
     fn nrows(&self) -> usize {
         self.inv.len()
     }
+    fn work_per_vector(&self) -> f64 {
+        3.0 * self.inv.len() as f64
+    }
 
     /// `z_j = D^{-1} r_j` for the `k` vectors in one pass over `D^{-1}`: rows are taken
     /// in chunks small enough to stay in L1, each chunk applied to all `k` vectors.

@@ -245,6 +245,9 @@ impl Preconditioner for Spai {
     fn nrows(&self) -> usize {
         self.m.nrows()
     }
+    fn work_per_vector(&self) -> f64 {
+        1.5 * self.m.nnz() as f64 + 2.0 * self.m.nrows() as f64
+    }
 
     /// `z = M r` for `k` vectors, reading `M` once per group of up to 8 vectors (one
     /// sequential sum per vector and row, the same for every group size).
