@@ -362,8 +362,10 @@ impl Default for PrecondSettings {
 pub struct ExecutionSettings {
     /// Threads used by each process for SpMV and dense kernels. Default 1.
     pub threads: usize,
-    /// Stop after this many matrix-vector products (all, inner included). Default 10⁷.
-    /// Checked once per outer iteration, after its Rayleigh-Ritz step and before
+    /// Stop after this many matrix-vector products (all, inner included).
+    /// Default None: scaled with the problem, max(10⁵, 10·n·nev) for order n
+    /// and nev wanted pairs (ARPACK's `maxiter` is 10·n restarts; see
+    /// [`ExecutionSettings::matvec_budget`]). Checked once per outer iteration, after its Rayleigh-Ritz step and before
     /// its correction equations: the solve ends (`Outcome::BudgetSpent`) at the first
     /// check that finds the budget spent, so the total may exceed the budget by
     /// up to one outer iteration's products: the correction equations (at most
@@ -374,9 +376,10 @@ pub struct ExecutionSettings {
     /// and BiCGSTAB that is at most k·(2·maxits + 1) plus the locking checks:
     /// `max_matvecs` 10 with k 4, maxits 20, `InnerSolver::Bicgstab` and no
     /// preconditioner ends at 158 on lap3d:20.
-    pub max_matvecs: u64,
-    /// Stop after this many outer iterations. Default 100,000.
-    pub max_outer: usize,
+    pub max_matvecs: Option<u64>,
+    /// Stop after this many outer iterations. Default None: max(10⁴, 10·n)
+    /// ([`ExecutionSettings::outer_budget`]).
+    pub max_outer: Option<usize>,
     /// From this many wanted pairs on, `Target::Smallest` or `Largest` of an
     /// explicit matrix (no shift, start or deflation vectors, checkpoints) is
     /// solved by spectrum slicing over the indices of that end
@@ -392,10 +395,43 @@ impl Default for ExecutionSettings {
     fn default() -> Self {
         Self {
             threads: 1,
-            max_matvecs: 10_000_000,
-            max_outer: 100_000,
+            max_matvecs: None,
+            max_outer: None,
             slice_from: 200,
         }
+    }
+}
+
+/// The least product budget of [`ExecutionSettings::matvec_budget`].
+pub const MIN_MATVEC_BUDGET: u64 = 100_000;
+/// Products per row and wanted pair of [`ExecutionSettings::matvec_budget`].
+pub const MATVECS_PER_ROW_AND_PAIR: u64 = 10;
+/// The least outer-iteration budget of [`ExecutionSettings::outer_budget`].
+pub const MIN_OUTER_BUDGET: usize = 10_000;
+
+impl ExecutionSettings {
+    /// The product budget of a problem of order `n` with `nev` wanted pairs:
+    /// `max_matvecs`, else max([`MIN_MATVEC_BUDGET`], 10·n·nev). A solve that
+    /// converges takes a few products per row and pair at most, inner steps
+    /// included (lap3d:64, 4 pairs: 455 for 262,144 rows); one that cannot
+    /// (the smallest magnitudes of an indefinite matrix without a shift)
+    /// stops in proportion to its size instead of after a fixed count.
+    #[must_use]
+    pub fn matvec_budget(&self, n: usize, nev: usize) -> u64 {
+        self.max_matvecs.unwrap_or_else(|| {
+            MATVECS_PER_ROW_AND_PAIR
+                .saturating_mul(n as u64)
+                .saturating_mul(nev.max(1) as u64)
+                .max(MIN_MATVEC_BUDGET)
+        })
+    }
+
+    /// The outer-iteration budget of a problem of order `n`: `max_outer`,
+    /// else max([`MIN_OUTER_BUDGET`], 10·n), as ARPACK's `maxiter`.
+    #[must_use]
+    pub fn outer_budget(&self, n: usize) -> usize {
+        self.max_outer
+            .unwrap_or_else(|| n.saturating_mul(10).max(MIN_OUTER_BUDGET))
     }
 }
 

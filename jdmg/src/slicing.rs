@@ -497,7 +497,10 @@ pub(crate) fn run_values<C: Comm + ?Sized>(
     let mut prev = 0..0;
     for s in slices.iter().filter(|s| s.count() > 0) {
         report.slices += 1;
-        let budget = params.execution.max_matvecs.saturating_sub(used);
+        let budget = params
+            .execution
+            .matvec_budget(k.nrows(), total)
+            .saturating_sub(used);
         let res = solve_slice(
             k,
             mass,
@@ -673,7 +676,7 @@ fn solve_slice<C: Comm + ?Sized>(
             ..params.problem
         },
         execution: ExecutionSettings {
-            max_matvecs: budget,
+            max_matvecs: Some(budget),
             ..params.execution
         },
         ..params.clone()
@@ -721,7 +724,7 @@ fn solve_slice<C: Comm + ?Sized>(
         comm,
         &JdParams {
             execution: ExecutionSettings {
-                max_matvecs: budget.saturating_sub(sol.stats.matvecs),
+                max_matvecs: Some(budget.saturating_sub(sol.stats.matvecs)),
                 ..sub(more).execution
             },
             ..sub(more)

@@ -1336,7 +1336,7 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
                 block,
                 ncv,
                 tol: p.problem.tol,
-                max_products: p.execution.max_matvecs,
+                max_products: p.execution.matvec_budget(n, p.problem.nev),
                 end: match self.side {
                     Wanted::Nearest => End::LargestMagnitude,
                     Wanted::Above => End::Largest,
@@ -1433,13 +1433,13 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
             let worst = test.worst_ratio(&sol);
             let left = params
                 .execution
-                .max_matvecs
+                .matvec_budget(self.n, params.problem.nev)
                 .saturating_sub(sol.stats.matvecs);
             if worst <= 1.0 || left == 0 {
                 break;
             }
             p.problem.tol = (p.problem.tol / (2.0 * worst).min(1e6)).max(1e3 * f64::EPSILON);
-            p.execution.max_matvecs = left.min(2 * sol.stats.matvecs + REFINEMENT_MATVECS);
+            p.execution.max_matvecs = Some(left.min(2 * sol.stats.matvecs + REFINEMENT_MATVECS));
             let counts = sol.stats.clone();
             let x0 = std::mem::take(&mut sol.eigenvectors);
             let mut next = test.judge(self.solve(&p, &x0, Hooks::default()))?;

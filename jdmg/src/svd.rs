@@ -723,7 +723,7 @@ fn eigen_params(
         },
         execution: ExecutionSettings {
             threads: params.threads,
-            max_matvecs: params.max_products,
+            max_matvecs: Some(params.max_products),
             ..Default::default()
         },
         ..JdParams::default()

@@ -18,7 +18,7 @@ fn same_eigenvalues_on_1_2_4_ranks() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 100_000,
+            max_matvecs: Some(100_000),
             ..Default::default()
         },
         ..JdParams::default()

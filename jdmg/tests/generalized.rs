@@ -115,7 +115,7 @@ fn every_inner_solver_and_preconditioner() {
                     },
                     execution: ExecutionSettings {
                         threads,
-                        max_matvecs: 200_000,
+                        max_matvecs: Some(200_000),
                         ..params(5).execution
                     },
                     ..params(5)
@@ -437,7 +437,7 @@ fn closest_to_an_interior_shift() {
                 ..params(3).preconditioner
             },
             execution: ExecutionSettings {
-                max_matvecs: 200_000,
+                max_matvecs: Some(200_000),
                 ..params(3).execution
             },
             ..params(3)
@@ -458,7 +458,7 @@ fn partial_results_carry_true_residuals() {
             ..params(4).preconditioner
         },
         execution: ExecutionSettings {
-            max_matvecs: 60,
+            max_matvecs: Some(60),
             ..params(4).execution
         },
         ..params(4)

@@ -79,7 +79,7 @@ fn interior(nev: usize, sigma: f64, extraction: Extraction) -> JdParams {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 2_000_000,
+            max_matvecs: Some(2_000_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -484,7 +484,7 @@ fn auto_falls_back_to_ritz_when_harmonic_stalls() {
             ..p.basis
         },
         execution: ExecutionSettings {
-            max_matvecs: 6000,
+            max_matvecs: Some(6000),
             ..p.execution
         },
         ..p

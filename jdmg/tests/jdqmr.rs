@@ -32,7 +32,7 @@ fn qmrs(nev: usize, tol: f64, precond: PrecondChoice) -> JdParams {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 200_000,
+            max_matvecs: Some(200_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -155,7 +155,7 @@ fn qmrs_largest_and_closest() {
             ..(qmrs(3, 1e-9, PrecondChoice::None)).problem
         },
         execution: ExecutionSettings {
-            max_matvecs: 400_000,
+            max_matvecs: Some(400_000),
             ..(qmrs(3, 1e-9, PrecondChoice::None)).execution
         },
         ..qmrs(3, 1e-9, PrecondChoice::None)

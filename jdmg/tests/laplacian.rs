@@ -67,7 +67,7 @@ fn lap3d_smallest_with_triple_eigenvalue() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 200_000,
+            max_matvecs: Some(200_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -98,7 +98,7 @@ fn lap3d_largest() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 200_000,
+            max_matvecs: Some(200_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -170,7 +170,7 @@ fn lap2d_closest_to_target() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 400_000,
+            max_matvecs: Some(400_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -199,7 +199,7 @@ fn not_converged_returns_partial() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 60,
+            max_matvecs: Some(60),
             ..Default::default()
         },
         ..JdParams::default()
@@ -232,7 +232,7 @@ fn not_converged_returns_partial() {
             ..params.problem
         },
         execution: ExecutionSettings {
-            max_matvecs: 10_000_000,
+            max_matvecs: Some(10_000_000),
             ..params.execution
         },
         ..params
@@ -268,7 +268,7 @@ fn partial_residuals_are_the_true_ones() {
                 ..Default::default()
             },
             execution: ExecutionSettings {
-                max_matvecs: budget,
+                max_matvecs: Some(budget),
                 ..Default::default()
             },
             ..JdParams::default()

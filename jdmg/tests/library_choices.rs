@@ -121,7 +121,7 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
                 ..Default::default()
             },
             execution: ExecutionSettings {
-                max_matvecs: budget,
+                max_matvecs: Some(budget),
                 ..Default::default()
             },
         };
@@ -155,7 +155,7 @@ fn the_matvec_budget_is_exceeded_by_at_most_one_outer_iteration() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 10,
+            max_matvecs: Some(10),
             ..Default::default()
         },
     };
@@ -235,4 +235,44 @@ fn the_automatic_inner_solver_takes_the_same_steps_at_any_speed() {
     assert_eq!(steps(&quick.stats), steps(&slow.stats));
     assert_eq!(quick.eigenvalues, slow.eigenvalues);
     assert_eq!(quick.eigenvectors, slow.eigenvectors);
+}
+
+/// The default budgets scale with the problem (ARPACK's `maxiter` is 10·n):
+/// max(10⁵, 10·n·nev) products and max(10⁴, 10·n) outer iterations, and a
+/// solve that cannot converge stops there.
+#[test]
+fn default_budgets_scale_with_the_problem() {
+    let e = ExecutionSettings::default();
+    assert_eq!(e.matvec_budget(100, 4), 100_000);
+    assert_eq!(e.matvec_budget(262_144, 4), 10_485_760);
+    assert_eq!(e.outer_budget(100), 10_000);
+    assert_eq!(e.outer_budget(262_144), 2_621_440);
+    let set = ExecutionSettings {
+        max_matvecs: Some(7),
+        max_outer: Some(3),
+        ..e
+    };
+    assert_eq!(
+        (set.matvec_budget(1 << 20, 9), set.outer_budget(1 << 20)),
+        (7, 3)
+    );
+    // A tolerance below rounding: only the budget ends the solve.
+    let a = generate(&"lap2d:8".parse::<GenSpec>().unwrap()).unwrap();
+    let p = JdParams {
+        problem: ProblemSettings {
+            nev: 2,
+            tol: 1e-30,
+            ..Default::default()
+        },
+        ..JdParams::default()
+    };
+    let sol = jdmg::solve_matrix(&a, &p, None).unwrap();
+    assert_eq!(sol.outcome, jdmg::Outcome::BudgetSpent);
+    let s = &sol.stats;
+    assert!(
+        s.outer_iterations == 10_000 || (100_000..101_000).contains(&s.matvecs),
+        "{} outer iterations, {} products",
+        s.outer_iterations,
+        s.matvecs
+    );
 }

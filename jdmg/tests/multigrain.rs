@@ -80,7 +80,7 @@ fn balanced_multigrain_matches_fine_grain_and_removes_imbalance() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 200_000,
+            max_matvecs: Some(200_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -241,7 +241,7 @@ fn layout_params(k: usize) -> JdParams {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 200_000,
+            max_matvecs: Some(200_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -467,7 +467,7 @@ fn a_stop_on_one_rank_stops_every_rank_of_a_multigrain_solve() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 50_000_000,
+            max_matvecs: Some(50_000_000),
             ..Default::default()
         },
         ..JdParams::default()

@@ -73,7 +73,7 @@ fn solve_groups_match_the_fine_grain_generalized_eigenvalues() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 400_000,
+            max_matvecs: Some(400_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -150,7 +150,7 @@ fn coarse_grain_fem3d_smallest_and_largest() {
                 ..Default::default()
             },
             execution: ExecutionSettings {
-                max_matvecs: 400_000,
+                max_matvecs: Some(400_000),
                 ..Default::default()
             },
             ..JdParams::default()

@@ -519,7 +519,7 @@ fn non_symmetric_matrices_are_refused_by_the_library() {
             ..params.problem
         },
         execution: ExecutionSettings {
-            max_matvecs: 2_000,
+            max_matvecs: Some(2_000),
             ..params.execution
         },
         ..params
@@ -631,7 +631,7 @@ fn jacobi_following_the_shift_cuts_matvecs_inside_the_spectrum() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 200_000,
+            max_matvecs: Some(200_000),
             ..Default::default()
         },
         ..JdParams::default()

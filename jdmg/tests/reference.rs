@@ -73,7 +73,7 @@ fn check_with(name: &str, target: Target, precond: PrecondChoice, base: JdParams
             ..base.preconditioner
         },
         execution: ExecutionSettings {
-            max_matvecs: 400_000,
+            max_matvecs: Some(400_000),
             ..base.execution
         },
         ..base

@@ -89,7 +89,7 @@ fn params() -> JdParams {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 400_000,
+            max_matvecs: Some(400_000),
             ..Default::default()
         },
         ..JdParams::default()
@@ -405,7 +405,7 @@ fn rows_that_follow_the_speeds_stay() {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 400_000,
+            max_matvecs: Some(400_000),
             ..Default::default()
         },
         ..JdParams::default()

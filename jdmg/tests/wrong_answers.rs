@@ -353,7 +353,7 @@ fn partial_results_carry_their_own_residuals() {
                 ..(params(5, 0)).preconditioner
             },
             execution: ExecutionSettings {
-                max_matvecs: budget,
+                max_matvecs: Some(budget),
                 ..(params(5, 0)).execution
             },
             ..params(5, 0)

@@ -610,7 +610,8 @@ def eigsh(
         values below 24 are raised to min(24, n): unlike ARPACK's Krylov
         space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
     maxiter : int, optional
-        Maximum number of outer iterations (default 100000).
+        Maximum number of outer iterations (default max(10000, 10 n), as
+        ARPACK's 10 n).
     tol : float
         Convergence tolerance: a pair converges when ||A x - lambda x|| <=
         tol * ||A|| (``conv='norm'``, PRIMME's test; of the transformed
@@ -676,7 +677,7 @@ def eigsh(
     threads : int, optional
         Threads of the sparse products and dense kernels (default 1).
     maxmatvecs : int, optional
-        Budget of products with A.
+        Budget of products with A (default max(100000, 10 n k)).
     conv : {'norm', 'rel', 'abs'}, optional
         Convergence test: ||r|| <= tol ||A|| (default), tol |lambda|, tol.
     seed : int, optional
@@ -951,7 +952,9 @@ def eigsh(
         if not machine_tol or r[0] != 0 or len(r[1]) == 0:
             return r
         raws = [r[5]]
-        budget = min(params.get("max_outer", 100000), max(50, 2 * _json.loads(r[5])["outer_iterations"]))
+        budget = max(50, 2 * _json.loads(r[5])["outer_iterations"])
+        if "max_outer" in params:
+            budget = min(params["max_outer"], budget)
         spent = _json.loads(r[5])["matvecs"]
         for t in _TOL_LADDER:
             p = dict(params, tol=t, max_outer=budget)

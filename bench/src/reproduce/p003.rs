@@ -55,7 +55,7 @@ fn params(block: usize) -> JdParams {
             ..Default::default()
         },
         execution: ExecutionSettings {
-            max_matvecs: 2_000_000,
+            max_matvecs: Some(2_000_000),
             ..Default::default()
         },
         ..JdParams::default()

@@ -148,7 +148,8 @@ pub struct SolveArgs {
     /// Not used with --st sinvert.
     #[arg(long, value_parser = named::<Extraction>())]
     pub extraction: Option<Extraction>,
-    /// Matvec budget (all products, inner steps included; default 1e7). Checked
+    /// Matvec budget (all products, inner steps included; default max(1e5,
+    /// 10 n nev) for order n and nev pairs). Checked
     /// once per outer iteration, before its correction equations: the total may
     /// exceed it by one outer iteration's products, up to block x (2 maxits + 1)
     /// with BiCGSTAB plus the residual checks of newly locked pairs.
@@ -555,7 +556,7 @@ fn params_from(a: &SolveArgs) -> Result<JdParams, Fail> {
         p.correction.solver = v;
     }
     if let Some(v) = a.max_matvecs {
-        p.execution.max_matvecs = v;
+        p.execution.max_matvecs = Some(v);
     }
     if let Some(v) = a.seed {
         p.basis.seed = v;
@@ -947,9 +948,10 @@ struct Watch {
 }
 
 impl Watch {
-    fn new(a: &SolveArgs, p: &JdParams) -> Self {
+    /// The observer of a solve of order `n`.
+    fn new(a: &SolveArgs, p: &JdParams, n: usize) -> Self {
         let live = (!a.quiet && std::io::stderr().is_terminal())
-            .then(|| Live::new(p.problem.nev, p.execution.max_matvecs));
+            .then(|| Live::new(p.problem.nev, p.execution.matvec_budget(n, p.problem.nev)));
         Self {
             live,
             history: a.plot.as_ref().map(|_| History::default()),
@@ -1139,7 +1141,7 @@ pub fn solve_cmd(a: &SolveArgs) -> Result<(), Fail> {
     check_problem(a, (&m, mass.as_ref()), &params, a.ranks, "ranks")?;
     check_resume_dimension(a, &resume, m.nrows())?;
     let vecs = pencil_vectors(a, complex.as_mut(), m.nrows())?;
-    let watch = Mutex::new(Watch::new(a, &params));
+    let watch = Mutex::new(Watch::new(a, &params, m.nrows()));
     let lib = library_params(&params, complex.as_ref());
     let factor_first = a.st == crate::vectors::St::Sinvert && !slices(a, &params);
     EXIT_BEFORE_FIRST.store(factor_first, std::sync::atomic::Ordering::SeqCst);
@@ -1883,7 +1885,7 @@ fn solve_on(a: &SolveArgs, params: &JdParams, world: &lblib::mpi::MpiComm) -> Re
         None => Vec::new(),
     };
     let slowed = lblib::Slowed::new(world.split(0, rank), factor);
-    let watch = Mutex::new(Watch::new(a, params));
+    let watch = Mutex::new(Watch::new(a, params, m.nrows()));
     let w = (rank == 0).then_some(&watch);
     // the checkpoint sink (or the StopWhen sink) makes the stop collective
     catch_interrupts();

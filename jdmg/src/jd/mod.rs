@@ -600,8 +600,9 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.stats.projection_seconds += tp.elapsed().as_secs_f64();
             self.harmonic_watch(&ritz_seen, remaining);
             // Budget checks.
-            if self.stats.matvecs >= self.prm.execution.max_matvecs
-                || self.stats.outer_iterations >= self.prm.execution.max_outer
+            let (n, nev) = (self.pb.n_global, self.prm.problem.nev);
+            if self.stats.matvecs >= self.prm.execution.matvec_budget(n, nev)
+                || self.stats.outer_iterations >= self.prm.execution.outer_budget(n)
             {
                 // Finishing anyway: a stop request changes nothing.
                 self.emit(observer, &ritz_seen, &[]);
