@@ -377,7 +377,7 @@ pub struct ExecutionSettings {
     /// `max_matvecs` 10 with k 4, maxits 20, `InnerSolver::Bicgstab` and no
     /// preconditioner ends at 158 on lap3d:20.
     pub max_matvecs: Option<u64>,
-    /// Stop after this many outer iterations. Default None: max(10⁴, 10·n)
+    /// Stop after this many outer iterations. Default None: max(10⁵, 10·n)
     /// ([`ExecutionSettings::outer_budget`]).
     pub max_outer: Option<usize>,
     /// From this many wanted pairs on, `Target::Smallest` or `Largest` of an
@@ -407,15 +407,15 @@ pub const MIN_MATVEC_BUDGET: u64 = 100_000;
 /// Products per row and wanted pair of [`ExecutionSettings::matvec_budget`].
 pub const MATVECS_PER_ROW_AND_PAIR: u64 = 10;
 /// The least outer-iteration budget of [`ExecutionSettings::outer_budget`].
-pub const MIN_OUTER_BUDGET: usize = 10_000;
+pub const MIN_OUTER_BUDGET: usize = 100_000;
 
 impl ExecutionSettings {
     /// The product budget of a problem of order `n` with `nev` wanted pairs:
-    /// `max_matvecs`, else max([`MIN_MATVEC_BUDGET`], 10·n·nev). A solve that
-    /// converges takes a few products per row and pair at most, inner steps
-    /// included (lap3d:64, 4 pairs: 455 for 262,144 rows); one that cannot
-    /// (the smallest magnitudes of an indefinite matrix without a shift)
-    /// stops in proportion to its size instead of after a fixed count.
+    /// `max_matvecs`, else max([`MIN_MATVEC_BUDGET`], 10·n·nev). Solves of
+    /// large problems take far fewer, inner steps included (lap3d:64, 4
+    /// pairs: 455 for 262,144 rows); one that cannot converge (the smallest
+    /// magnitudes of an indefinite matrix without a shift) stops in
+    /// proportion to its size instead of after a fixed count.
     #[must_use]
     pub fn matvec_budget(&self, n: usize, nev: usize) -> u64 {
         self.max_matvecs.unwrap_or_else(|| {
@@ -427,7 +427,9 @@ impl ExecutionSettings {
     }
 
     /// The outer-iteration budget of a problem of order `n`: `max_outer`,
-    /// else max([`MIN_OUTER_BUDGET`], 10·n), as ARPACK's `maxiter`.
+    /// else max([`MIN_OUTER_BUDGET`], 10·n): 10·n as ARPACK's `maxiter` for
+    /// large n; small problems keep room for the slow GD+k iterations of
+    /// interior targets (lap2d:30 at σ = 1 takes over 10⁴).
     #[must_use]
     pub fn outer_budget(&self, n: usize) -> usize {
         self.max_outer

@@ -238,14 +238,14 @@ fn the_automatic_inner_solver_takes_the_same_steps_at_any_speed() {
 }
 
 /// The default budgets scale with the problem (ARPACK's `maxiter` is 10·n):
-/// max(10⁵, 10·n·nev) products and max(10⁴, 10·n) outer iterations, and a
+/// max(10⁵, 10·n·nev) products and max(10⁵, 10·n) outer iterations, and a
 /// solve that cannot converge stops there.
 #[test]
 fn default_budgets_scale_with_the_problem() {
     let e = ExecutionSettings::default();
     assert_eq!(e.matvec_budget(100, 4), 100_000);
     assert_eq!(e.matvec_budget(262_144, 4), 10_485_760);
-    assert_eq!(e.outer_budget(100), 10_000);
+    assert_eq!(e.outer_budget(100), 100_000);
     assert_eq!(e.outer_budget(262_144), 2_621_440);
     let set = ExecutionSettings {
         max_matvecs: Some(7),
@@ -270,7 +270,7 @@ fn default_budgets_scale_with_the_problem() {
     assert_eq!(sol.outcome, jdmg::Outcome::BudgetSpent);
     let s = &sol.stats;
     assert!(
-        s.outer_iterations == 10_000 || (100_000..101_000).contains(&s.matvecs),
+        (100_000..101_000).contains(&s.matvecs),
         "{} outer iterations, {} products",
         s.outer_iterations,
         s.matvecs

@@ -610,7 +610,7 @@ def eigsh(
         values below 24 are raised to min(24, n): unlike ARPACK's Krylov
         space, a Jacobi-Davidson basis of 2k+1 vectors does not work.
     maxiter : int, optional
-        Maximum number of outer iterations (default max(10000, 10 n), as
+        Maximum number of outer iterations (default max(100000, 10 n), as
         ARPACK's 10 n).
     tol : float
         Convergence tolerance: a pair converges when ||A x - lambda x|| <=

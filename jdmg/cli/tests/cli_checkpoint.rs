@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use jdmg::Checkpoint;
 
-/// A fixed correction method (`--inner-solver auto` switches on timings, and
-/// these tests compare the steps of two runs).
+/// A fixed correction method (`--inner-solver auto` starts its choice afresh
+/// in a resumed run, and these tests compare the steps of two runs).
 const PROBLEM: [&str; 9] = [
     "solve",
     "--generate",
