@@ -365,8 +365,9 @@ pub struct ExecutionSettings {
     /// Stop after this many matrix-vector products (all, inner included).
     /// Default None: scaled with the problem, max(10⁵, 10·n·nev) for order n
     /// and nev wanted pairs (ARPACK's `maxiter` is 10·n restarts; see
-    /// [`ExecutionSettings::matvec_budget`]). Checked once per outer iteration, after its Rayleigh-Ritz step and before
-    /// its correction equations: the solve ends (`Outcome::BudgetSpent`) at the first
+    /// [`ExecutionSettings::matvec_budget`]). Checked once per outer
+    /// iteration, after its Rayleigh-Ritz step and before its correction
+    /// equations: the solve ends (`Outcome::BudgetSpent`) at the first
     /// check that finds the budget spent, so the total may exceed the budget by
     /// up to one outer iteration's products: the correction equations (at most
     /// `maxits` inner steps each, two products per BiCGSTAB step, one per JDQMR

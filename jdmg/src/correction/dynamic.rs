@@ -212,11 +212,7 @@ impl WorkClock {
             c.basis_passes,
             c.inner_steps,
         ];
-        let d: Vec<f64> = now
-            .iter()
-            .zip(self.last)
-            .map(|(&a, b)| a.saturating_sub(b) as f64)
-            .collect();
+        let d: [f64; 5] = std::array::from_fn(|i| now[i].saturating_sub(self.last[i]) as f64);
         let n = c.n as f64;
         self.total += d[0] * self.weights[0]
             + d[1] * self.weights[1]
