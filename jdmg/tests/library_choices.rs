@@ -3,6 +3,8 @@
 //! disagree on nev; and the automatic inner solver's choice, which must not
 //! depend on the machine's speed.
 
+mod common;
+
 use jdmg::{solve, InnerSolver, JdError, JdParams, PrecondChoice, Problem};
 use jdmg::{
     BasisSettings, CorrectionSettings, ExecutionSettings, PrecondSettings, ProblemSettings,
@@ -219,6 +221,15 @@ fn the_automatic_inner_solver_takes_the_same_steps_at_any_speed() {
     let slow = run(20_000);
     let s = &quick.stats;
     assert!(quick.is_converged());
+    // What was returned: the six smallest of the closed form, true residuals
+    // within tol·‖A‖₁, orthonormal vectors.
+    let exact = common::lap3d_spectrum(14);
+    let mut got = quick.eigenvalues.clone();
+    got.sort_by(f64::total_cmp);
+    for (g, e) in got.iter().zip(&exact) {
+        assert!((g - e).abs() < 1e-8, "{got:?} against {:?}", &exact[..6]);
+    }
+    common::assert_pairs(&a, &quick, 1e-10 * common::norm1(&a));
     assert!(
         s.gdk_iterations > 0 && s.jdqmr_iterations > 0 && s.method_switches > 0,
         "both methods must run: {s:?}"
