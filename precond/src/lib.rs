@@ -10,6 +10,7 @@ pub mod operator;
 pub mod pages;
 pub mod preconditioners;
 pub mod scratch;
+pub mod simd;
 pub mod spmv;
 
 pub use dist::{redistribute, DistCsrOperator, DistError, DistOptions, RedistScratch};

@@ -159,15 +159,25 @@ fn gather<const CHECKED: bool>(x: &[f64], c: u32) -> f64 {
         // SAFETY: callers of the unchecked kernels guarantee (a) every column index of
         // the matrix is < ncols, verified once by `validate` on a matrix that stays
         // immutably borrowed (so its pattern cannot change), and (b) x.len() >= ncols,
-        // asserted at the top of `rows_kernel`.
+        // asserted at the top of `rows_kernel_body`.
         unsafe { *x.get_unchecked(c as usize) }
     }
 }
 
-/// `y[j][i - rows.start] = Σ_p A[i, p] x[j][p]` for rows `rows` and `K` vectors,
-/// reading each matrix entry once.
+crate::avx2_dispatch! {
+    /// `y[j][i - rows.start] = Σ_p A[i, p] x[j][p]` for rows `rows` and `K` vectors,
+    /// reading each matrix entry once ([`rows_kernel_body`], AVX2 where present).
+    fn rows_kernel<const K: usize, const CHECKED: bool>(
+        a: Csr<'_>,
+        rows: Range<usize>,
+        x: [&[f64]; K],
+        y: [&mut [f64]; K],
+    ) = rows_kernel_body;
+}
+
+/// The body of [`rows_kernel`].
 #[inline(always)]
-fn rows_kernel<const K: usize, const CHECKED: bool>(
+fn rows_kernel_body<const K: usize, const CHECKED: bool>(
     a: Csr<'_>,
     rows: Range<usize>,
     x: [&[f64]; K],
@@ -221,12 +231,28 @@ fn rows_kernel<const K: usize, const CHECKED: bool>(
     }
 }
 
-/// Row kernel for `K` vectors stored *interleaved* (`xi[c * K + j]` is entry `c` of
-/// vector `j`): one gathered cache line serves all `K` vectors, and power-of-two
-/// vector lengths cannot make the `K` gathers collide in the same cache sets (which
-/// they do with column-major `x`, e.g. `n = 2^18`).
+crate::avx2_dispatch! {
+    /// Row kernel for `K` vectors stored *interleaved* (`xi[c * K + j]` is entry `c` of
+    /// vector `j`): one gathered cache line serves all `K` vectors, and power-of-two
+    /// vector lengths cannot make the `K` gathers collide in the same cache sets (which
+    /// they do with column-major `x`, e.g. `n = 2^18`). [`rows_kernel_il_body`], AVX2
+    /// where present.
+    fn rows_kernel_il<const K: usize>(
+        a: Csr<'_>,
+        rows: Range<usize>,
+        xi: &[f64],
+        y: [&mut [f64]; K],
+    ) = rows_kernel_il_body;
+}
+
+/// The body of [`rows_kernel_il`].
 #[inline(always)]
-fn rows_kernel_il<const K: usize>(a: Csr<'_>, rows: Range<usize>, xi: &[f64], y: [&mut [f64]; K]) {
+fn rows_kernel_il_body<const K: usize>(
+    a: Csr<'_>,
+    rows: Range<usize>,
+    xi: &[f64],
+    y: [&mut [f64]; K],
+) {
     assert!(xi.len() >= a.ncols * K, "spmv: interleaved x too short");
     let n = rows.len();
     for yj in &y {
@@ -267,7 +293,7 @@ fn rows_kernel_il<const K: usize>(a: Csr<'_>, rows: Range<usize>, xi: &[f64], y:
 /// The `K` interleaved values of column `c`.
 #[inline(always)]
 fn load_il<const K: usize>(xi: &[f64], c: u32) -> &[f64; K] {
-    // SAFETY: callers (`rows_kernel_il`) guarantee `c < ncols` for every stored index
+    // SAFETY: callers (`rows_kernel_il_body`) guarantee `c < ncols` for every stored index
     // (checked once by `validate` on a matrix that stays immutably borrowed) and
     // `xi.len() >= ncols * K` (asserted on entry), so `c * K + K <= xi.len()`: the
     // K-element read is in bounds; `[f64; K]` has the alignment of `f64`.
@@ -433,12 +459,25 @@ fn interleave<const K: usize>(
         // SAFETY: block b (claimed once) owns xi[lo*K..hi*K]; blocks are disjoint and
         // `xi` outlives `run_blocks`, which returns only after every job finished.
         let [dst] = unsafe { out.rows(lo * K, hi * K) };
-        for (t, d) in dst.chunks_exact_mut(K).enumerate() {
-            for j in 0..K {
-                d[j] = x[j][lo + t];
-            }
-        }
+        interleave_rows(x, lo, dst);
     });
+}
+
+crate::avx2_dispatch! {
+    /// `dst[t * K + j] = x[j][lo + t]` for the `dst.len() / K` rows from `lo` on
+    /// ([`interleave_rows_body`], AVX2 where present).
+    fn interleave_rows<const K: usize>(x: [&[f64]; K], lo: usize, dst: &mut [f64]) =
+        interleave_rows_body;
+}
+
+/// The body of [`interleave_rows`].
+#[inline(always)]
+fn interleave_rows_body<const K: usize>(x: [&[f64]; K], lo: usize, dst: &mut [f64]) {
+    for (t, d) in dst.chunks_exact_mut(K).enumerate() {
+        for j in 0..K {
+            d[j] = x[j][lo + t];
+        }
+    }
 }
 
 /// A kernel over groups of `K` vectors (`K` in 1, 2, 4, 8), see [`for_groups`].

@@ -984,8 +984,7 @@ impl BlockJdQmr {
             if first {
                 d.copy_from_slice(z);
             } else {
-                let beta = betas[c];
-                d.iter_mut().zip(z).for_each(|(d, z)| *d = z + beta * *d);
+                xpby(z, betas[c], d);
             }
         });
         for (r, rh) in rec[..na].iter_mut().zip(&rho) {
@@ -1308,8 +1307,14 @@ fn swap_cols(v: &mut [f64], n: usize, a: usize, b: usize) {
 /// Four partial sums per reduction, so that fused loops vectorize.
 const LANES: usize = 4;
 
-/// (zᵀx, zᵀg, gᵀk) in one pass.
-fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
+precond::avx2_dispatch! {
+    /// (zᵀx, zᵀg, gᵀk) in one pass ([`dot3_body`], AVX2 where present).
+    fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) = dot3_body;
+}
+
+/// The body of [`dot3`].
+#[inline(always)]
+fn dot3_body(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
     let len = z.len() - z.len() % LANES;
     let (mut s, mut t, mut u) = ([0.0f64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
     for (((zv, xv), gv), kv) in z[..len]
@@ -1334,9 +1339,16 @@ fn dot3(z: &[f64], x: &[f64], g: &[f64], k: &[f64]) -> (f64, f64, f64) {
     (sum(s, s0), sum(t, t0), sum(u, u0))
 }
 
-/// w ← w − σ·sv (sv = d, or M·d with a mass matrix), returning dᵀw and xᵀw
-/// of the new w, and xᵀd, in one pass.
-fn shift_dot3(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> [f64; 3] {
+precond::avx2_dispatch! {
+    /// w ← w − σ·sv (sv = d, or M·d with a mass matrix), returning dᵀw and xᵀw
+    /// of the new w, and xᵀd, in one pass ([`shift_dot3_body`], AVX2 where present).
+    fn shift_dot3(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> [f64; 3] =
+        shift_dot3_body;
+}
+
+/// The body of [`shift_dot3`].
+#[inline(always)]
+fn shift_dot3_body(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> [f64; 3] {
     let len = w.len() - w.len() % LANES;
     let (mut s, mut t, mut u) = ([0.0f64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
     {
@@ -1366,9 +1378,16 @@ fn shift_dot3(w: &mut [f64], sv: &[f64], sigma: f64, d: &[f64], x: &[f64]) -> [f
     [sum(s, s0), sum(t, t0), sum(u, u0)]
 }
 
-/// w ← w − c·x (the projection of x out of w) and g ← g − α w, returning ‖g‖²,
-/// in one pass.
-fn sub_proj_norm2(g: &mut [f64], alpha: f64, w: &[f64], c: f64, x: &[f64]) -> f64 {
+precond::avx2_dispatch! {
+    /// w ← w − c·x (the projection of x out of w) and g ← g − α w, returning ‖g‖²,
+    /// in one pass ([`sub_proj_norm2_body`], AVX2 where present).
+    fn sub_proj_norm2(g: &mut [f64], alpha: f64, w: &[f64], c: f64, x: &[f64]) -> f64 =
+        sub_proj_norm2_body;
+}
+
+/// The body of [`sub_proj_norm2`].
+#[inline(always)]
+fn sub_proj_norm2_body(g: &mut [f64], alpha: f64, w: &[f64], c: f64, x: &[f64]) -> f64 {
     let len = g.len() - g.len() % LANES;
     let mut s = [0.0f64; LANES];
     {
@@ -1392,8 +1411,16 @@ fn sub_proj_norm2(g: &mut [f64], alpha: f64, w: &[f64], c: f64, x: &[f64]) -> f6
     (s[0] + s[1]) + (s[2] + s[3]) + s0
 }
 
-/// QMRs' solution update δ ← γδ + ηd, s ← s + δ, returning ‖s‖², in one pass.
-fn qmr_update(gamma: f64, eta: f64, d: &[f64], delta: &mut [f64], sol: &mut [f64]) -> f64 {
+precond::avx2_dispatch! {
+    /// QMRs' solution update δ ← γδ + ηd, s ← s + δ, returning ‖s‖², in one pass
+    /// ([`qmr_update_body`], AVX2 where present).
+    fn qmr_update(gamma: f64, eta: f64, d: &[f64], delta: &mut [f64], sol: &mut [f64]) -> f64 =
+        qmr_update_body;
+}
+
+/// The body of [`qmr_update`].
+#[inline(always)]
+fn qmr_update_body(gamma: f64, eta: f64, d: &[f64], delta: &mut [f64], sol: &mut [f64]) -> f64 {
     let len = d.len() - d.len() % LANES;
     let mut acc = [0.0f64; LANES];
     {
@@ -1417,6 +1444,17 @@ fn qmr_update(gamma: f64, eta: f64, d: &[f64], delta: &mut [f64], sol: &mut [f64
         tail += sol[i] * sol[i];
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+precond::avx2_dispatch! {
+    /// d ← z + β·d, QMRs' next direction ([`xpby_body`], AVX2 where present).
+    fn xpby(z: &[f64], beta: f64, d: &mut [f64]) = xpby_body;
+}
+
+/// The body of [`xpby`].
+#[inline(always)]
+fn xpby_body(z: &[f64], beta: f64, d: &mut [f64]) {
+    d.iter_mut().zip(z).for_each(|(d, z)| *d = z + beta * *d);
 }
 
 #[cfg(test)]

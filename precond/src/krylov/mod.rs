@@ -299,9 +299,15 @@ fn finish<S: Stepwise>(
     }
 }
 
-/// Local dot product (4 accumulators for vectorization).
-#[inline]
-pub fn dot(x: &[f64], y: &[f64]) -> f64 {
+crate::avx2_dispatch! {
+    /// Local dot product (4 accumulators for vectorization; AVX2 where present, see
+    /// [`crate::simd`]).
+    pub fn dot(x: &[f64], y: &[f64]) -> f64 = dot_body;
+}
+
+/// The body of [`dot`].
+#[inline(always)]
+fn dot_body(x: &[f64], y: &[f64]) -> f64 {
     debug_assert_eq!(x.len(), y.len());
     let mut acc = [0.0f64; 4];
     let (xc, xr) = x.split_at(x.len() - x.len() % 4);
@@ -316,10 +322,16 @@ pub fn dot(x: &[f64], y: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// `[(t, s), (t, t), (s, s)]` in one pass, each summed exactly as [`dot`] sums it
-/// (the same four accumulators), so the results equal three separate calls.
-#[inline]
-pub(crate) fn dot3(t: &[f64], s: &[f64]) -> [f64; 3] {
+crate::avx2_dispatch! {
+    /// `[(t, s), (t, t), (s, s)]` in one pass, each summed exactly as [`dot`] sums it
+    /// (the same four accumulators), so the results equal three separate calls
+    /// ([`dot3_body`], AVX2 where present).
+    pub(crate) fn dot3(t: &[f64], s: &[f64]) -> [f64; 3] = dot3_body;
+}
+
+/// The body of [`dot3`].
+#[inline(always)]
+fn dot3_body(t: &[f64], s: &[f64]) -> [f64; 3] {
     debug_assert_eq!(t.len(), s.len());
     let mut acc = [[0.0f64; 4]; 3];
     let (tc, tr) = t.split_at(t.len() - t.len() % 4);
@@ -339,10 +351,17 @@ pub(crate) fn dot3(t: &[f64], s: &[f64]) -> [f64; 3] {
     ]
 }
 
-/// `r -= omega t`, then `[(h, r), (r, r)]` in the same pass, summed as [`dot`] sums
-/// them (results equal to an [`axpy`] followed by two [`dot`] calls).
-#[inline]
-pub(crate) fn axpy_dot2(omega: f64, t: &[f64], r: &mut [f64], h: &[f64]) -> [f64; 2] {
+crate::avx2_dispatch! {
+    /// `r -= omega t`, then `[(h, r), (r, r)]` in the same pass, summed as [`dot`] sums
+    /// them (results equal to an [`axpy`] followed by two [`dot`] calls;
+    /// [`axpy_dot2_body`], AVX2 where present).
+    pub(crate) fn axpy_dot2(omega: f64, t: &[f64], r: &mut [f64], h: &[f64]) -> [f64; 2] =
+        axpy_dot2_body;
+}
+
+/// The body of [`axpy_dot2`].
+#[inline(always)]
+fn axpy_dot2_body(omega: f64, t: &[f64], r: &mut [f64], h: &[f64]) -> [f64; 2] {
     debug_assert!(t.len() == r.len() && h.len() == r.len());
     let mut acc = [[0.0f64; 4]; 2];
     let cut = r.len() - r.len() % 4;

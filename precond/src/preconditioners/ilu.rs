@@ -211,15 +211,16 @@ impl LuFactors {
         assert_eq!(r.len(), self.n, "LuFactors::solve: r has wrong length");
         assert_eq!(z.len(), self.n, "LuFactors::solve: z has wrong length");
         if self.tri.streamed() >= STREAM_ENTRIES {
-            self.solve_one::<true>(r, z)
+            solve_one::<true>(self, r, z)
         } else {
-            self.solve_one::<false>(r, z)
+            solve_one::<false>(self, r, z)
         }
     }
 
-    /// [`LuFactors::solve`], prefetching the factors when `PF`.
+    /// [`LuFactors::solve`], prefetching the factors when `PF`: the body of
+    /// [`solve_one`].
     #[inline(always)]
-    fn solve_one<const PF: bool>(&self, r: &[f64], z: &mut [f64]) {
+    fn solve_one_body<const PF: bool>(&self, r: &[f64], z: &mut [f64]) {
         let t = &self.tri;
         let mut prev = (u32::MAX, [0.0]);
         let mut pf = 0;
@@ -292,6 +293,13 @@ impl LuFactors {
     }
 }
 
+crate::avx2_dispatch! {
+    /// [`LuFactors::solve`] of `lu`, prefetching the factors when `PF`
+    /// ([`LuFactors::solve_one_body`], AVX2 where present).
+    fn solve_one<const PF: bool>(lu: &LuFactors, r: &[f64], z: &mut [f64]) =
+        LuFactors::solve_one_body;
+}
+
 /// One group of vectors of [`LuFactors::apply_block`].
 struct LuGroup<'a> {
     lu: &'a LuFactors,
@@ -344,11 +352,23 @@ fn prefetch_ahead(idx: &[u32], val: &[f64], lo: usize, next: &mut usize) {
     }
 }
 
-/// Forward and backward substitution for `K` column-major vectors `r` → `z` through the
-/// row-interleaved scratch `xi` (`n × K`, row-major); per vector the operations of
-/// [`LuFactors::solve`] in the same order.
+crate::avx2_dispatch! {
+    /// Forward and backward substitution for `K` column-major vectors `r` → `z` through
+    /// the row-interleaved scratch `xi` (`n × K`, row-major); per vector the operations
+    /// of [`LuFactors::solve`] in the same order ([`substitute_il_body`], AVX2 where
+    /// present).
+    fn substitute_il<const K: usize, const PF: bool>(
+        t: &TriSolve,
+        n: usize,
+        r: &[f64],
+        z: &mut [f64],
+        xi: &mut [f64],
+    ) = substitute_il_body;
+}
+
+/// The body of [`substitute_il`].
 #[inline(always)]
-fn substitute_il<const K: usize, const PF: bool>(
+fn substitute_il_body<const K: usize, const PF: bool>(
     t: &TriSolve,
     n: usize,
     r: &[f64],
@@ -1012,7 +1032,7 @@ impl<'a> DiagonalIlu0<'a> {
     /// `K` vectors in the row-interleaved `xi` (`K = 1`: a plain vector, which may
     /// be the output), with the entry next to the diagonal kept in registers as in
     /// [`eliminate`] and `A` prefetched when `PF`; column `j` of `y` also goes to
-    /// `z[j n..]` when given.
+    /// `z[j n..]` when given. The body of [`dilu_sweeps`].
     #[inline(always)]
     fn sweeps<const K: usize, const PF: bool>(
         &self,
@@ -1063,6 +1083,16 @@ impl<'a> DiagonalIlu0<'a> {
     }
 }
 
+crate::avx2_dispatch! {
+    /// [`DiagonalIlu0::sweeps`] of `f` (AVX2 where present).
+    fn dilu_sweeps<const K: usize, const PF: bool>(
+        f: &DiagonalIlu0<'_>,
+        rc: [&[f64]; K],
+        xi: &mut [f64],
+        z: Option<&mut [f64]>,
+    ) = DiagonalIlu0::sweeps;
+}
+
 /// One group of vectors of [`DiagonalIlu0`]'s `apply_block`.
 struct DiluGroup<'a, 'm> {
     f: &'a DiagonalIlu0<'m>,
@@ -1082,14 +1112,14 @@ impl ColumnGroup for DiluGroup<'_, '_> {
         if K == 1 {
             // In place: each sweep reads only rows it has already written.
             match pf {
-                true => self.f.sweeps::<1, true>([r], z, None),
-                false => self.f.sweeps::<1, false>([r], z, None),
+                true => dilu_sweeps::<1, true>(self.f, [r], z, None),
+                false => dilu_sweeps::<1, false>(self.f, [r], z, None),
             }
         } else {
             let (rc, xi) = (columns::<K>(r, n, 0), &mut self.xi[..n * K]);
             match pf {
-                true => self.f.sweeps::<K, true>(rc, xi, Some(z)),
-                false => self.f.sweeps::<K, false>(rc, xi, Some(z)),
+                true => dilu_sweeps::<K, true>(self.f, rc, xi, Some(z)),
+                false => dilu_sweeps::<K, false>(self.f, rc, xi, Some(z)),
             }
         }
     }
