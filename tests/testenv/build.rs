@@ -6,6 +6,10 @@
 //! `matrices::shared::default_dir`. Found (or `JDMG_REQUIRE_MATRICES=1`): the
 //! tests run. Missing: they are ignored with the reason.
 //!
+//! (No `cargo::warning`: this script runs twice in a workspace test run, for
+//! the proc macro and for the summary test of this package, and each would
+//! print it. The summary says it once.)
+//!
 //! This lives in a proc-macro crate of its own, a dev-dependency only, because
 //! whatever this script decides is rebuilt with everything that depends on it:
 //! here only the test targets, where a build script of `matrices` would rebuild
