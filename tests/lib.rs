@@ -1,11 +1,11 @@
 //! Cross-crate integration tests live in `tests/tests/`, with the MPI scenarios
 //! (`tests/tests/mpi_scenarios.rs`: mpirun on the binaries of an MPI build,
-//! skipped without one).
+//! ignored unless asked for).
 
 use std::path::PathBuf;
 
-/// Directory of the shared real matrices for a test, `None` (skip, with a line
-/// on stderr) when it is missing: see [`matrices::shared::test_dir`].
-pub fn shared_matrices_dir() -> Option<PathBuf> {
+/// Directory of the shared real matrices, for a `#[testenv::matrix_test]`: see
+/// [`matrices::shared::test_dir`].
+pub fn shared_matrices_dir() -> PathBuf {
     matrices::shared::test_dir()
 }

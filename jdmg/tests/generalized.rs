@@ -168,12 +168,9 @@ fn fine_grain_on_two_ranks() {
 /// lund_a/lund_b (Harwell-Boeing LUND, 147 rows, ‖K‖ ≈ 2.2e8, cond(M) ≈ 3e4)
 /// against the dense generalized eigensolver (LAPACK dsygvd through
 /// scipy.linalg.eigh(A, B)), smallest and largest.
-#[test]
+#[testenv::matrix_test]
 fn lund_against_dense_lapack() {
-    // skipped (with a line on stderr) without the real matrices
-    let Some((k, m)) = common::lund_pair() else {
-        return;
-    };
+    let (k, m) = common::lund_pair();
     let smallest = [
         208.23664951572565,
         574.2561377081882,

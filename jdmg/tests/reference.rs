@@ -44,10 +44,7 @@ fn check_qmrs(name: &str, target: Target, precond: PrecondChoice) {
 }
 
 fn check_with(name: &str, target: Target, precond: PrecondChoice, base: JdParams) {
-    // skipped (with a line on stderr) without the real matrices
-    let Some(dir) = matrices::shared::test_dir() else {
-        return;
-    };
+    let dir = matrices::shared::test_dir();
     let a = read_matrix_market(dir.join(format!("{name}.mtx")))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .matrix;
@@ -122,19 +119,19 @@ macro_rules! reference_tests {
     ($($test:ident: $name:literal, $small_pc:expr;)*) => {$(
         mod $test {
             use super::*;
-            #[test]
+            #[testenv::matrix_test]
             fn smallest() {
                 check($name, Target::Smallest, $small_pc);
             }
-            #[test]
+            #[testenv::matrix_test]
             fn largest() {
                 check($name, Target::Largest, PrecondChoice::None);
             }
-            #[test]
+            #[testenv::matrix_test]
             fn smallest_qmrs() {
                 check_qmrs($name, Target::Smallest, $small_pc);
             }
-            #[test]
+            #[testenv::matrix_test]
             fn largest_qmrs() {
                 check_qmrs($name, Target::Largest, PrecondChoice::None);
             }

@@ -194,12 +194,9 @@ fn dense_generalized(k: &CsrMatrix, m: &CsrMatrix) -> Vec<f64> {
 /// lund_a/lund_b (147 rows, ‖K‖ ≈ 2.2e8, cond(M) ≈ 3e4) at two interior
 /// shifts against the dense Cholesky-reduced reference; the inertia of
 /// K − σM against the count below σ.
-#[test]
+#[testenv::matrix_test]
 fn lund_interior_against_dense_reference() {
-    // skipped (with a line on stderr) without the real matrices
-    let Some((k, m)) = common::lund_pair() else {
-        return;
-    };
+    let (k, m) = common::lund_pair();
     let ex = dense_generalized(&k, &m);
     // the smallest agree with the stored LAPACK (dsygvd) figures
     assert!((ex[0] - 208.23664951572565).abs() < 1e-8 * 208.0);

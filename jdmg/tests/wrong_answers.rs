@@ -426,11 +426,9 @@ fn double_eigenvalue_lost_to_an_invariant_subspace_after_a_restart() {
 /// (a_ii = 1, so e_i is an eigenvector for 1, the smallest eigenvalue), never
 /// added those directions: it returned 734.9, 823.4, 847.5, 1329.9 as the four
 /// smallest. The FSAI fallback finds the eigenvalue 1.
-#[test]
+#[testenv::matrix_test]
 fn bcsstk15_defaults_find_the_eigenvalue_of_its_isolated_rows() {
-    let Some(dir) = matrices::shared::test_dir() else {
-        return;
-    };
+    let dir = matrices::shared::test_dir();
     let a = matrices::mm::read_matrix_market(dir.join("bcsstk15.mtx"))
         .unwrap()
         .matrix;

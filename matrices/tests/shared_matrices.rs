@@ -2,9 +2,8 @@
 //! their Gershgorin intervals contain the reference extreme eigenvalues.
 //!
 //! The directory comes from `$JDMG_MATRICES`, else `../shared/matrices`
-//! relative to the workspace root. A missing directory skips the tests (with a
-//! line on stderr), or fails them with `JDMG_REQUIRE_MATRICES=1`
-//! ([`matrices::shared::test_dir`]).
+//! relative to the workspace root. Without it the tests are ignored
+//! (`testenv::matrix_test`), or fail with `JDMG_REQUIRE_MATRICES=1`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -12,7 +11,7 @@ use std::path::PathBuf;
 use matrices::info::matrix_info;
 use matrices::mm::{read_matrix_market, MmFormat, MmSymmetry};
 
-fn matrices_dir() -> Option<PathBuf> {
+fn matrices_dir() -> PathBuf {
     matrices::shared::test_dir()
 }
 
@@ -65,9 +64,9 @@ fn meta_nnz(dir: &std::path::Path) -> HashMap<String, usize> {
         .collect()
 }
 
-#[test]
+#[testenv::matrix_test]
 fn all_shared_matrices_load_with_header_sizes_and_gershgorin_bounds() {
-    let Some(dir) = matrices_dir() else { return };
+    let dir = matrices_dir();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| {
@@ -140,9 +139,9 @@ fn all_shared_matrices_load_with_header_sizes_and_gershgorin_bounds() {
     );
 }
 
-#[test]
+#[testenv::matrix_test]
 fn leading_dot_numbers_and_values_of_1138_bus() {
-    let Some(dir) = matrices_dir() else { return };
+    let dir = matrices_dir();
     let a = read_matrix_market(dir.join("1138_bus.mtx")).unwrap().matrix;
     // Line 29 of the file: `27 4 -.4755112` (lower triangle, mirrored).
     assert_eq!(a.get(26, 3), -0.4755112);
@@ -150,9 +149,9 @@ fn leading_dot_numbers_and_values_of_1138_bus() {
     assert_eq!(a.get(0, 0), 1474.779);
 }
 
-#[test]
+#[testenv::matrix_test]
 fn gr_30_30_against_analytic_extremes() {
-    let Some(dir) = matrices_dir() else { return };
+    let dir = matrices_dir();
     let mm = read_matrix_market(dir.join("gr_30_30.mtx")).unwrap();
     let info = matrix_info(&mm.matrix, Some(&mm.header));
     // 9-point stencil: diagonal 8, at most 8 off-diagonal -1: interval [0, 16].

@@ -3,7 +3,8 @@
 //! width on the way), on a generated 3-D Laplacian and on shared real matrices.
 //!
 //! The shared directory is `$JDMG_MATRICES` or `../shared/matrices`; if it is missing the
-//! tests fail unless `JDMG_SKIP_SHARED=1`.
+//! test that reads it is ignored (`testenv::matrix_test`), or fails with
+//! `JDMG_REQUIRE_MATRICES=1`.
 
 mod precond_common;
 
@@ -99,9 +100,9 @@ fn blocked_equals_single_on_large_ilu() {
     check_blocked("lap3d:64/ilu0", m.as_ref());
 }
 
-#[test]
+#[testenv::matrix_test]
 fn blocked_equals_single_on_shared_matrices() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "bcsstk13");
     kinds(
         &a,

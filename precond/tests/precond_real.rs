@@ -7,7 +7,7 @@
 //! block-Jacobi.
 //!
 //! The shared directory is `$JDMG_MATRICES` or `../shared/matrices`; if it is missing the
-//! tests skip (with a line on stderr), or fail with `JDMG_REQUIRE_MATRICES=1`.
+//! tests are ignored (`testenv::matrix_test`), or fail with `JDMG_REQUIRE_MATRICES=1`.
 
 mod precond_common;
 
@@ -66,9 +66,9 @@ fn check(name: &str, a: &CsrMatrix, kind: &str, cap: usize, expect_within: Optio
     res.steps
 }
 
-#[test]
+#[testenv::matrix_test]
 fn precond_table_bcsstk13() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "bcsstk13");
     assert_eq!((a.nrows(), a.nnz()), (2003, 83883));
     // Iteration counts on bcsstk13 and 1138_bus are sensitive to rounding (another SpMV
@@ -103,9 +103,9 @@ fn precond_table_bcsstk13() {
     assert!(fast < 1000, "{fast}");
 }
 
-#[test]
+#[testenv::matrix_test]
 fn precond_table_1138_bus() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "1138_bus");
     assert_eq!(a.nrows(), 1138);
     let none = check("1138_bus", &a, "none", 8000, Some(8000));
@@ -117,9 +117,9 @@ fn precond_table_1138_bus() {
     assert!(ilut < ilu0 && ilu0 < none, "{ilut} {ilu0} {none}");
 }
 
-#[test]
+#[testenv::matrix_test]
 fn precond_table_crystm01() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "crystm01");
     assert_eq!(a.nrows(), 4875);
     let none = check("crystm01", &a, "none", 500, Some(500));
@@ -132,9 +132,9 @@ fn precond_table_crystm01() {
     assert!(jac < none);
 }
 
-#[test]
+#[testenv::matrix_test]
 fn precond_table_nos4() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "nos4");
     assert_eq!(a.nrows(), 100);
     check("nos4", &a, "none", 500, Some(500));
@@ -165,9 +165,9 @@ fn precond_table_laplace3d() {
 /// The JD correction operator is `A − θI` with θ inside the spectrum: indefinite. ILU
 /// variants still build (tiny pivots perturbed, never a failure on a nonzero row) and the
 /// preconditioned solvers reach the tolerance on the TRUE residual.
-#[test]
+#[testenv::matrix_test]
 fn precond_shifted_indefinite_nos4() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "nos4");
     let n = a.nrows();
     // nos4's spectrum lies in (0, 0.85); shift into the middle.
@@ -236,9 +236,9 @@ fn precond_shifted_indefinite_nos4() {
 
 /// Block-Jacobi with ILU(0) blocks over 4 contiguous row ranges of 1138_bus converges, and
 /// needs more steps than global ILU(0) (couplings are dropped) but fewer than none.
-#[test]
+#[testenv::matrix_test]
 fn precond_block_jacobi_1138_bus() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "1138_bus");
     let n = a.nrows();
     let b = rhs_ones(&a);
@@ -268,9 +268,9 @@ fn precond_block_jacobi_1138_bus() {
 
 /// CG with the symmetric preconditioners on the SPD matrices: FSAI (`GᵀG`, SPD by
 /// construction) converges on bcsstk13 where plain ILU(0) (negative pivots) cannot.
-#[test]
+#[testenv::matrix_test]
 fn precond_cg_fsai_bcsstk13() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "bcsstk13");
     let b = rhs_ones(&a);
     let stop = StopCriteria {
@@ -296,9 +296,9 @@ fn precond_cg_fsai_bcsstk13() {
 
 /// The dropping parameters act: ILUT with τ > 0 and smaller p, and SPAI post-filtering,
 /// give sparser preconditioners that still converge.
-#[test]
+#[testenv::matrix_test]
 fn precond_dropping_parameters_1138_bus() {
-    let Some(dir) = shared_dir() else { return };
+    let dir = shared_dir();
     let a = read_shared(&dir, "1138_bus");
     let nnz = |k: &str| build_with_info(&k.parse().unwrap(), &a, 0.0).unwrap().1.nnz;
     let full = nnz("ilut(20,0)");

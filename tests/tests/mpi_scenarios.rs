@@ -9,13 +9,15 @@
 //!
 //! ```text
 //! cargo build -p lbcomm -p lblib -p jdmg-cli --features lbcomm/mpi,lblib/mpi,jdmg-cli/mpi --bins --examples
-//! cargo test -p jdmg-tests --test mpi_scenarios
+//! cargo test -p jdmg-tests --test mpi_scenarios -- --ignored
 //! ```
 //!
 //! The binaries are looked for in `$JDMG_MPI_BIN_DIR`, else in the target
-//! directory of this test (`target/debug`). Without `mpirun` or without an MPI
-//! build every test skips, saying so on stderr; with `JDMG_REQUIRE_MPI=1` (set
-//! by `.ci/run`) they fail instead. The scenarios run one at a time (a lock):
+//! directory of this test (`target/debug`). Every test is `#[ignore]`d
+//! (`testenv::mpi_test`): `cargo test` never makes an MPI build (a workspace
+//! run even rebuilds `target/debug/jdmg` without MPI), so they run only when
+//! asked for, with `-- --ignored`, and then fail without `mpirun` or an MPI
+//! build, saying which. The scenarios run one at a time (a lock):
 //! 4 ranks each are already more than the cores of a small machine.
 //!
 //! Nothing waits for a time: a kill is sent once the ranks' checkpoint files
@@ -124,26 +126,18 @@ fn missing() -> Result<Mpi, String> {
     }
 }
 
-/// The MPI setup (probed once), or `None` (skip, said on stderr) when it is
-/// missing.
+/// The MPI setup, probed once.
 ///
 /// # Panics
-/// When it is missing and `JDMG_REQUIRE_MPI=1`.
-fn mpi(test: &str) -> Option<&'static Mpi> {
+/// When it is missing (these tests run only when asked for, `-- --ignored`).
+fn mpi() -> &'static Mpi {
     static SETUP: OnceLock<Result<Mpi, String>> = OnceLock::new();
     match SETUP.get_or_init(missing) {
-        Ok(m) => Some(m),
-        Err(why) => {
-            assert!(
-                std::env::var("JDMG_REQUIRE_MPI").as_deref() != Ok("1"),
-                "JDMG_REQUIRE_MPI=1 but {why}"
-            );
-            say(&format!(
-                "skipped: {test} ({why}; build with: cargo build -p lbcomm -p lblib -p jdmg-cli \
-                 --features lbcomm/mpi,lblib/mpi,jdmg-cli/mpi --bins --examples)"
-            ));
-            None
-        }
+        Ok(m) => m,
+        Err(why) => panic!(
+            "{why}; build with: cargo build -p lbcomm -p lblib -p jdmg-cli \
+             --features lbcomm/mpi,lblib/mpi,jdmg-cli/mpi --bins --examples"
+        ),
     }
 }
 
@@ -259,12 +253,10 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-#[test]
+#[testenv::mpi_test]
 fn every_comm_collective_over_rsmpi() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("every_comm_collective_over_rsmpi") else {
-        return;
-    };
+    let m = mpi();
     let out = output(&mut m.run(RANKS, &m.example("mpi_allreduce")));
     assert!(
         out.status.success(),
@@ -274,12 +266,10 @@ fn every_comm_collective_over_rsmpi() {
     );
 }
 
-#[test]
+#[testenv::mpi_test]
 fn annealing_with_one_rank_slowed_balanced_and_not() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("annealing_with_one_rank_slowed_balanced_and_not") else {
-        return;
-    };
+    let m = mpi();
     for balance in ["off", "on"] {
         let out = output(m.run(RANKS, &m.example("anneal")).args([
             "--mpi",
@@ -305,12 +295,10 @@ fn annealing_with_one_rank_slowed_balanced_and_not() {
     }
 }
 
-#[test]
+#[testenv::mpi_test]
 fn fine_grain_solve_on_4_ranks_equals_the_serial_solve() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("fine_grain_solve_on_4_ranks_equals_the_serial_solve") else {
-        return;
-    };
+    let m = mpi();
     let args = [
         "solve",
         "--generate",
@@ -343,12 +331,10 @@ fn fine_grain_solve_on_4_ranks_equals_the_serial_solve() {
 /// block on it and scatters back): the serial answer, standard (spectrum
 /// 1..1000 at σ = 500.3) and generalized (fem2d:20 with its mass matrix,
 /// K − σM), the same inertia.
-#[test]
+#[testenv::mpi_test]
 fn shift_invert_on_4_ranks_equals_the_serial_solve() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("shift_invert_on_4_ranks_equals_the_serial_solve") else {
-        return;
-    };
+    let m = mpi();
     let standard: &[&str] = &["--generate", "spectrum:1000:1:1000", "--target", "500.3"];
     let pencil: &[&str] = &[
         "--generate",
@@ -384,12 +370,10 @@ fn shift_invert_on_4_ranks_equals_the_serial_solve() {
 /// Harmonic extraction of a pencil (fem2d:20 with its mass matrix, σ = 5000)
 /// under mpirun: its solves with M are distributed conjugate gradients; the
 /// serial eigenvalues, harmonic extraction reported by both.
-#[test]
+#[testenv::mpi_test]
 fn harmonic_pencil_on_4_ranks_equals_the_serial_solve() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("harmonic_pencil_on_4_ranks_equals_the_serial_solve") else {
-        return;
-    };
+    let m = mpi();
     let args = [
         "solve",
         "--generate",
@@ -422,12 +406,10 @@ fn harmonic_pencil_on_4_ranks_equals_the_serial_solve() {
 /// Every eigenvalue of lap3d:12 in [0, 1.2] on 4 MPI ranks in 2 solve
 /// groups, shared by measured rates and equally: the closed-form set,
 /// multiplicities included, from every rank's report, as the serial solve.
-#[test]
+#[testenv::mpi_test]
 fn interval_slices_over_two_solve_groups_give_the_exact_set() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("interval_slices_over_two_solve_groups_give_the_exact_set") else {
-        return;
-    };
+    let m = mpi();
     let e = |i: usize| 2.0 - 2.0 * (std::f64::consts::PI * i as f64 / 13.0).cos();
     let mut want = Vec::new();
     for i in 1..=12 {
@@ -474,12 +456,10 @@ fn interval_slices_over_two_solve_groups_give_the_exact_set() {
     }
 }
 
-#[test]
+#[testenv::mpi_test]
 fn fine_grain_jdqmr_on_4_ranks_equals_the_analytic_spectrum() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("fine_grain_jdqmr_on_4_ranks_equals_the_analytic_spectrum") else {
-        return;
-    };
+    let m = mpi();
     let v = ok_json(&output(m.jdmg(RANKS).args([
         "solve",
         "--mpi",
@@ -505,12 +485,10 @@ fn fine_grain_jdqmr_on_4_ranks_equals_the_analytic_spectrum() {
     }
 }
 
-#[test]
+#[testenv::mpi_test]
 fn balanced_multigrain_with_two_solve_groups_and_a_slowed_rank() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("balanced_multigrain_with_two_solve_groups_and_a_slowed_rank") else {
-        return;
-    };
+    let m = mpi();
     let v = ok_json(&output(m.jdmg(RANKS).args([
         "solve",
         "--mpi",
@@ -550,12 +528,10 @@ fn balanced_multigrain_with_two_solve_groups_and_a_slowed_rank() {
 /// the resume on 4 ranks equals the uninterrupted solve, 3 ranks are refused.
 /// Whether the kill lands mid-solve or after the solve ended, the newest
 /// complete set is a state before the last iteration.
-#[test]
+#[testenv::mpi_test]
 fn checkpoint_of_4_killed_ranks_resumes_to_the_uninterrupted_answer() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("checkpoint_of_4_killed_ranks_resumes_to_the_uninterrupted_answer") else {
-        return;
-    };
+    let m = mpi();
     let d = scratch("ckpt");
     let ck = d.join("state.ckpt");
     let rank = |r: usize| PathBuf::from(format!("{}.rank{r}", ck.display()));
@@ -630,12 +606,10 @@ fn checkpoint_of_4_killed_ranks_resumes_to_the_uninterrupted_answer() {
 
 /// A rank SIGKILLed in the middle of a solve that cannot end by itself: mpirun
 /// ends the job (non-zero) and names the dead rank, never hangs.
-#[test]
+#[testenv::mpi_test]
 fn a_rank_killed_mid_solve_ends_the_job_with_a_message() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("a_rank_killed_mid_solve_ends_the_job_with_a_message") else {
-        return;
-    };
+    let m = mpi();
     let d = scratch("death");
     let ck = d.join("alive.ckpt");
     // tol 1e-300: no convergence before the matvec cap; the checkpoint files
@@ -693,12 +667,10 @@ fn catches(pid: i32, sig: libc::c_int) -> bool {
 /// outer iteration, rank 0 prints the pairs and "interrupted" (before: "not
 /// converged: 27 of 40", exit 3), and the ranks exit 143, which mpirun passes
 /// on. The signal is sent once both ranks catch it.
-#[test]
+#[testenv::mpi_test]
 fn a_signal_to_one_rank_interrupts_every_rank() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("a_signal_to_one_rank_interrupts_every_rank") else {
-        return;
-    };
+    let m = mpi();
     for extra in [&[][..], &["--groups", "equal"][..]] {
         let mut child = m
             .jdmg("2")
@@ -751,12 +723,10 @@ fn a_signal_to_one_rank_interrupts_every_rank() {
     }
 }
 
-#[test]
+#[testenv::mpi_test]
 fn dense_lu_on_measured_rates_and_qr_on_4_ranks() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = mpi("dense_lu_on_measured_rates_and_qr_on_4_ranks") else {
-        return;
-    };
+    let m = mpi();
     let lu = ok_json(&output(m.jdmg(RANKS).args([
         "dense",
         "lu",

@@ -46,11 +46,9 @@ fn generated_matrix_round_trips_through_a_file_and_solves() {
     }
 }
 
-#[test]
+#[testenv::matrix_test]
 fn shared_matrix_nos4_solves_against_its_reference() {
-    let Some(dir) = shared_matrices_dir() else {
-        return;
-    };
+    let dir = shared_matrices_dir();
     let a = read_matrix_market(dir.join("nos4.mtx"))
         .unwrap_or_else(|e| panic!("{e} (set JDMG_MATRICES)"))
         .matrix;

@@ -98,15 +98,15 @@ pub fn fem_pair_exact(spec: &str) -> (CsrMatrix, CsrMatrix, Vec<f64>) {
 }
 
 /// lund_a and lund_b (K and M of the Harwell-Boeing LUND pencil) from the shared
-/// matrices; `None` (with a line on stderr) without them.
-pub fn lund_pair() -> Option<(CsrMatrix, CsrMatrix)> {
-    let dir = matrices::shared::test_dir()?;
+/// matrices, for a `#[testenv::matrix_test]`.
+pub fn lund_pair() -> (CsrMatrix, CsrMatrix) {
+    let dir = matrices::shared::test_dir();
     let read = |name: &str| {
         matrices::mm::read_matrix_market(dir.join(format!("{name}.mtx")))
             .unwrap_or_else(|e| panic!("{name}: {e}"))
             .matrix
     };
-    Some((read("lund_a"), read("lund_b")))
+    (read("lund_a"), read("lund_b"))
 }
 
 /// The eigenvalues of lap3d:n (the 7-point Laplacian on an n³ grid,

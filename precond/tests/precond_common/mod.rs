@@ -29,9 +29,9 @@ pub fn laplace3d(g: usize) -> CsrMatrix {
     matrices::generate::generate(&spec).unwrap()
 }
 
-/// The shared matrix directory, `None` (skip) when it is missing
-/// ([`matrices::shared::test_dir`]: fails instead with `JDMG_REQUIRE_MATRICES=1`).
-pub fn shared_dir() -> Option<PathBuf> {
+/// The shared matrix directory, for a `#[testenv::matrix_test]`
+/// ([`matrices::shared::test_dir`]: panics when it is missing).
+pub fn shared_dir() -> PathBuf {
     matrices::shared::test_dir()
 }
 
