@@ -370,14 +370,20 @@ impl Recovery<'_> {
     fn rayleigh_ritz(&self, q: &Mat<c64>) -> Result<(Vec<f64>, Mat<c64>), JdError> {
         let aq = mul_mat(self.a, q);
         let h = q.adjoint() * &aq;
+        // scaled by a power of two to entries of order one (crate::dense::sym_eig)
+        let moduli: Vec<f64> = (0..h.ncols())
+            .flat_map(|j| (0..h.nrows()).map(move |i| (i, j)))
+            .map(|(i, j)| h[(i, j)].norm())
+            .collect();
+        let scale = crate::dense::power_of_two_scale(&moduli);
         let hh = Mat::from_fn(h.nrows(), h.ncols(), |i, j| {
-            (h[(i, j)] + h[(j, i)].conj()) * 0.5
+            (h[(i, j)] + h[(j, i)].conj()) * (0.5 * scale)
         });
         let eig = hh
             .self_adjoint_eigen(Side::Lower)
             .map_err(|e| JdError::Factorization(format!("projected Hermitian matrix: {e:?}")))?;
         let theta = (0..hh.nrows())
-            .map(|j| eig.S().column_vector()[j].re)
+            .map(|j| eig.S().column_vector()[j].re / scale)
             .collect();
         Ok((theta, q * eig.U()))
     }
