@@ -73,48 +73,52 @@ pub struct SolveArgs {
     /// MatrixMarket file (or use --generate).
     pub file: Option<PathBuf>,
     /// Generate the matrix instead of reading a file (e.g. lap3d:40).
-    #[arg(long, conflicts_with = "file")]
+    #[arg(help_heading = "Problem", long, conflicts_with = "file")]
     pub generate: Option<String>,
     /// Number of eigenpairs [default: 4].
-    #[arg(long)]
+    #[arg(help_heading = "Problem", long)]
     pub nev: Option<usize>,
     /// Which eigenvalues [default: smallest]; SciPy's SA, LA and LM are
     /// accepted.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Problem", long, value_enum)]
     pub which: Option<Which>,
     /// Interior target σ: eigenvalues closest to it (overrides --which).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(help_heading = "Problem", long, allow_hyphen_values = true)]
     pub target: Option<f64>,
     /// Convergence tolerance [default: 1e-8] of the --conv test (a positive
     /// number; `--tol -1` is read as a value and rejected).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(help_heading = "Problem", long, allow_hyphen_values = true)]
     pub tol: Option<f64>,
     /// Convergence test: norm (‖r‖ ≤ tol‖A‖), rel (≤ tol|λ|), abs (≤ tol).
-    #[arg(long, value_parser = named::<ConvTest>())]
+    #[arg(help_heading = "Problem", long, value_parser = named::<ConvTest>())]
     pub conv: Option<ConvTest>,
     /// ‖A‖ for the norm test (default: estimated).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(help_heading = "Problem", long, allow_hyphen_values = true)]
     pub anorm: Option<f64>,
     /// Block size k.
-    #[arg(long)]
+    #[arg(help_heading = "Basis and extraction", long)]
     pub block: Option<usize>,
     /// Maximum basis size; default max(5k + nev, 16 for a block of 1, 20 for 2, 24 from 3 on)
     /// below 20,000 rows, max(5k + nev, 8) from there on; capped by n. The default
     /// gives back one column per locked pair (down to restart + 2k); a given size stays.
-    #[arg(long)]
+    #[arg(help_heading = "Basis and extraction", long)]
     pub max_basis: Option<usize>,
     /// Basis size after restart.
-    #[arg(long)]
+    #[arg(help_heading = "Basis and extraction", long)]
     pub restart: Option<usize>,
     /// Preconditioner of the correction equations; default auto: ILU(0) of A − σI
     /// when its factorization is stable (pivots with the diagonal's signs, none
     /// perturbed, bounded growth), else FSAI when A − σI looks definite to it (no
     /// negative local pivot) at a bounded setup cost, else Jacobi; none in solve
     /// groups.
-    #[arg(long, value_parser = named::<PrecondChoice>())]
+    #[arg(help_heading = "Correction equations and preconditioner", long, value_parser = named::<PrecondChoice>())]
     pub precond: Option<PrecondChoice>,
     /// Shift σ of the preconditioner (A − σI); finite.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(
+        help_heading = "Correction equations and preconditioner",
+        long,
+        allow_hyphen_values = true
+    )]
     pub precond_shift: Option<f64>,
     /// Inner steps cap per correction equation (0: Davidson steps, GD+k only);
     /// default 40 with qmrs and auto (a cap: JDQMR's dynamic rules stop earlier);
@@ -122,23 +126,27 @@ pub struct SolveArgs {
     /// in solve groups
     /// (--groups), where each phase runs the optimal m of McCombs et al. §4 (CG
     /// bound at 2^-iter) up to this cap.
-    #[arg(long)]
+    #[arg(help_heading = "Correction equations and preconditioner", long)]
     pub maxits: Option<usize>,
     /// Inner stopping rule (adaptive: 2^-iter for bicgstab, JDQMR's dynamic rules
     /// for qmrs).
-    #[arg(long, value_enum)]
+    #[arg(
+        help_heading = "Correction equations and preconditioner",
+        long,
+        value_enum
+    )]
     pub inner: Option<Inner>,
     /// How the correction equations are solved: auto (default: with a
     /// preconditioner, GD+k steps and block JDQMR by progress per counted
     /// work, the same from run to run; without, block JDQMR; bicgstab in solve
     /// groups), bicgstab (the paper's) or qmrs (symmetric QMR, one matvec per
     /// step, JDQMR's dynamic stopping; serial and fine grain).
-    #[arg(long, value_parser = named::<InnerSolver>())]
+    #[arg(help_heading = "Correction equations and preconditioner", long, value_parser = named::<InnerSolver>())]
     pub inner_solver: Option<InnerSolver>,
     /// Verification pass for copies of multiple eigenvalues the block missed:
     /// auto (default: when a locked eigenvalue appears block-size times), always,
     /// never.
-    #[arg(long, value_parser = named::<Verify>())]
+    #[arg(help_heading = "Basis and extraction", long, value_parser = named::<Verify>())]
     pub verify: Option<Verify>,
     /// How eigenpairs are extracted from the basis: auto (default: harmonic Ritz
     /// for --target without a mass matrix, going on with Rayleigh-Ritz if it
@@ -146,138 +154,162 @@ pub struct SolveArgs {
     /// harmonic (needs --target; interior eigenvalues without a
     /// factorization; with --mass, solves with M by conjugate gradients).
     /// Not used with --st sinvert.
-    #[arg(long, value_parser = named::<Extraction>())]
+    #[arg(help_heading = "Basis and extraction", long, value_parser = named::<Extraction>())]
     pub extraction: Option<Extraction>,
     /// Matvec budget (all products, inner steps included; default max(1e5,
     /// 10 n nev) for order n and nev pairs). Checked
     /// once per outer iteration, before its correction equations: the total may
     /// exceed it by one outer iteration's products, up to block x (2 maxits + 1)
     /// with BiCGSTAB plus the residual checks of newly locked pairs.
-    #[arg(long)]
+    #[arg(help_heading = "Execution and budget", long)]
     pub max_matvecs: Option<u64>,
     /// Seed of the start vectors.
-    #[arg(long)]
+    #[arg(help_heading = "Execution and budget", long)]
     pub seed: Option<u64>,
     /// Threads per process (1 to 1024).
-    #[arg(long)]
+    #[arg(help_heading = "Execution and budget", long)]
     pub threads: Option<usize>,
     /// Fine-grain ranks on the thread backend (one process; 1 to 256, at most n).
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Execution and budget", long, default_value_t = 1)]
     pub ranks: usize,
     /// Run over MPI. Needs a build with the `mpi` feature; not needed under
     /// mpirun, srun or mpiexec, which are detected from their environment.
-    #[arg(long, conflicts_with = "no_mpi")]
+    #[arg(help_heading = "Execution and budget", long, conflicts_with = "no_mpi")]
     pub mpi: bool,
     /// Do not use MPI even when launched by mpirun, srun or mpiexec (every
     /// process then solves alone).
-    #[arg(long)]
+    #[arg(help_heading = "Execution and budget", long)]
     pub no_mpi: bool,
     /// Multigrain solve groups (McCombs et al. §6): `equal` (P/k equal groups), a group
     /// count, rank lists like `0-3,4-5,6,7`, or `host` (one group per host).
     /// Needs --ranks > 1 or --mpi.
-    #[arg(long)]
+    #[arg(help_heading = "Solve groups and load balancing", long)]
     pub groups: Option<String>,
     /// Hierarchical partitioning for equal solve groups (McCombs et al. §6, MPP's): the
     /// fine↔group all-to-alls run inside groups of k processes instead of over all
     /// P. `off`, or groups of unequal sizes: one global all-to-all.
-    #[arg(long, value_enum, default_value = "on")]
+    #[arg(
+        help_heading = "Solve groups and load balancing",
+        long,
+        value_enum,
+        default_value = "on"
+    )]
     pub hierarchical: OnOff,
     /// Load balancing of the multigrain correction phase (McCombs et al. §4, §7).
     /// Default: fastest whenever there is more than one solve group, else none.
     /// `none` is deterministic (rows split by equal nonzeros, not by timed rates):
     /// the same eigenvalues and matvecs on every run with the same ranks.
-    #[arg(long, value_parser = named::<Balance>())]
+    #[arg(help_heading = "Solve groups and load balancing", long, value_parser = named::<Balance>())]
     pub balance: Option<Balance>,
     /// Rates the balancer decides with (McCombs et al. §5.1): `average` over each
     /// group's last correction phase, or `instant:W`, LBLIB's instantaneous rate
     /// over the last complete window of W seconds (for loads that change within a
     /// phase).
-    #[arg(long, value_name = "average|instant:W", default_value = "average", value_parser = parse_rates)]
+    #[arg(help_heading = "Solve groups and load balancing", long, value_name = "average|instant:W", default_value = "average", value_parser = parse_rates)]
     pub rates: (lblib::RateKind, f64),
     /// Semi-static re-partitioning of the fine rows with --groups (Boudet et al.
     /// §2.1, §4.5): per-rank rates (--rates) of the solve groups' products are
     /// measured during the solve; after two checks (every 5 outer iterations) above 10%
     /// imbalance the rows are re-weighted, moved and the halo plans rebuilt (at
     /// most 4 times). Only with balancing (never with --balance none).
-    #[arg(long, value_enum, default_value = "on")]
+    #[arg(
+        help_heading = "Solve groups and load balancing",
+        long,
+        value_enum,
+        default_value = "on"
+    )]
     pub repartition: OnOff,
     /// Memory (anti-thrashing) balancing of the correction phase (McCombs et al. §5):
     /// a group leader taking more than 20 major faults/s while using under half
     /// a CPU (two 20 ms samples in a row) leaves the phase early.
-    #[arg(long)]
+    #[arg(help_heading = "Solve groups and load balancing", long)]
     pub memory_balance: bool,
     /// Emulate a slow link between solve groups (McCombs et al. §7, Tables 2-3): every
     /// fine-grain collective and fine↔group all-to-all first waits this many
     /// seconds; a solve group's own collectives do not (use with
     /// --hierarchical off, whose all-to-alls run over the fine-grain ranks).
-    #[arg(long, default_value_t = 0.0, value_name = "SECONDS", value_parser = parse_latency)]
+    #[arg(help_heading = "Solve groups and load balancing", long, default_value_t = 0.0, value_name = "SECONDS", value_parser = parse_latency)]
     pub link_latency: f64,
     /// Per-rank slowdown factors (e.g. 1,1,4,4) to emulate heterogeneous
     /// processors: virtual clocks on the thread backend, sleeping under MPI.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Solve groups and load balancing",
+        long,
+        value_delimiter = ','
+    )]
     pub slowdown: Vec<f64>,
     /// Parameters file (TOML or JSON: the groups of JdParams as tables, or the
     /// flat names of its settings); flags override it.
     /// Interior target: `target = 1.5`, `target = "closest:1.5"` or
     /// `target = { closest = 1.5 }`.
-    #[arg(long)]
+    #[arg(help_heading = "Execution and budget", long)]
     pub config: Option<PathBuf>,
     /// Write the eigenvectors as a MatrixMarket array (atomically; the path
     /// is checked before the solve).
-    #[arg(long)]
+    #[arg(help_heading = "Output and checkpoints", long)]
     pub eigenvectors: Option<PathBuf>,
     /// Draw the residual history of every eigenpair (log scale, against
     /// matvecs) as an SVG file.
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(help_heading = "Output and checkpoints", long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Write the solver state (locked pairs, basis, counters) to FILE every
     /// --checkpoint-every seconds and when SIGINT or SIGTERM stops the solve;
     /// atomically, path checked before the solve. With --ranks N or MPI each
     /// rank writes its rows to FILE.rank<r> (with --groups: its fine rows, which
     /// a resumed solve keeps).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output and checkpoints", long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
     /// Seconds between checkpoints (default 60; 0: every outer iteration).
-    #[arg(long, value_name = "SECONDS", requires = "checkpoint")]
+    #[arg(
+        help_heading = "Output and checkpoints",
+        long,
+        value_name = "SECONDS",
+        requires = "checkpoint"
+    )]
     pub checkpoint_every: Option<f64>,
     /// Continue from a checkpoint written by --checkpoint (FILE, or FILE.rank<r>
     /// with --ranks N or MPI): give the same matrix, options and number of
     /// ranks. The answer is that of the uninterrupted solve.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output and checkpoints", long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
     /// Print one JSON object on stdout.
-    #[arg(long)]
+    #[arg(help_heading = "Output and checkpoints", long)]
     pub json: bool,
     /// No live progress display (it is shown only when stderr is a terminal).
-    #[arg(long, short)]
+    #[arg(help_heading = "Output and checkpoints", long, short)]
     pub quiet: bool,
     /// Print the solver's counters and timings after the eigenpairs (outer
     /// iterations, inner steps, global sums, JDQMR stops, seconds per phase);
     /// --json always has them.
-    #[arg(long, short)]
+    #[arg(help_heading = "Output and checkpoints", long, short)]
     pub verbose: bool,
     /// Skip the symmetry check of the input.
-    #[arg(long)]
+    #[arg(help_heading = "Problem", long)]
     pub no_symmetry_check: bool,
     /// Start vectors: a MatrixMarket array of n rows (e.g. the --eigenvectors
     /// of an earlier solve); they fill the first block and the basis.
-    #[arg(long, value_name = "FILE.mtx")]
+    #[arg(help_heading = "Problem", long, value_name = "FILE.mtx")]
     pub initial: Option<PathBuf>,
     /// Deflation vectors: a MatrixMarket array of n rows; the results are
     /// orthogonal to them (for known eigenvectors: the next eigenpairs).
-    #[arg(long, value_name = "FILE.mtx")]
+    #[arg(help_heading = "Problem", long, value_name = "FILE.mtx")]
     pub deflate: Option<PathBuf>,
     /// Mass matrix M of a generalized problem K x = λ M x (K: FILE or
     /// --generate; M symmetric positive definite, same size): a MatrixMarket
     /// file. Eigenvectors come back M-orthonormal; convergence is
     /// ‖Kx − θMx‖ ≤ tol·(‖K‖ + |θ|‖M‖)·‖x‖. One process, --ranks N or MPI,
     /// with --groups (each solve group uses M's rows) and with --st sinvert.
-    #[arg(long, value_name = "M.mtx")]
+    #[arg(help_heading = "Problem", long, value_name = "M.mtx")]
     pub mass: Option<PathBuf>,
     /// With --generate femNd:... (the stiffness matrix K): solve K x = λ M x
     /// with the generator's mass matrix M (femNd:...:mass), e.g.
     /// `--generate fem3d:40 --mass-generate`.
-    #[arg(long, requires = "generate", conflicts_with = "mass")]
+    #[arg(
+        help_heading = "Problem",
+        long,
+        requires = "generate",
+        conflicts_with = "mass"
+    )]
     pub mass_generate: bool,
     /// Spectral transformation: none, or sinvert (shift-and-invert on a sparse
     /// direct factorization of A − σI, or of K − σM with --mass, σ from
@@ -285,13 +317,13 @@ pub struct SolveArgs {
     /// factors and solves for all (blocks gathered to it and scattered back; the
     /// factorization is not distributed). Reports the number of eigenvalues
     /// below σ when the factorization (LDLᵀ) gives it.
-    #[arg(long, value_enum, default_value = "none")]
+    #[arg(help_heading = "Problem", long, value_enum, default_value = "none")]
     pub st: crate::vectors::St,
     /// Every eigenvalue in [A, B] (e.g. `--interval 0:0.8`, `--interval=-1:1`),
     /// certified complete by the inertia of LDLᵀ factorizations: spectrum
     /// slicing, each slice by shift-and-invert at its lower end. --nev, --which
     /// and --target are not used. With --mass: of the pencil.
-    #[arg(long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
+    #[arg(help_heading = "Problem", long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
           group = "range",
           conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
     pub interval: Option<(f64, f64)>,
@@ -299,19 +331,31 @@ pub struct SolveArgs {
     /// `--indices 0:999` for the 1 000 smallest; SciPy's `subset_by_index`):
     /// an interval bracketing them is found by LDLᵀ counts, then solved as
     /// --interval. --nev, --which and --target are not used.
-    #[arg(long, value_name = "I:J", value_parser = parse_indices, group = "range",
+    #[arg(help_heading = "Problem", long, value_name = "I:J", value_parser = parse_indices, group = "range",
           conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
     pub indices: Option<(usize, usize)>,
     /// With --interval or --indices: the most eigenvalues one slice holds (default 96).
-    #[arg(long, requires = "range", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = "Solve groups and load balancing", long, requires = "range", value_parser = clap::value_parser!(u64).range(1..))]
     pub per_slice: Option<u64>,
     /// With --interval or --indices: the method on each slice's (A − σI)⁻¹.
-    #[arg(long, value_enum, requires = "range", default_value = "lanczos")]
+    #[arg(
+        help_heading = "Solve groups and load balancing",
+        long,
+        value_enum,
+        requires = "range",
+        default_value = "lanczos"
+    )]
     pub slice_method: crate::vectors::SliceMethod,
     /// With --interval or --indices and --groups (two or more): how the
     /// interval is shared among the solve groups, each solving its own
     /// slices.
-    #[arg(long, value_enum, requires = "range", default_value = "rates")]
+    #[arg(
+        help_heading = "Solve groups and load balancing",
+        long,
+        value_enum,
+        requires = "range",
+        default_value = "rates"
+    )]
     pub slice_split: crate::vectors::SliceSplit,
 }
 
