@@ -5,7 +5,7 @@
 use faer::{MatRef, Par};
 
 pub(crate) use crate::tall_skinny::{
-    gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, ROWS_IN_PLACE as IN_PLACE_ROWS,
+    gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, sub_then_tn, ROWS_IN_PLACE as IN_PLACE_ROWS,
 };
 
 /// Eigen-decomposition of the symmetric `m×m` matrix `h` (column-major, lower

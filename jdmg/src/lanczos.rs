@@ -2,7 +2,7 @@
 //! (Stewart, "A Krylov-Schur algorithm for large eigenproblems", SIAM J.
 //! Matrix Anal. Appl. 23, 2001, §3 and §5; Wu and Simon, "Thick-restart
 //! Lanczos method for large symmetric eigenvalue problems", SIAM J. Matrix
-//! Anal. Appl. 22, 2000), for the extreme eigenvalues of the
+//! Anal. Appl. 22, 2000), for the eigenvalues largest in magnitude of the
 //! shift-and-invert operator C⁻¹M, C = K − σM, which is self-adjoint in the
 //! M inner product (M = I for A x = λ x).
 //!
@@ -10,7 +10,7 @@
 //! Gram-Schmidt twice, DGKS); its projection T = VᵀM C⁻¹M V is filled from
 //! the orthogonalization coefficients, so every column costs one solve with
 //! C and one product with M. When V is full, the Rayleigh-Ritz pairs of T
-//! are ordered by the wanted end; the first `keep` Ritz vectors and the last
+//! are ordered by magnitude; the first `keep` Ritz vectors and the last
 //! block (the residual directions) start the next cycle, with T = diag(θ)
 //! bordered by the residual couplings (the Krylov-Schur relation). A Ritz
 //! pair (θ, y) has residual ‖C⁻¹M y − θ y‖_M = ‖R s_last‖, with R the last
@@ -25,16 +25,9 @@ use std::time::Instant;
 use lblib::{Comm, ReduceOp};
 use precond::Operator;
 
-use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, sym_eig, IN_PLACE_ROWS};
-
-/// Which end of the operator's spectrum is wanted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum End {
-    /// The largest eigenvalues (algebraically).
-    Largest,
-    /// The largest in magnitude (both ends).
-    LargestMagnitude,
-}
+use crate::dense::{
+    gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, sub_then_tn, sym_eig, IN_PLACE_ROWS,
+};
 
 /// What a Lanczos solve is asked for.
 #[derive(Debug, Clone, Copy)]
@@ -49,7 +42,6 @@ pub(crate) struct LanczosParams {
     pub tol: f64,
     /// Products with C⁻¹ allowed.
     pub max_products: u64,
-    pub end: End,
     pub seed: u64,
     pub threads: usize,
 }
@@ -58,10 +50,10 @@ impl LanczosParams {
     /// The basis size for `nev` pairs with blocks of `block` columns on a
     /// problem of `n` rows: max(5·nev/2, nev + 16) + 2·block, at most n minus
     /// a block; None when n leaves no room for the Krylov space to grow past
-    /// the wanted pairs (the caller uses another method). A solve costs more
-    /// than orthogonalizing against a few hundred columns, and a larger
-    /// space takes fewer solves (lap3d:30, [0, 0.8] in slices of 60–96
-    /// eigenvalues: 2 000 solves with 2.5·nev, 2 600 with 2·nev).
+    /// the wanted pairs (the caller uses another method). Between 2·nev and
+    /// 3·nev the time hardly moves: fewer solves against more
+    /// orthogonalization (lap3d:30 on [0, 0.8] in three slices: 1 040–1 112
+    /// solves, 8.2–8.3 s).
     pub fn basis_for(nev: usize, block: usize, n: usize) -> Option<usize> {
         let ncv = (5 * nev / 2).max(nev + 16) + 2 * block;
         let ncv = ncv.min(n.saturating_sub(block));
@@ -126,21 +118,38 @@ impl<C: Comm + ?Sized> Basis<'_, C> {
         }
     }
 
-    /// Orthogonalizes `w` (nl × k) against the first `j` columns of V twice;
-    /// the coefficients (j × k, column-major) summed over both passes.
+    /// Orthogonalizes `w` (nl × k) against the first `j` columns of V twice
+    /// (classical Gram-Schmidt, the first pass's update fused with the second
+    /// pass's coefficients: three sweeps over V); the coefficients (j × k,
+    /// column-major) summed over both passes.
     fn orthogonalize(&mut self, w: &mut [f64], j: usize, k: usize) -> Vec<f64> {
         let (nl, t) = (self.nl, self.p.threads);
         let mut h = vec![0.0; j * k];
         if j == 0 {
             return h;
         }
-        let mut pass = vec![0.0; j * k];
-        for _ in 0..2 {
-            gemm_tn(&mut pass, &self.mv()[..nl * j], nl, j, w, k, t);
-            self.sum(&mut pass);
-            gemm_sub(w, &self.v[..nl * j], nl, j, &pass, k, t);
-            h.iter_mut().zip(&pass).for_each(|(a, b)| *a += b);
-        }
+        gemm_tn(&mut h, &self.mv()[..nl * j], nl, j, w, k, t);
+        self.sum(&mut h);
+        let mut second = vec![0.0; j * k];
+        let mv = if self.mass.is_some() {
+            &self.mv
+        } else {
+            &self.v
+        };
+        sub_then_tn(
+            w,
+            &self.v[..nl * j],
+            &mv[..nl * j],
+            nl,
+            j,
+            &h,
+            k,
+            &mut second,
+            t,
+        );
+        self.sum(&mut second);
+        gemm_sub(w, &self.v[..nl * j], nl, j, &second, k, t);
+        h.iter_mut().zip(&second).for_each(|(a, b)| *a += b);
         h
     }
 
@@ -155,16 +164,23 @@ impl<C: Comm + ?Sized> Basis<'_, C> {
         let k = col - first;
         let mut r = vec![0.0; k];
         if k > 0 {
-            let mut w = self.v[col * nl..(col + 1) * nl].to_vec();
             let t = self.p.threads;
             let mut pass = vec![0.0; k];
+            // the column in place: V's earlier columns and their M images
+            // borrowed beside it
+            let (head, tail) = self.v.split_at_mut(col * nl);
+            let w = &mut tail[..nl];
+            let (v, mv) = match self.mass {
+                Some(_) => (&head[first * nl..], &self.mv[first * nl..col * nl]),
+                None => (&head[first * nl..], &head[first * nl..]),
+            };
             for _ in 0..2 {
-                gemm_tn(&mut pass, &self.mv()[first * nl..col * nl], nl, k, &w, 1, t);
-                self.sum(&mut pass);
-                gemm_sub(&mut w, &self.v[first * nl..col * nl], nl, k, &pass, 1, t);
+                gemm_tn(&mut pass, mv, nl, k, w, 1, t);
+                self.comm.all_reduce(&mut pass, ReduceOp::Sum);
+                gemm_sub(w, v, nl, k, &pass, 1, t);
                 r.iter_mut().zip(&pass).for_each(|(a, b)| *a += b);
             }
-            self.v[col * nl..(col + 1) * nl].copy_from_slice(&w);
+            self.out.global_sums += 2;
         }
         self.mass_col(col);
         let [two, beta] = self.col_norms(col);
@@ -312,13 +328,9 @@ pub(crate) fn solve<C: Comm + ?Sized>(
             b.out.dense_seconds += t2.elapsed().as_secs_f64();
             return finish(b, &[], &[], 0, &[], 0);
         };
+        // wanted order: largest in magnitude first
         let mut order: Vec<usize> = (0..m).collect();
-        match p.end {
-            End::Largest => order.reverse(),
-            End::LargestMagnitude => {
-                order.sort_by(|&x, &y| theta[y].abs().total_cmp(&theta[x].abs()))
-            }
-        }
+        order.sort_by(|&x, &y| theta[y].abs().total_cmp(&theta[x].abs()));
         // residual of Ritz pair i: ‖R s_i[m − pb..m]‖, R = T[m..m+pb, m−pb..m]
         let res: Vec<f64> = order
             .iter()
@@ -438,14 +450,13 @@ mod tests {
         }
     }
 
-    fn params(nev: usize, block: usize, n: usize, end: End) -> LanczosParams {
+    fn params(nev: usize, block: usize, n: usize) -> LanczosParams {
         LanczosParams {
             nev,
             block,
             ncv: LanczosParams::basis_for(nev, block, n).unwrap(),
             tol: 1e-10,
             max_products: 100_000,
-            end,
             seed: 1,
             threads: 1,
         }
@@ -463,7 +474,7 @@ mod tests {
                 None,
                 &SelfComm::new(),
                 0,
-                params(10, block, n, End::Largest),
+                params(10, block, n),
             );
             let want = [
                 1.0,
@@ -515,7 +526,7 @@ mod tests {
             Some(&m),
             &SelfComm::new(),
             0,
-            params(6, 2, n, End::LargestMagnitude),
+            params(6, 2, n),
         );
         let mut all: Vec<f64> = (0..n).map(|i| c[i] * mdiag[i]).collect();
         all.sort_by(|a, b| b.abs().total_cmp(&a.abs()));

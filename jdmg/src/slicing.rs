@@ -19,9 +19,17 @@
 //! count per cut, down to a thousandth of the interval: a multiple
 //! eigenvalue cannot be cut); neighbours that hold at most `per_slice`
 //! together are merged. Each slice [tᵢ, tᵢ₊₁) holding cᵢ eigenvalues is
-//! solved by shift-and-invert ([`crate::st`]) at its lower end σ = tᵢ for
-//! the cᵢ eigenvalues above σ (the largest of B = (A − σI)⁻¹, one end of its
-//! spectrum): they are the slice's. [`SliceMethod::Lanczos`] (the default)
+//! solved by shift-and-invert ([`crate::st`]) at its centre σ for the cᵢ
+//! eigenvalues nearest σ (the largest in magnitude of B = (A − σI)⁻¹):
+//! every eigenvalue of the slice lies within half its width of σ, every
+//! other one farther, so they are the slice's. (A shift at the lower end
+//! would make B's wanted end its largest eigenvalues, with the slices below
+//! as large negative eigenvalues of B that the Krylov space finds first and
+//! restarts throw away: lap3d:30 on [0, 0.8] in 4 slices took 2 160 products
+//! there against 1 280 at the centres.) For A x = λ x the centre is that of
+//! the slice within Gershgorin's bounds, so that an interval reaching far
+//! past the spectrum does not put σ far from its eigenvalues.
+//! [`SliceMethod::Lanczos`] (the default)
 //! runs block thick-restart Lanczos on B ([`crate::lanczos`]), `Davidson`
 //! the Davidson loop. Empty slices cost nothing but their count. Each
 //! slice's vectors are made orthogonal (M-orthogonal) to the slice before
@@ -59,7 +67,6 @@ pub use crate::params::{SliceMethod, SliceParams};
 use crate::setup::mass_rows;
 pub use crate::solution::IntervalReport;
 use crate::solution::{Outcome, Solution, Stats};
-use crate::st::Wanted;
 
 /// The ends move out by this many roundings (ε times the spectrum's scale)
 /// before they are counted: an eigenvalue at an end is inside.
@@ -83,6 +90,9 @@ struct Slice {
     hi: f64,
     below_lo: usize,
     below_hi: usize,
+    /// The shift of its solve: the centre of [lo, hi) within the
+    /// spectrum's bounds.
+    sigma: f64,
 }
 
 impl Slice {
@@ -600,13 +610,26 @@ fn slice_interval<C: Comm + ?Sized>(
         comm,
         &mut factored,
     )?;
+    let (low, high) = match mass {
+        None => gershgorin(k),
+        Some(_) => (f64::NEG_INFINITY, f64::INFINITY),
+    };
     let slices: Vec<Slice> = ends
         .windows(2)
-        .map(|w| Slice {
-            lo: w[0].0,
-            hi: w[1].0,
-            below_lo: w[0].1,
-            below_hi: w[1].1,
+        .map(|w| {
+            let (lo, hi) = (w[0].0, w[1].0);
+            let centre = 0.5 * (lo.max(low) + hi.min(high));
+            Slice {
+                lo,
+                hi,
+                below_lo: w[0].1,
+                below_hi: w[1].1,
+                sigma: if centre > lo && centre < hi {
+                    centre
+                } else {
+                    0.5 * (lo + hi)
+                },
+            }
         })
         .collect();
     Ok(Sliced {
@@ -645,8 +668,9 @@ fn accumulate<C: Comm + ?Sized>(
     }
 }
 
-/// Shift-and-invert at the slice's lower end for its count above it, and a second solve
-/// from those vectors for more pairs when some returned pairs lie outside.
+/// Shift-and-invert at the slice's centre for its count of eigenvalues
+/// nearest it, and a second solve from those vectors for more pairs when
+/// some returned pairs lie outside.
 /// Collective.
 #[allow(clippy::too_many_arguments)]
 fn solve_slice<C: Comm + ?Sized>(
@@ -662,12 +686,12 @@ fn solve_slice<C: Comm + ?Sized>(
     report: &mut IntervalReport,
 ) -> Result<Solution, JdError> {
     let c = s.count();
-    // σ at the lower end, for the c eigenvalues above it
-    let sigma = s.lo;
+    // the c eigenvalues nearest the centre are the slice's
+    let sigma = s.sigma;
     let n = k.nrows();
     // The count certifies the slice: no verification passes on B (which for
-    // its largest eigenvalues would go on to its smallest, the whole rest of
-    // A's spectrum crowded near 0).
+    // its largest eigenvalues in magnitude would go on to the whole rest of
+    // A's spectrum, crowded near 0).
     let sub = |nev: usize| JdParams {
         problem: ProblemSettings {
             nev,
@@ -685,7 +709,7 @@ fn solve_slice<C: Comm + ?Sized>(
         initial: &[],
         deflation: spaces.deflation,
     };
-    let first = crate::st::run_on_side(
+    let first = crate::st::run_with(
         k,
         mass,
         sigma,
@@ -696,7 +720,6 @@ fn solve_slice<C: Comm + ?Sized>(
             observer: reborrow(&mut observer),
             ..Hooks::default()
         },
-        Wanted::Above,
         slicing.method,
     )?;
     if !first.is_converged() {
@@ -717,7 +740,7 @@ fn solve_slice<C: Comm + ?Sized>(
         n,
         sol.eigenvalues.len(),
     );
-    let again = crate::st::run_on_side(
+    let again = crate::st::run_with(
         k,
         mass,
         sigma,
@@ -737,7 +760,6 @@ fn solve_slice<C: Comm + ?Sized>(
             observer,
             ..Hooks::default()
         },
-        Wanted::Above,
         slicing.method,
     );
     let spent = sol.stats.clone();

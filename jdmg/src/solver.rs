@@ -279,7 +279,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
 
     /// Every eigenpair in [`lower`, `upper`] (of A, or of the pencil with
     /// [`mass`](Solver::mass)), ascending, certified complete by Sylvester's
-    /// inertia: spectrum slicing, each slice by shift-and-invert at its lower end
+    /// inertia: spectrum slicing, each slice by shift-and-invert at its centre
     /// (see [`crate::slicing`], which says what is counted and how the
     /// interval is cut). `params.nev` and `params.target` are not used;
     /// `stats.interval` reports the count and the slices. With
@@ -476,7 +476,7 @@ impl<'h, M: AsCsr + ?Sized, C: Comm, B: Comm> Solver<'h, OnMatrix<'h, M, C, B>> 
             ..
         } = self.input;
         let refused = if shift.is_some() {
-            Some("an interval solve shifts and inverts at every slice's lower end: no shift_invert")
+            Some("an interval solve shifts and inverts at every slice's centre: no shift_invert")
         } else if !self.sinks.is_empty() || self.resume.is_some() {
             Some("an interval solve takes no checkpoints and resumes none")
         } else {

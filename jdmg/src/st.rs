@@ -70,7 +70,7 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::CheckpointSink;
 use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, solved, Hooks, Observer, Problem, Spaces};
-use crate::lanczos::{End, LanczosParams};
+use crate::lanczos::LanczosParams;
 use crate::params::{ConvTest, Extraction, JdParams, PrecondChoice, SliceMethod, Target};
 use crate::setup::{rows, Rows, RowsSpec};
 use crate::solution::{IterationEvent, Outcome, Solution, Stats};
@@ -858,7 +858,7 @@ pub(crate) fn run<C: Comm + ?Sized>(
     spaces: Spaces<'_>,
     hooks: Hooks<'_>,
 ) -> Result<Solution, JdError> {
-    run_on_side(
+    run_with(
         k,
         mass,
         sigma,
@@ -866,20 +866,8 @@ pub(crate) fn run<C: Comm + ?Sized>(
         params,
         spaces,
         hooks,
-        Wanted::Nearest,
         SliceMethod::Davidson,
     )
-}
-
-/// Which eigenvalues of A a shift-and-invert solve wants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wanted {
-    /// The nearest to σ on either side: B's largest in magnitude.
-    Nearest,
-    /// The nearest above σ: B's largest (algebraically). One end of B's
-    /// spectrum, which a Krylov space reaches faster than the two ends a
-    /// set on both sides of σ takes.
-    Above,
 }
 
 /// [`run_scaled`] on a pencil whose M has a norm far from 1 (outside the
@@ -888,7 +876,7 @@ pub(crate) enum Wanted {
 /// the result mapped back: λ = c·λ' and X = √c·X' (M-orthonormal for the
 /// user's M); the residuals ‖Kx − λMx‖/‖x‖ do not change.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_on_side<C: Comm + ?Sized>(
+pub(crate) fn run_with<C: Comm + ?Sized>(
     k: &CsrMatrix,
     mass: Option<&CsrMatrix>,
     sigma: f64,
@@ -896,12 +884,11 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
     params: &JdParams,
     spaces: Spaces<'_>,
     hooks: Hooks<'_>,
-    side: Wanted,
     method: SliceMethod,
 ) -> Result<Solution, JdError> {
     let c = mass.map_or(1.0, |m| crate::scaling::scale_for(norm1(m)));
     let (Some(m), false) = (mass, c == 1.0) else {
-        return run_scaled(k, mass, sigma, comm, params, spaces, hooks, side, method);
+        return run_scaled(k, mass, sigma, comm, params, spaces, hooks, method);
     };
     let mut ms = m.clone();
     ms.data_mut().iter_mut().for_each(|v| *v *= c);
@@ -911,17 +898,7 @@ pub(crate) fn run_on_side<C: Comm + ?Sized>(
         s.eigenvectors.iter_mut().for_each(|x| *x *= f);
         s
     };
-    let r = run_scaled(
-        k,
-        Some(&ms),
-        sigma / c,
-        comm,
-        params,
-        spaces,
-        hooks,
-        side,
-        method,
-    );
+    let r = run_scaled(k, Some(&ms), sigma / c, comm, params, spaces, hooks, method);
     r.map(back)
 }
 
@@ -960,7 +937,7 @@ fn rows_partition<C: Comm + ?Sized>(
         .map_err(|e| JdError::invalid("partition", e))
 }
 
-/// [`run`] for the eigenvalues on `side` of σ, by `method` on B: with
+/// [`run`] for the eigenvalues nearest σ, by `method` on B: with
 /// `Lanczos`, a solve from no start vectors, without deflation vectors or
 /// checkpoints, runs block thick-restart Lanczos ([`crate::lanczos`]; the
 /// observer sees no iterations), the others the Davidson loop.
@@ -973,14 +950,13 @@ fn run_scaled<C: Comm + ?Sized>(
     params: &JdParams,
     spaces: Spaces<'_>,
     hooks: Hooks<'_>,
-    side: Wanted,
     method: SliceMethod,
 ) -> Result<Solution, JdError> {
     check_all(k, mass, sigma, params)?;
     let n = k.nrows();
     // The user's test on the true residuals, and B's test that meets it.
     let test = TrueTest::new(k, mass, sigma, params);
-    let b_tol = b_params(params, side, &test).problem.tol;
+    let b_tol = b_params(params, &test).problem.tol;
     let (inv, below, setup) = factor_on_root(k, mass, sigma, comm, params, b_tol)?;
     let part = rows_partition(k, comm)?;
     let (kr, mr) = pencil_rows(k, mass, comm, params, part.as_ref())?;
@@ -1009,24 +985,21 @@ fn run_scaled<C: Comm + ?Sized>(
     };
     // Pairs numerically at σ are found first, and the loop runs on the
     // inverse restricted to their complement (see `near`).
-    let (near, probe) = match side {
-        Wanted::Nearest => NearSearch {
-            inv: user_inv,
-            k: &kr.op,
-            m: mass_rows,
-            comm,
-            sigma,
-            n,
-            row_offset: kr.range.start,
-            seed: params.basis.seed,
-        }
-        .find(
-            &test,
-            NearSearch::<C>::radius(&test, b_params(params, side, &test).problem.tol),
-            params.problem.nev,
-        ),
-        Wanted::Above => (None, 0),
-    };
+    let (near, probe) = NearSearch {
+        inv: user_inv,
+        k: &kr.op,
+        m: mass_rows,
+        comm,
+        sigma,
+        n,
+        row_offset: kr.range.start,
+        seed: params.basis.seed,
+    }
+    .find(
+        &test,
+        NearSearch::<C>::radius(&test, b_params(params, &test).problem.tol),
+        params.problem.nev,
+    );
     if let Some(z) = near.as_ref().filter(|z| z.lam.len() >= params.problem.nev) {
         let mut s = near_only(z, &test, kr.range.clone(), below, setup);
         s.stats.matvecs += probe;
@@ -1046,7 +1019,7 @@ fn run_scaled<C: Comm + ?Sized>(
     };
     let mut left = params.clone();
     left.problem.nev -= near.as_ref().map_or(0, |z| z.lam.len());
-    let p = b_params(&left, side, &test);
+    let p = b_params(&left, &test);
     let op = Sandwich {
         inv,
         mass: mass_rows,
@@ -1088,7 +1061,6 @@ fn run_scaled<C: Comm + ?Sized>(
         pencil: &pencil,
         deflation,
         comm,
-        side,
         n,
         n_local: kr.range.len(),
         row_offset: kr.range.start,
@@ -1257,15 +1229,12 @@ pub fn settings_on_b(params: &JdParams) -> JdParams {
     }
 }
 
-/// The parameters of the solve on B: [`settings_on_b`] with B's end of the
-/// spectrum for `side`, Ritz extraction, and B's relative tolerance where
+/// The parameters of the solve on B: [`settings_on_b`] with B's largest
+/// eigenvalues in magnitude (A's nearest σ), Ritz extraction, and B's relative tolerance where
 /// `test` gives one a priori.
-fn b_params(params: &JdParams, side: Wanted, test: &TrueTest) -> JdParams {
+fn b_params(params: &JdParams, test: &TrueTest) -> JdParams {
     let mut p = settings_on_b(params);
-    p.problem.target = match side {
-        Wanted::Nearest => Target::LargestMagnitude,
-        Wanted::Above => Target::Largest,
-    };
+    p.problem.target = Target::LargestMagnitude;
     // B's wanted eigenvalues are its extreme ones.
     p.basis.extraction = Extraction::Ritz;
     if let Some(tol) = test.a_priori() {
@@ -1293,7 +1262,7 @@ fn mass_jacobi(mass: Option<&CsrMatrix>, range: Range<usize>) -> Result<Option<J
     }
 }
 
-/// The solves on B of one [`run_on_side`] and what they share.
+/// The solves on B of one [`run_with`] and what they share.
 struct OnB<'a, C: Comm + ?Sized> {
     /// (K − σM)⁻¹, restricted to the deflation space when there is one.
     root: &'a dyn Operator,
@@ -1304,7 +1273,6 @@ struct OnB<'a, C: Comm + ?Sized> {
     pencil: &'a Pencil<'a, C>,
     deflation: &'a [f64],
     comm: &'a C,
-    side: Wanted,
     n: usize,
     n_local: usize,
     row_offset: usize,
@@ -1337,10 +1305,6 @@ impl<C: Comm + ?Sized> OnB<'_, C> {
                 ncv,
                 tol: p.problem.tol,
                 max_products: p.execution.matvec_budget(n, p.problem.nev),
-                end: match self.side {
-                    Wanted::Nearest => End::LargestMagnitude,
-                    Wanted::Above => End::Largest,
-                },
                 seed: p.basis.seed,
                 threads: p.execution.threads,
             },

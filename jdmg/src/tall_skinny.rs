@@ -195,6 +195,88 @@ fn nn_par(
         nn_strided(&mut out[r0..], n, &a[r0..], n, r1 - r0, m, y, p, update);
     });
 }
+
+/// The middle of classical Gram-Schmidt twice, in one sweep over the basis:
+/// `c (n×p) −= a (n×m) · y (m×p)` (the first pass's update), then
+/// `out (m×p) = b (n×m)ᵀ · c` (the second pass's coefficients, local part),
+/// a row block at a time, so that each block of `a` and `b` is read from
+/// memory once for both products (`b` is `a`, or M·a for an M inner
+/// product). Three reads of the basis per CGS2 instead of four. On
+/// `threads` threads as [`gemm_tn`].
+#[allow(clippy::too_many_arguments)]
+pub fn sub_then_tn(
+    c: &mut [f64],
+    a: &[f64],
+    b: &[f64],
+    n: usize,
+    m: usize,
+    y: &[f64],
+    p: usize,
+    out: &mut [f64],
+    threads: usize,
+) {
+    if m == 0 || p == 0 {
+        return;
+    }
+    let out = &mut out[..m * p];
+    out.fill(0.0);
+    if n == 0 {
+        return;
+    }
+    let Some(mid) = split_point(n, m, threads) else {
+        sub_tn_rows(c, a, b, n, 0, n, m, y, p, out);
+        return;
+    };
+    let len = c.len();
+    let cs = Shared(c.as_mut_ptr());
+    let mut second = vec![0.0; m * p];
+    rayon::join(
+        || {
+            // SAFETY: this half reads and writes rows 0..mid of `c` only.
+            let c = unsafe { std::slice::from_raw_parts_mut(cs.ptr(), len) };
+            sub_tn_rows(c, a, b, n, 0, mid, m, y, p, out)
+        },
+        || {
+            // SAFETY: this half reads and writes rows mid..n of `c` only.
+            let c = unsafe { std::slice::from_raw_parts_mut(cs.ptr(), len) };
+            sub_tn_rows(c, a, b, n, mid, n, m, y, p, &mut second)
+        },
+    );
+    out.iter_mut().zip(&second).for_each(|(o, s)| *o += s);
+}
+
+/// [`sub_then_tn`] on the rows `start..end`, adding to `out`.
+#[allow(clippy::too_many_arguments)]
+fn sub_tn_rows(
+    c: &mut [f64],
+    a: &[f64],
+    b: &[f64],
+    n: usize,
+    start: usize,
+    end: usize,
+    m: usize,
+    y: &[f64],
+    p: usize,
+    out: &mut [f64],
+) {
+    // a block of a and b stays in the L2 cache between the two products
+    let step = ((SWEEP_BYTES / 8) / (2 * m)).clamp(64, ROWS) / 8 * 8;
+    let mut r0 = start;
+    while r0 < end {
+        let rows = step.min(end - r0);
+        nn_strided(&mut c[r0..], n, &a[r0..], n, rows, m, y, p, Update::Sub);
+        let dst = MatMut::from_column_major_slice_mut(out, m, p);
+        let lhs = MatRef::from_column_major_slice_with_stride(&b[r0..], rows, m, n);
+        let rhs = MatRef::from_column_major_slice_with_stride(&c[r0..], rows, p, n);
+        matmul(dst, Accum::Add, lhs.transpose(), rhs, 1.0, Par::Seq);
+        r0 += rows;
+    }
+}
+
+/// Bytes of the tall operands that one row block of [`sub_then_tn`] reads
+/// (half an L2 cache of 2 MiB).
+const SWEEP_BYTES: usize = 1 << 20;
+
 /// Ritz vectors, residuals and residual norms in one pass over V and W = AV
 /// (PRIMME's `Num_update_VWXR`): `x = v·y`, `r = w·y − x·diag(theta)` and
 /// `norms[j] = ‖r_j‖²` (local part), for `v`, `w` n×m, `y` m×p.
@@ -414,6 +496,31 @@ mod tests {
                 gemm_nn_in_place(&mut ip, n, m, &y, p, &mut buf, t);
                 close(&ip[..n * p], &want, m as f64);
             }
+        }
+    }
+
+    #[test]
+    fn sub_then_tn_matches_its_two_products() {
+        // row blocks of 64 to ROWS rows: short, ragged and split over threads
+        for &(n, m, p, t) in &[
+            (1, 1, 1, 1),
+            (77, 5, 3, 1),
+            (3 * ROWS + 13, 9, 8, 1),
+            (40_009, 300, 8, 2),
+            (100, 0, 3, 2),
+        ] {
+            let a = data(n * m, 1);
+            let b = data(n * m, 4);
+            let c0 = data(n * p, 2);
+            let y = data(m * p, 3);
+            let mut c = c0.clone();
+            let mut out = vec![7.0; m * p];
+            sub_then_tn(&mut c, &a, &b, n, m, &y, p, &mut out, t);
+            let mut want_c = c0.clone();
+            let ay = naive_nn(&a, n, m, &y, p);
+            want_c.iter_mut().zip(&ay).for_each(|(w, v)| *w -= v);
+            close(&c, &want_c, m as f64);
+            close(&out, &naive_tn(&b, n, m, &want_c, p), (n * m) as f64);
         }
     }
 

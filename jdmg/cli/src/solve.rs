@@ -321,7 +321,7 @@ pub struct SolveArgs {
     pub st: crate::vectors::St,
     /// Every eigenvalue in [A, B] (e.g. `--interval 0:0.8`, `--interval=-1:1`),
     /// certified complete by the inertia of LDLᵀ factorizations: spectrum
-    /// slicing, each slice by shift-and-invert at its lower end. --nev, --which
+    /// slicing, each slice by shift-and-invert at its centre. --nev, --which
     /// and --target are not used. With --mass: of the pencil.
     #[arg(help_heading = "Problem", long, value_name = "A:B", allow_hyphen_values = true, value_parser = parse_interval,
           group = "range",
@@ -334,7 +334,7 @@ pub struct SolveArgs {
     #[arg(help_heading = "Problem", long, value_name = "I:J", value_parser = parse_indices, group = "range",
           conflicts_with_all = ["target", "which", "resume", "checkpoint", "initial"])]
     pub indices: Option<(usize, usize)>,
-    /// With --interval or --indices: the most eigenvalues one slice holds (default 96).
+    /// With --interval or --indices: the most eigenvalues one slice holds (default 150).
     #[arg(help_heading = "Solve groups and load balancing", long, requires = "range", value_parser = clap::value_parser!(u64).range(1..))]
     pub per_slice: Option<u64>,
     /// With --interval or --indices: the method on each slice's (A − σI)⁻¹.
