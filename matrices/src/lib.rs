@@ -6,6 +6,7 @@ pub mod csr;
 pub mod generate;
 pub mod info;
 pub mod mm;
+pub mod ordering;
 pub mod partition;
 pub mod rectangular;
 pub mod shared;
