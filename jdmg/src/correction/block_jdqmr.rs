@@ -1457,6 +1457,85 @@ fn xpby_body(z: &[f64], beta: f64, d: &mut [f64]) {
     d.iter_mut().zip(z).for_each(|(d, z)| *d = z + beta * *d);
 }
 
+/// Block JDQMR as the loop's correction method (serial and fine grain): the
+/// equations of the selected pairs solved together over `comm`.
+pub(crate) struct Blocked<'c, C: ?Sized> {
+    comm: &'c C,
+    solver: BlockJdQmr,
+}
+
+impl<'c, C: ?Sized> Blocked<'c, C> {
+    /// For `n` local rows over `comm` and at most `kmax` equations.
+    pub(crate) fn new(comm: &'c C, n: usize, kmax: usize) -> Self {
+        Self {
+            comm,
+            solver: BlockJdQmr::new(n, kmax),
+        }
+    }
+}
+
+impl<C: Comm + ?Sized> super::Correction for Blocked<'_, C> {
+    fn correct(&mut self, step: super::Step<'_>, stats: &mut crate::solution::Stats) -> Vec<usize> {
+        let super::Step {
+            ctx,
+            x,
+            r,
+            t,
+            space,
+        } = step;
+        let (n, b) = (self.solver.n, ctx.shifts.len());
+        let inner = BlockInner::from_inners(&space.inners);
+        let eq = BlockEquations {
+            locked: space.locked,
+            nl: space.nl,
+            x: &x[..n * b],
+            shifts: &ctx.shifts,
+            setups: &ctx.qmr,
+            threads: space.threads,
+            mass: space.mass.map(|m| BlockMass {
+                op: m.op,
+                locked: m.locked,
+                x: &m.bx[..n * b],
+            }),
+        };
+        let out = self.solver.solve(
+            space.op,
+            self.comm,
+            &inner,
+            &eq,
+            Lent {
+                r,
+                t,
+                scratch: space.scratch,
+                at: space.at,
+                spare: space.spare,
+                spare_at: space.at,
+            },
+        );
+        stats.matvecs += out.matvecs;
+        stats.precond_applications += out.precond_applies;
+        stats.precond_seconds += out.precond_seconds;
+        stats.global_sums += out.global_sums;
+        stats.mass_matvecs += out.mass_matvecs;
+        stats.jdqmr_iterations += 1;
+        out.per_eq
+            .iter()
+            .map(|q| {
+                stats.add_equation(&super::EquationOutcome {
+                    steps: q.steps,
+                    qmr_stop: Some(q.stop),
+                    ..super::EquationOutcome::default()
+                });
+                q.steps
+            })
+            .collect()
+    }
+
+    fn idle_scratch(&mut self) -> Option<&mut [f64]> {
+        Some(self.solver.idle_directions())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

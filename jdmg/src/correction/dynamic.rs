@@ -240,6 +240,59 @@ pub(crate) fn potential(seen: &[(f64, f64)], remaining: usize, tol: impl Fn(f64)
     terms.iter().sum::<f64>() + remaining.saturating_sub(terms.len()) as f64 * top
 }
 
+/// `InnerSolver::Auto` as the loop's correction method: GD+k or block JDQMR,
+/// whichever [`Dynamic`] picks for the outer iteration.
+pub(crate) struct Auto<'c, C: ?Sized> {
+    comm: &'c C,
+    choice: Dynamic,
+    block: super::block_jdqmr::Blocked<'c, C>,
+}
+
+impl<'c, C: ?Sized> Auto<'c, C> {
+    /// The choice at the start of a solve over `comm` whose work `clock`
+    /// counts, for `n` local rows and blocks of at most `kmax` equations.
+    pub(crate) fn new(comm: &'c C, clock: WorkClock, n: usize, kmax: usize) -> Self {
+        Self {
+            comm,
+            choice: Dynamic::new(clock),
+            block: super::block_jdqmr::Blocked::new(comm, n, kmax),
+        }
+    }
+}
+
+impl<C: lblib::Comm + ?Sized> super::Correction for Auto<'_, C> {
+    fn correct(&mut self, step: super::Step<'_>, stats: &mut crate::solution::Stats) -> Vec<usize> {
+        match self.choice.method() {
+            Method::Gdk => super::gdk::Gdk.correct(step, stats),
+            Method::Jdqmr => self.block.correct(step, stats),
+        }
+    }
+
+    /// The work is agreed over the processes (the most loaded one's clock)
+    /// when a window ends: one global max.
+    fn observe(&mut self, progress: &super::Progress, stats: &mut crate::solution::Stats) {
+        let dy = &mut self.choice;
+        let mut work = [dy.clock.read(&progress.counts)];
+        if dy.window_due() && self.comm.size() > 1 {
+            self.comm.all_reduce(&mut work, lblib::ReduceOp::Max);
+            stats.global_sums += 1;
+        }
+        let before = dy.method();
+        dy.observe(progress.phi, work[0]);
+        if dy.method() != before {
+            stats.method_switches += 1;
+        }
+    }
+
+    fn new_pass(&mut self) {
+        self.choice.reset_window();
+    }
+
+    fn idle_scratch(&mut self) -> Option<&mut [f64]> {
+        super::Correction::idle_scratch(&mut self.block)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

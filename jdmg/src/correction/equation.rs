@@ -141,6 +141,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> Operator for ProjectedOperator<'_, 
 }
 
 /// The preconditioner inside the projected correction equation.
+#[derive(Clone, Copy)]
 pub(crate) enum Inner<'a> {
     /// K = I.
     Identity,

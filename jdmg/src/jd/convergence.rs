@@ -315,7 +315,6 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         observer: &mut Option<Observer<'_>>,
         ritz: &[(f64, f64)],
         verdict: Option<bool>,
-        w: &mut Work,
     ) -> Result<PassEnd, JdError> {
         let stop = self.emit(observer, ritz, &[]);
         if verdict.unwrap_or_else(|| self.next_verification()) {
@@ -325,9 +324,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             return Ok(PassEnd::Done(self.ended(Outcome::Stopped)));
         }
         let block = self.fresh_block();
-        if let Some(dy) = w.dynamic.as_mut() {
-            dy.reset_window();
-        }
+        self.correction.new_pass();
         Ok(PassEnd::Next { block, stop })
     }
 

@@ -39,11 +39,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// The true residuals of the lock candidates (vectors in `t`): with a mass
     /// matrix by [`State::verify_locks_mass`], whose M·x it returns (empty
     /// otherwise), else by [`State::true_lock_residuals`]. Collective.
-    pub(super) fn check_lock_candidates(
-        &mut self,
-        w: &mut Work,
-        lock: &mut [(usize, f64, f64)],
-    ) -> Vec<f64> {
+    pub(super) fn check_lock_candidates(&mut self, lock: &mut [(usize, f64, f64)]) -> Vec<f64> {
         let t0 = Instant::now();
         let mut lock_bx = Vec::new();
         if !lock.is_empty() {
@@ -53,7 +49,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 lock_bx = self.verify_locks_mass(lock, &mut lx[..self.n * nlk]);
                 self.t = lx;
             } else {
-                self.true_lock_residuals(w, lock);
+                self.true_lock_residuals(lock);
             }
         }
         self.stats.phases.lock_checks += t0.elapsed().as_secs_f64();
@@ -130,9 +126,8 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         self.release_basis_tail(self.nl() + accepted.len());
         for &j in accepted {
             let (p, th, rn) = lock[j];
-            if let Some(be) = self.backend.as_mut() {
-                be.on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
-            }
+            self.correction
+                .on_lock(&self.t[j * n..(j + 1) * n], &mut self.stats);
             self.xl.extend_from_slice(&self.t[j * n..(j + 1) * n]);
             if let Some(ms) = self.mass.as_mut() {
                 ms.bxl.extend_from_slice(&lock_bx[j * n..(j + 1) * n]);
@@ -218,37 +213,26 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         Ok(self.finish(&[]))
     }
 
-    /// Hands the dynamic inner-solver choice this iteration's progress: the
-    /// potential of the wanted pairs (`ritz_seen`, `remaining` of them) and the
-    /// counted work (the largest over the processes when its window is due).
-    /// Collective when the window is due.
-    pub(super) fn observe_progress(
-        &mut self,
-        dy: &mut dynamic::Dynamic,
-        ritz_seen: &[(f64, f64)],
-        remaining: usize,
-    ) {
+    /// Hands the correction method this iteration's progress (the dynamic
+    /// choice decides by it): the potential of the wanted pairs (`ritz_seen`,
+    /// `remaining` of them) and the counted work. Collective when the method's
+    /// `observe` is.
+    pub(super) fn observe_progress(&mut self, ritz_seen: &[(f64, f64)], remaining: usize) {
         let phi = dynamic::potential(ritz_seen, remaining, |th| self.tol_for(th));
         let s = &self.stats;
-        let mut work = [dy.clock.read(&dynamic::Counts {
-            matvecs: s.matvecs,
-            precond_applications: s.precond_applications,
-            mass_matvecs: s.mass_matvecs,
-            basis_passes: s.basis_passes,
-            inner_steps: s.inner_steps,
-            n: self.n,
-            basis: self.m,
-            locked: self.ndefl + self.nl(),
-        })];
-        if dy.window_due() && self.pb.comm.size() > 1 {
-            // One clock for every process: the most loaded one's.
-            self.pb.comm.all_reduce(&mut work, ReduceOp::Max);
-            self.stats.global_sums += 1;
-        }
-        let before = dy.method();
-        dy.observe(phi, work[0]);
-        if dy.method() != before {
-            self.stats.method_switches += 1;
-        }
+        let progress = Progress {
+            phi,
+            counts: dynamic::Counts {
+                matvecs: s.matvecs,
+                precond_applications: s.precond_applications,
+                mass_matvecs: s.mass_matvecs,
+                basis_passes: s.basis_passes,
+                inner_steps: s.inner_steps,
+                n: self.n,
+                basis: self.m,
+                locked: self.ndefl + self.nl(),
+            },
+        };
+        self.correction.observe(&progress, &mut self.stats);
     }
 }

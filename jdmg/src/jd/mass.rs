@@ -521,13 +521,4 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
         }
         bx
     }
-
-    /// The inner solver of the one-equation path: with a mass matrix, `Auto`
-    /// and `Qmrs` run JDQMR (block JDQMR's lockstep kernels are for M = I).
-    pub(super) fn correction_kind(&self) -> InnerSolver {
-        match self.prm.correction.solver {
-            InnerSolver::Auto | InnerSolver::Qmrs if self.has_mass() => InnerSolver::Qmrs,
-            k => k,
-        }
-    }
 }

@@ -53,11 +53,10 @@ use lblib::{Comm, ReduceOp};
 use precond::{Operator, Preconditioner};
 
 use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
-use crate::correction::block_jdqmr::{BlockEquations, BlockInner, BlockJdQmr, BlockMass, Lent};
-use crate::correction::jdqmr::{QmrSetup, QmrStop};
-use crate::correction::{dynamic, CorrectionBackend, CorrectionCtx};
+use crate::correction::gdk::Gdk;
+use crate::correction::jdqmr::QmrSetup;
 use crate::correction::{
-    steps_rule, time_rule, CorrectionSolver, Equation, EquationOutcome, Inner,
+    dynamic, Correction, CorrectionCtx, Inner, MassCtx, Progress, Space, Step,
 };
 use crate::dense::{gemm_nn, gemm_nn_in_place, gemm_sub, gemm_tn, orthonormalize_columns, sym_eig};
 use crate::error::JdError;
@@ -191,7 +190,8 @@ impl<'a, A: Operator + ?Sized, C: Comm + ?Sized> Problem<'a, A, C> {
 pub type Observer<'o> = &'o mut dyn FnMut(&IterationEvent) -> std::ops::ControlFlow<()>;
 
 struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
-    backend: Option<&'b mut dyn CorrectionBackend>,
+    /// Step (8)'s method (see [`crate::correction`]).
+    correction: Box<dyn Correction + 'p>,
     /// Receives checkpoints (see [`crate::checkpoint`]).
     sink: Option<&'b mut dyn CheckpointSink>,
     pb: &'p Problem<'a, A, C>,
@@ -302,8 +302,9 @@ pub(crate) struct Hooks<'h, P = ()> {
     pub sink: Option<&'h mut dyn CheckpointSink>,
     /// The state to start from instead of random vectors.
     pub resume: Option<&'h Checkpoint>,
-    /// Step (8) done elsewhere (solve groups).
-    pub backend: Option<&'h mut dyn CorrectionBackend>,
+    /// Step (8) done elsewhere (solve groups); None: the method of the
+    /// parameters ([`crate::correction::for_params`]).
+    pub backend: Option<&'h mut dyn Correction>,
     /// Ends the loop when the rows should move.
     pub monitor: Option<&'h mut dyn LoopMonitor<Plan = P>>,
     /// σ when the operator is the shift-and-invert B = (A − σI)⁻¹ (recorded
@@ -387,16 +388,30 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
     let params = &resolved;
     let n = pb.a.nrows();
     let [ninit, ndefl] = spaces::agreed_columns(pb)?;
-    let mut st = State::new(pb, params, sz, n);
+    let correction: Box<dyn Correction + '_> = match backend {
+        Some(be) => Box::new(be),
+        None => crate::correction::for_params(
+            pb.comm,
+            params.correction.solver,
+            params.maxits(),
+            n,
+            sz.k,
+            params.problem.nev + ndefl + sz.k,
+            dynamic::WorkClock::new(
+                pb.a.work_per_vector(),
+                pb.precond.map_or(0.0, |p| p.work_per_vector()),
+                pb.mass.map_or(0.0, |m| m.op.work_per_vector()),
+            ),
+        ),
+    };
+    let mut st = State::new(pb, params, sz, n, correction);
     st.ninit = ninit;
     if pb.mass.is_some() {
         st.init_mass()?;
     }
     st.install_deflation(ndefl)?;
-    st.backend = backend;
-    if let Some(be) = st.backend.as_mut() {
-        be.on_deflation(&st.xl[..st.ndefl * n], st.ndefl, &mut st.stats);
-    }
+    st.correction
+        .on_deflation(&st.xl[..st.ndefl * n], st.ndefl, &mut st.stats);
     st.sink = sink;
     st.shift = shift;
     let resumed = match resume {
@@ -424,10 +439,16 @@ pub(crate) fn run_loop<A: Operator + ?Sized, C: Comm + ?Sized, P>(
 }
 
 impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C> {
-    fn new(pb: &'p Problem<'a, A, C>, prm: &'p JdParams, sz: Sizes, n: usize) -> Self {
+    fn new(
+        pb: &'p Problem<'a, A, C>,
+        prm: &'p JdParams,
+        sz: Sizes,
+        n: usize,
+        correction: Box<dyn Correction + 'p>,
+    ) -> Self {
         let mb = sz.max_basis;
         Self {
-            backend: None,
+            correction,
             sink: None,
             pb,
             op: ScaledOperator::new(pb.a),
@@ -532,9 +553,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 wanted_converged,
                 ritz_seen,
             } = self.select_pairs(&mut work, &theta, &y, m, limit, early, basis_full)?;
-            if let Some(dy) = work.dynamic.as_mut() {
-                self.observe_progress(dy, &ritz_seen, remaining);
-            }
+            self.observe_progress(&ritz_seen, remaining);
             // An end pass settled without a lock (`end_value_outside`).
             if lock.is_empty()
                 && self.in_end_pass()
@@ -545,7 +564,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             {
                 let verdict = Some(self.check_missed_copies());
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                match self.pass_over(observer, &ritz_seen, verdict, &mut work)? {
+                match self.pass_over(observer, &ritz_seen, verdict)? {
                     PassEnd::Done(sol) => return Ok(Exit::Solved(sol)),
                     PassEnd::Next { block, stop } => (b, stop_pending) = (block, stop),
                 }
@@ -560,7 +579,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             self.harmonic_lock_candidates(&mut y, m, &mut lock);
             let mut m_cur = m;
             let mut y_cur = std::mem::take(&mut y);
-            let lock_bx = self.check_lock_candidates(&mut work, &mut lock);
+            let lock_bx = self.check_lock_candidates(&mut lock);
             if !lock.is_empty() {
                 let Some(accepted) = self.accept_locks(&lock, basis_full)? else {
                     // the basis was repaired: Rayleigh-Ritz again without new vectors
@@ -576,7 +595,7 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                     let verdict = self.end_passes().then(|| self.next_verification());
                     if verdict != Some(false) || !self.in_end_pass() {
                         self.stats.projection_seconds += tp.elapsed().as_secs_f64();
-                        match self.pass_over(observer, &ritz_seen, verdict, &mut work)? {
+                        match self.pass_over(observer, &ritz_seen, verdict)? {
                             PassEnd::Done(sol) => return Ok(Exit::Solved(sol)),
                             PassEnd::Next { block, stop } => (b, stop_pending) = (block, stop),
                         }
@@ -674,7 +693,7 @@ mod tests {
             };
             let sz = prm.resolve(n).unwrap();
             assert_eq!((sz.max_basis, sz.restart), (24, 12));
-            let mut st = State::new(&pb, &prm, sz, n);
+            let mut st = State::new(&pb, &prm, sz, n, Box::new(Gdk));
             st.v.fill(1.0);
             st.w.fill(1.0);
             let caps: Vec<usize> = (0..=4)
@@ -728,7 +747,7 @@ mod tests {
         };
         let prm = JdParams::default();
         let sz = prm.resolve(n).unwrap();
-        let mut st = State::new(&pb, &prm, sz, n);
+        let mut st = State::new(&pb, &prm, sz, n, Box::new(Gdk));
         // V: 10 orthonormal columns from random vectors.
         let m = 10;
         for j in 0..m {

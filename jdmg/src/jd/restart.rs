@@ -19,7 +19,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// balancing figures were validated; their time is mostly correction phases.
     pub(super) fn restart_first(&self, m: usize, basis_full: bool) -> bool {
         self.prm.basis.locking
-            && self.backend.is_none()
+            && !self.correction.by_solve_groups()
             && matches!(self.target, Target::Smallest | Target::Largest)
             && !self.has_mass()
             && self.harm.is_none()
@@ -41,7 +41,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// [`State::basis_cap`] with `locked` pairs locked.
     fn basis_cap_with(&self, locked: usize) -> usize {
         let mb = self.sz.max_basis;
-        if self.prm.basis.max_basis != 0 || self.backend.is_some() {
+        if self.prm.basis.max_basis != 0 || self.correction.by_solve_groups() {
             return mb;
         }
         let left = self.goal.saturating_sub(locked);

@@ -7,13 +7,6 @@ use super::*;
 /// The loop's buffers and inner solvers, made once per solve
 /// ([`State::work`]).
 pub(super) struct Work {
-    /// One-equation-at-a-time solver (BiCGSTAB), built when first needed.
-    pub solver: Option<CorrectionSolver>,
-    /// The block's JDQMR equations, advancing together (serial and fine grain).
-    pub block_qmr: Option<BlockJdQmr>,
-    /// `Auto` with a preconditioner: GD+k or block JDQMR by progress per
-    /// counted work.
-    pub dynamic: Option<dynamic::Dynamic>,
     /// Ritz vectors and residuals of the selected pairs (at most k); each
     /// batch is computed in place after the pairs selected so far.
     pub xsel: Vec<f64>,
@@ -38,22 +31,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// The loop's buffers for this solve's parameters.
     pub(super) fn work(&self) -> Work {
         let (n, k) = (self.n, self.sz.k);
-        let free = self.backend.is_none() && self.prm.maxits() > 0;
         Work {
-            solver: None,
-            block_qmr: (free
-                && matches!(
-                    self.prm.correction.solver,
-                    InnerSolver::Qmrs | InnerSolver::Auto
-                ))
-            .then(|| BlockJdQmr::new(n, k)),
-            dynamic: (free && self.prm.correction.solver == InnerSolver::Auto).then(|| {
-                dynamic::Dynamic::new(dynamic::WorkClock::new(
-                    self.op.work_per_vector(),
-                    self.pb.precond.map_or(0.0, |p| p.work_per_vector()),
-                    self.mass.as_ref().map_or(0.0, |ms| ms.op.work_per_vector()),
-                ))
-            }),
             xsel: vec![0.0; n * k],
             rsel: vec![0.0; n * k],
             bxsel: vec![0.0; if self.has_mass() { n * k } else { 0 }],
@@ -229,18 +207,17 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     /// block JDQMR's directions, idle between solves: no array beside those
     /// held for the whole solve (16 MB less at the peak on lap3d:100).
     /// Collective.
-    pub(super) fn true_lock_residuals(&mut self, w: &mut Work, lock: &mut [(usize, f64, f64)]) {
+    pub(super) fn true_lock_residuals(&mut self, lock: &mut [(usize, f64, f64)]) {
         let n = self.n;
         let nlk = lock.len();
         let lock_x = &self.t[..n * nlk];
         let tail = self.m + nlk <= self.basis_cap();
         let mut wv = std::mem::take(&mut self.w);
         let mut own = Vec::new();
-        let idle = w
-            .block_qmr
-            .as_mut()
-            .map(BlockJdQmr::idle_directions)
-            .filter(|d| d.len() >= n * nlk);
+        // The method is set aside while its scratch is lent (GD+k, in its
+        // place meanwhile, holds nothing).
+        let mut method = std::mem::replace(&mut self.correction, Box::new(Gdk));
+        let idle = method.idle_scratch().filter(|d| d.len() >= n * nlk);
         let ax: &mut [f64] = match idle {
             _ if tail => &mut wv[self.m * n..(self.m + nlk) * n],
             Some(d) => &mut d[..n * nlk],
@@ -274,6 +251,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             self.deflate_residuals(ax, &mut nrm);
         }
         drop(own);
+        self.correction = method;
         self.w = wv;
         self.allreduce(&mut nrm);
         for (j, item) in lock.iter_mut().enumerate() {

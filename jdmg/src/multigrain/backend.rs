@@ -1,5 +1,5 @@
 //! The correction phase of the solve groups (McCombs et al. §3 "JDcg", §6
-//! "JDmg", §4 and §7 balancing): the [`CorrectionBackend`] the solver loop
+//! "JDmg", §4 and §7 balancing): the [`crate::correction::Correction`] the solver loop
 //! hands its correction equations to.
 
 use std::time::Instant;
@@ -13,7 +13,7 @@ use super::stats::MultigrainStats;
 use crate::correction::{
     steps_rule, time_rule, CorrectionSolver, Equation, EquationOutcome, MassCtx,
 };
-use crate::correction::{CorrectionBackend, CorrectionCtx};
+use crate::correction::{Correction, CorrectionCtx, Step};
 use crate::optimal_m::{kappa_estimate, optimal_steps_to};
 use crate::params::{InnerStop, PrecondChoice};
 use crate::repartition::{RateClock, WaitTimer};
@@ -62,8 +62,37 @@ pub(super) struct Backend<'g, W, G: Comm> {
     pub(super) precond: PrecondChoice,
 }
 
-impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
+impl<W: Comm, G: Comm> Correction for Backend<'_, W, G> {
+    /// The phase of McCombs et al. §4: the pairs sent to the groups (the
+    /// fastest first), each group's equations solved for the common time T,
+    /// the corrections gathered back.
+    fn correct(&mut self, step: Step<'_>, stats: &mut Stats) -> Vec<usize> {
+        self.correct_block(&step.ctx, step.x, step.r, step.t, stats)
+    }
+
+    fn by_solve_groups(&self) -> bool {
+        true
+    }
+
     fn on_lock(&mut self, x: &[f64], stats: &mut Stats) {
+        self.lock_vector(x, stats);
+    }
+
+    fn on_deflation(&mut self, y: &[f64], q: usize, stats: &mut Stats) {
+        if std::mem::replace(&mut self.deflated, true) {
+            return;
+        }
+        let nf = self.nf;
+        for j in 0..q {
+            self.lock_vector(&y[j * nf..(j + 1) * nf], stats);
+        }
+    }
+}
+
+impl<W: Comm, G: Comm> Backend<'_, W, G> {
+    /// Keeps a copy of the locked vector `x` (fine layout) in this group's
+    /// layout (with M·x for K x = λ M x).
+    pub(super) fn lock_vector(&mut self, x: &[f64], stats: &mut Stats) {
         // every group needs the locked vector in its own layout
         let dest: Vec<usize> = (0..self.ngroups).collect();
         let xs: Vec<f64> = (0..self.ngroups).flat_map(|_| x.iter().copied()).collect();
@@ -91,19 +120,14 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         self.nl += 1;
     }
 
-    fn on_deflation(&mut self, y: &[f64], q: usize, stats: &mut Stats) {
-        if std::mem::replace(&mut self.deflated, true) {
-            return;
-        }
-        let nf = self.nf;
-        for j in 0..q {
-            self.on_lock(&y[j * nf..(j + 1) * nf], stats);
-        }
-    }
-
+    /// One phase for the selected pairs (Ritz vectors `x`, residuals `r`):
+    /// their corrections into the first columns of `t`; returns the inner
+    /// steps per pair.
     fn correct_block(
         &mut self,
         ctx: &CorrectionCtx<'_>,
+        x: &[f64],
+        r: &[f64],
         t: &mut [f64],
         stats: &mut Stats,
     ) -> Vec<usize> {
@@ -126,7 +150,7 @@ impl<W: Comm, G: Comm> CorrectionBackend for Backend<'_, W, G> {
         // Pair i (extreme-most first) goes to the i-th fastest group, round robin.
         let dest: Vec<usize> = (0..s).map(|i| order[i % self.ngroups]).collect();
         let mine: Vec<usize> = (0..s).filter(|&i| dest[i] == self.my_group).collect();
-        let gxr = self.scatter_pairs(ctx, &dest, mine.len());
+        let gxr = self.scatter_pairs(x, r, &dest, mine.len());
         let flex = self.flexible_phase(ctx, &mine, &steps, &gxr, balanced);
         // Back to the fine layout.
         let t0 = Instant::now();
@@ -198,14 +222,14 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
 
     /// Sends the pairs' x and r to the groups of `dest` (pair i to group
     /// `dest[i]`); returns this group's `nmine` items [x, r] in its layout.
-    fn scatter_pairs(&mut self, ctx: &CorrectionCtx<'_>, dest: &[usize], nmine: usize) -> Vec<f64> {
+    fn scatter_pairs(&mut self, x: &[f64], r: &[f64], dest: &[usize], nmine: usize) -> Vec<f64> {
         let s = dest.len();
         let (nf, ng) = (self.nf, self.ng);
         // x and r travel together: item i = [x_i, r_i].
         let mut xr = vec![0.0; 2 * nf * s];
         for i in 0..s {
-            xr[2 * i * nf..(2 * i + 1) * nf].copy_from_slice(&ctx.x[i * nf..(i + 1) * nf]);
-            xr[(2 * i + 1) * nf..(2 * i + 2) * nf].copy_from_slice(&ctx.r[i * nf..(i + 1) * nf]);
+            xr[2 * i * nf..(2 * i + 1) * nf].copy_from_slice(&x[i * nf..(i + 1) * nf]);
+            xr[(2 * i + 1) * nf..(2 * i + 2) * nf].copy_from_slice(&r[i * nf..(i + 1) * nf]);
         }
         let mut gxr = vec![0.0; 2 * ng * nmine];
         let t0 = Instant::now();

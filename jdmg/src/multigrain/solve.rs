@@ -17,7 +17,7 @@ use super::mover::Mover;
 use super::params::{Balance, MultigrainParams};
 use super::stats::{AlltoallScope, MultigrainStats};
 use crate::checkpoint::{Checkpoint, CheckpointError, CheckpointSink};
-use crate::correction::{CorrectionBackend, CorrectionSolver};
+use crate::correction::CorrectionSolver;
 use crate::error::JdError;
 use crate::jd::{local_rows, run_loop, Exit, Hooks, LoopMonitor, Observer, Problem, Spaces};
 use crate::optimal_m::DEFAULT_MAXITS_GROUPS;
@@ -581,7 +581,7 @@ fn lock_resumed<W: Comm, G: Comm>(backend: &mut Backend<'_, W, G>, ck: &Checkpoi
         .chunks_exact(nl.max(1))
         .take(ck.locked_values.len())
     {
-        backend.on_lock(x, &mut scratch);
+        backend.lock_vector(x, &mut scratch);
     }
 }
 
