@@ -18,7 +18,7 @@
 use std::cell::{Cell, RefCell};
 
 use lblib::{Comm, ReduceOp};
-use precond::{Operator, Preconditioner};
+use precond::{Operator, Preconditioner, Scalar};
 
 use crate::dense::gemm_tn;
 
@@ -68,12 +68,19 @@ pub(crate) fn project_out_with<C: Comm + ?Sized>(
 
 /// The mass matrix of a generalized correction equation: M (scaled like the
 /// problem's), M·X_locked (the same columns as `locked`) and M·x.
-#[derive(Clone, Copy)]
-pub(crate) struct MassCtx<'x> {
-    pub op: &'x dyn Operator,
-    pub locked: &'x [f64],
-    pub bx: &'x [f64],
+pub(crate) struct MassCtx<'x, T: Scalar = f64> {
+    pub op: &'x dyn Operator<T>,
+    pub locked: &'x [T],
+    pub bx: &'x [T],
 }
+
+impl<T: Scalar> Clone for MassCtx<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Scalar> Copy for MassCtx<'_, T> {}
 
 /// Whether an inner solution can serve as the correction: at least one step taken,
 /// finite and not zero (otherwise the caller takes a Davidson step K⁻¹r).
@@ -141,8 +148,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> Operator for ProjectedOperator<'_, 
 }
 
 /// The preconditioner inside the projected correction equation.
-#[derive(Clone, Copy)]
-pub(crate) enum Inner<'a> {
+pub(crate) enum Inner<'a, T: Scalar = f64> {
     /// K = I.
     Identity,
     /// K = D − σI (Jacobi, refreshed per Ritz value).
@@ -157,10 +163,18 @@ pub(crate) enum Inner<'a> {
     /// ([`Preconditioner::apply_block_shifted`]; `shift` in the units of the
     /// operator it was given).
     Shifted {
-        pc: &'a (dyn Preconditioner + Send + Sync),
+        pc: &'a (dyn Preconditioner<T> + Send + Sync),
         shift: f64,
     },
 }
+
+impl<T: Scalar> Clone for Inner<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Scalar> Copy for Inner<'_, T> {}
 
 /// `z = (D − σI)⁻¹ r` with the entries of D − σI kept at least 1e-12·|D| away
 /// from zero (Jacobi of the correction equation, refreshed per Ritz value).

@@ -34,7 +34,7 @@ pub(crate) mod one_by_one;
 pub(crate) use equation::*;
 
 use lblib::Comm;
-use precond::Operator;
+use precond::{Operator, Scalar};
 
 use crate::params::{InnerSolver, InnerStop};
 use crate::solution::Stats;
@@ -70,38 +70,39 @@ pub(crate) struct CorrectionCtx<'x> {
 
 /// The operator of the correction equations on this process's rows and what
 /// their projections remove: everything a method that solves them here (not
-/// in solve groups) needs besides the pairs.
-pub(crate) struct Space<'x> {
+/// in solve groups) needs besides the pairs. Vectors hold `T`s; shifts,
+/// Ritz values and norms are real (the problem is Hermitian).
+pub(crate) struct Space<'x, T: Scalar = f64> {
     /// A times its internal scale.
-    pub op: &'x dyn Operator,
+    pub op: &'x dyn Operator<T>,
     /// Locked and deflation vectors (n × `nl`), projected out.
-    pub locked: &'x [f64],
+    pub locked: &'x [T],
     pub nl: usize,
     /// M, M·X_locked and M·X of K x = λ M x.
-    pub mass: Option<MassCtx<'x>>,
+    pub mass: Option<MassCtx<'x, T>>,
     /// The preconditioner of each equation, for its shift.
-    pub inners: Vec<Inner<'x>>,
+    pub inners: Vec<Inner<'x, T>>,
     /// The eigenvalue scale: a shift divided by it is in the preconditioner's
     /// units.
     pub ev_scale: f64,
     pub threads: usize,
     /// Scratch lent by the loop: n × s entries of each from `at` on are free
     /// (the basis's next columns).
-    pub scratch: &'x mut Vec<f64>,
-    pub spare: &'x mut Vec<f64>,
+    pub scratch: &'x mut Vec<T>,
+    pub spare: &'x mut Vec<T>,
     pub at: usize,
 }
 
 /// One correction phase: the `s = ctx.shifts.len()` selected pairs (Ritz
 /// vectors `x`, residuals `r`, n × s each) and where their corrections go.
-pub(crate) struct Step<'x> {
+pub(crate) struct Step<'x, T: Scalar = f64> {
     pub ctx: CorrectionCtx<'x>,
-    pub x: &'x [f64],
+    pub x: &'x [T],
     /// The residuals; a method may overwrite them.
-    pub r: &'x mut Vec<f64>,
+    pub r: &'x mut Vec<T>,
     /// Receives the corrections in its first s columns (fine layout).
-    pub t: &'x mut Vec<f64>,
-    pub space: Space<'x>,
+    pub t: &'x mut Vec<T>,
+    pub space: Space<'x, T>,
 }
 
 /// What the loop measured since the last outer iteration, for a method that
@@ -114,25 +115,26 @@ pub(crate) struct Progress {
 
 /// Step (8) of block Jacobi-Davidson, whatever the method: GD+k, one equation
 /// at a time (BiCGSTAB or JDQMR), block JDQMR, the dynamic choice between GD+k
-/// and block JDQMR, or the solve groups of the multigrain mode.
+/// and block JDQMR, or the solve groups of the multigrain mode. Vectors hold
+/// `T`s (`f64`; the methods are written for real problems so far).
 ///
 /// A method holds the communicator of its collectives (the processes sharing
 /// the rows of the loop's vectors, or, for solve groups, its own).
-pub(crate) trait Correction {
+pub(crate) trait Correction<T: Scalar = f64> {
     /// Writes the corrections of the selected pairs into the first columns
     /// of `step.t`; returns the inner steps per pair. Collective.
-    fn correct(&mut self, step: Step<'_>, stats: &mut Stats) -> Vec<usize>;
+    fn correct(&mut self, step: Step<'_, T>, stats: &mut Stats) -> Vec<usize>;
     /// A vector (fine layout) was locked.
-    fn on_lock(&mut self, _x: &[f64], _stats: &mut Stats) {}
+    fn on_lock(&mut self, _x: &[T], _stats: &mut Stats) {}
     /// The `q` orthonormalized deflation vectors `y` (fine layout), told at
     /// every entry of the loop.
-    fn on_deflation(&mut self, _y: &[f64], _q: usize, _stats: &mut Stats) {}
+    fn on_deflation(&mut self, _y: &[T], _q: usize, _stats: &mut Stats) {}
     /// The progress of an outer iteration. Collective.
     fn observe(&mut self, _progress: &Progress, _stats: &mut Stats) {}
     /// A new pass (verification) starts from a fresh block.
     fn new_pass(&mut self) {}
     /// Scratch of n × kmax entries that holds nothing between phases.
-    fn idle_scratch(&mut self) -> Option<&mut [f64]> {
+    fn idle_scratch(&mut self) -> Option<&mut [T]> {
         None
     }
     /// The equations go to solve groups (the basis keeps `max_basis` and the
@@ -142,14 +144,14 @@ pub(crate) trait Correction {
     }
 }
 
-impl<T: Correction + ?Sized> Correction for &mut T {
-    fn correct(&mut self, step: Step<'_>, stats: &mut Stats) -> Vec<usize> {
+impl<T: Scalar, M: Correction<T> + ?Sized> Correction<T> for &mut M {
+    fn correct(&mut self, step: Step<'_, T>, stats: &mut Stats) -> Vec<usize> {
         (**self).correct(step, stats)
     }
-    fn on_lock(&mut self, x: &[f64], stats: &mut Stats) {
+    fn on_lock(&mut self, x: &[T], stats: &mut Stats) {
         (**self).on_lock(x, stats)
     }
-    fn on_deflation(&mut self, y: &[f64], q: usize, stats: &mut Stats) {
+    fn on_deflation(&mut self, y: &[T], q: usize, stats: &mut Stats) {
         (**self).on_deflation(y, q, stats)
     }
     fn observe(&mut self, progress: &Progress, stats: &mut Stats) {
@@ -158,7 +160,7 @@ impl<T: Correction + ?Sized> Correction for &mut T {
     fn new_pass(&mut self) {
         (**self).new_pass()
     }
-    fn idle_scratch(&mut self) -> Option<&mut [f64]> {
+    fn idle_scratch(&mut self) -> Option<&mut [T]> {
         (**self).idle_scratch()
     }
     fn by_solve_groups(&self) -> bool {
