@@ -190,9 +190,10 @@ pub struct InnerStops {
 /// Computed eigenpairs. Eigenvalues are ordered by the target (ascending for
 /// `Smallest` and `Closest`, by distance to σ for `Closest`; descending for
 /// `Largest`); eigenvector `j` is `eigenvectors[j*n_local..(j+1)*n_local]`
-/// (this process's rows).
+/// (this process's rows). Eigenvectors hold `T`s (`f64`; complex ones come
+/// from [`crate::hermitian`]).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Solution {
+pub struct Solution<T: precond::Scalar = f64> {
     /// How the solve ended: only with [`Outcome::Converged`] are all `wanted`
     /// pairs here and converged.
     pub outcome: Outcome,
@@ -207,7 +208,7 @@ pub struct Solution {
     pub converged: Vec<bool>,
     /// Eigenvectors, column-major: this process's rows of each (see `n_local`).
     #[serde(skip)]
-    pub eigenvectors: Vec<f64>,
+    pub eigenvectors: Vec<T>,
     /// Local rows per eigenvector.
     pub n_local: usize,
     /// Global index of this process's first row (0 on one process).

@@ -54,15 +54,22 @@ pub(super) const MASS_SOLVE_TOL: f64 = 1e-10;
 const MASS_SOLVE_STEPS: usize = 500;
 
 /// The mass matrix of a generalized problem ([`Problem::with_mass`]).
-#[derive(Clone, Copy)]
-pub struct Mass<'a> {
+pub struct Mass<'a, T: Scalar = f64> {
     /// M applied to this process's rows (distributed like K).
-    pub op: &'a dyn Operator,
+    pub op: &'a dyn Operator<T>,
     /// The local diagonal of M (for the Jacobi preconditioner diag(K) − σ·diag(M)).
     pub diagonal: Option<&'a [f64]>,
 }
 
-impl std::fmt::Debug for Mass<'_> {
+impl<T: Scalar> Clone for Mass<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Scalar> Copy for Mass<'_, T> {}
+
+impl<T: Scalar> std::fmt::Debug for Mass<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mass")
             .field("rows", &self.op.nrows())

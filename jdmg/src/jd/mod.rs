@@ -50,7 +50,7 @@ pub use spaces::Spaces;
 use std::time::Instant;
 
 use lblib::{Comm, ReduceOp};
-use precond::{Operator, Preconditioner};
+use precond::{Operator, Preconditioner, Scalar};
 
 use crate::checkpoint::{Checkpoint, CheckpointRequest, CheckpointSink};
 use crate::correction::gdk::Gdk;
@@ -67,8 +67,10 @@ use crate::random;
 use crate::scaling::{scale_for, ScaledOperator};
 use crate::solution::{IterationEvent, Outcome, Solution, Stats};
 
-/// The problem as seen by one process.
-pub struct Problem<'a, A: ?Sized, C: ?Sized> {
+/// The problem as seen by one process. Its vectors hold `T`s (`f64`; the
+/// loop is implemented for real problems, complex Hermitian ones go through
+/// [`crate::hermitian`]'s real embedding).
+pub struct Problem<'a, A: ?Sized, C: ?Sized, T: Scalar = f64> {
     /// A applied to this process's rows (distributed operators exchange halos).
     pub a: &'a A,
     /// Processes sharing the rows of every vector.
@@ -81,14 +83,14 @@ pub struct Problem<'a, A: ?Sized, C: ?Sized> {
     pub diagonal: Option<&'a [f64]>,
     /// A preconditioner of A − σI on the local rows (block-Jacobi across processes);
     /// used whenever given (see [`Problem::with_preconditioner`]).
-    pub precond: Option<&'a (dyn Preconditioner + Send + Sync)>,
+    pub precond: Option<&'a (dyn Preconditioner<T> + Send + Sync)>,
     /// Start and deflation vectors ([`Problem::with_initial`],
     /// [`Problem::with_deflation`]); none by default.
-    pub spaces: Spaces<'a>,
+    pub spaces: Spaces<'a, T>,
     /// The mass matrix M of a generalized problem K x = λ M x (K = `a`), M
     /// symmetric positive definite, applied to this process's rows like `a`
     /// ([`Problem::with_mass`]); None: the standard problem (M = I).
-    pub mass: Option<Mass<'a>>,
+    pub mass: Option<Mass<'a, T>>,
     /// Residuals projected against the locked vectors too, not only the
     /// deflation vectors: those of the operator restricted to the complement
     /// of the converged space (Sleijpen and van der Vorst's deflated JD). For

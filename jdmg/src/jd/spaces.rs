@@ -15,17 +15,17 @@ use super::*;
 /// rows, column-major (`n_local × p`); empty slices for none. Set them with
 /// [`Problem::with_initial`] and [`Problem::with_deflation`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Spaces<'a> {
+pub struct Spaces<'a, T: Scalar = f64> {
     /// Start vectors: the first fill the first block (random vectors complete a
     /// block of fewer), the rest enter the basis before the first Rayleigh-Ritz
     /// (up to the basis size less one block). Ignored when resuming from a
     /// checkpoint.
-    pub initial: &'a [f64],
+    pub initial: &'a [T],
     /// Deflation vectors: the solve returns the wanted eigenpairs of A restricted
     /// to the orthogonal complement of their span (for eigenvectors of A already
     /// known, the next eigenpairs). Need not be orthonormal; dependent columns are
     /// dropped ([`Stats::deflation_vectors`] counts those kept).
-    pub deflation: &'a [f64],
+    pub deflation: &'a [T],
 }
 
 /// Columns of a block of `len` values of `rows` rows (`None` when it does not
