@@ -10,7 +10,7 @@ use std::path::Path;
 use faer::c64;
 use jdmg::hermitian::{check_hermitian, Recovery};
 use jdmg::{JdError, JdParams, Solution};
-use matrices::mm::{read_complex_matrix_market, read_header_bytes, MmField};
+use matrices::mm::{is_complex_file, read_complex_matrix_market, read_header_bytes};
 use matrices::{ComplexCsr, CsrMatrix, MagSpec};
 
 use crate::output::{write_atomic, Fail, EXIT_BAD_INPUT};
@@ -35,15 +35,6 @@ pub struct ComplexPencil {
     pub vectors: Vectors,
     /// The complex deflation vectors (n rows, column-major; empty for none).
     pub deflation: Vec<c64>,
-}
-
-/// Whether the MatrixMarket file at `path` declares the complex field (its
-/// header only is read; an unreadable file is left to the real reader's
-/// message).
-pub fn is_complex_file(path: &Path) -> bool {
-    let mut head = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(1 << 16).read_to_end(&mut head));
-    read.is_ok() && read_header_bytes(&head).is_ok_and(|h| h.field == MmField::Complex)
 }
 
 fn read_complex(path: &Path) -> Result<ComplexCsr, Fail> {

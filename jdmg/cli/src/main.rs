@@ -157,7 +157,7 @@ fn read(path: &Path) -> Result<(CsrMatrix, MmHeader), Fail> {
 
 fn info(file: &Path, json: bool) -> Result<(), Fail> {
     require_stdout()?;
-    if complex::is_complex_file(file) {
+    if matrices::mm::is_complex_file(file) {
         return emit(&complex::info(file, json)?);
     }
     let (a, h) = read(file)?;

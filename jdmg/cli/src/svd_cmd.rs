@@ -88,7 +88,7 @@ fn load(input: &str) -> Result<Input, Fail> {
         return Ok(Input::Real(g.matrix()));
     }
     let path = std::path::Path::new(input);
-    if crate::complex::is_complex_file(path) {
+    if matrices::mm::is_complex_file(path) {
         let m = matrices::mm::read_complex_matrix_market(path)
             .map_err(|e| Fail::bad(format!("{input}: {e}")))?;
         return Ok(Input::Complex(m.matrix));

@@ -119,7 +119,7 @@ fn check_block(
 /// Reads a complex MatrixMarket array of n rows (a real array is taken with
 /// zero imaginary parts): the vectors, column-major. Exit 2 as [`read_block`].
 fn read_complex_block(flag: &str, path: &Path, n: usize) -> Result<Vec<c64>, Fail> {
-    if !crate::complex::is_complex_file(path) {
+    if !matrices::mm::is_complex_file(path) {
         let d = read_block(flag, path, n)?;
         return Ok(d.data.iter().map(|&v| c64::new(v, 0.0)).collect());
     }

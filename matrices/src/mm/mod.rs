@@ -444,6 +444,15 @@ pub fn read_header_bytes(bytes: &[u8]) -> Result<MmHeader, MmError> {
     header::parse_any_header(bytes).map(|h| h.0)
 }
 
+/// Whether the MatrixMarket file at `path` declares the complex field (its
+/// first 64 KiB are read for the header; an unreadable file or header gives
+/// false, leaving the message to the reader that follows).
+pub fn is_complex_file(path: &Path) -> bool {
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(1 << 16).read_to_end(&mut head));
+    read.is_ok() && read_header_bytes(&head).is_ok_and(|h| h.field == MmField::Complex)
+}
+
 /// Reads a dense `array` file (general, symmetric or skew-symmetric storage,
 /// expanded) into a column-major [`DenseArray`].
 ///
