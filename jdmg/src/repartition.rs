@@ -30,7 +30,9 @@
 //! again from the moved state.
 
 use std::cell::Cell;
+use std::time::Instant;
 
+use lblib::sched::{self, SchedSample};
 use lblib::{Comm, Lbs, LbsConfig, Method, RateKind};
 use matrices::partition::{GroupPartition, Redistribution, RowPartition};
 use serde::{Deserialize, Serialize};
@@ -44,7 +46,7 @@ use crate::solution::Stats;
 /// Options of semi-static re-partitioning (part of
 /// [`crate::MultigrainParams`]). Defaults: on, 10 % threshold, a check every 5
 /// outer iterations, 2 checks in a row above the threshold, at most 4
-/// re-partitions per solve.
+/// re-partitions per solve, rates at the core's share.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RepartitionParams {
@@ -69,6 +71,12 @@ pub struct RepartitionParams {
     /// No rank's weight falls below this fraction of the largest rate, so that a
     /// rank measured during a transient stall keeps some rows. Default 0.05.
     pub min_weight: f64,
+    /// Measure each rank's busy seconds at the share of its core it gets
+    /// (Linux scheduler statistics, [`lblib::sched`]), so that a rank time-sliced
+    /// with others on one core gets rows for its share of that core, not for
+    /// the full speed its short products run at between slices. Default true;
+    /// no effect where the statistics cannot be read.
+    pub core_share: bool,
 }
 
 impl Default for RepartitionParams {
@@ -80,6 +88,7 @@ impl Default for RepartitionParams {
             consecutive: 2,
             max_repartitions: 4,
             min_weight: 0.05,
+            core_share: true,
         }
     }
 }
@@ -134,18 +143,87 @@ impl RepartitionParams {
 /// flexible phase runs long enough to see the real share of the core.
 pub(crate) struct RateClock<'a, W> {
     comm: &'a W,
-    /// Busy seconds of correction phases credited so far.
+    /// Busy seconds of correction phases credited so far (converted to the
+    /// thread's share of its core when `share` is on).
     busy: Cell<f64>,
     /// Their work: nonzeros of this rank's group rows × vectors multiplied.
     work: Cell<f64>,
+    /// The share of a time-sliced core (`RepartitionParams::core_share`).
+    share: Option<ShareMeter>,
+}
+
+/// The spans credited since the last reading of the scheduler statistics, and
+/// that reading (see [`RateClock::with_core_share`]).
+#[derive(Default)]
+struct ShareMeter {
+    /// Kernel id of the thread that ran the products (0: none yet).
+    tid: Cell<i32>,
+    last: Cell<Option<SchedSample>>,
+    /// Busy seconds of the clock, real wall seconds and CPU seconds of the
+    /// spans not yet converted.
+    clock: Cell<f64>,
+    wall: Cell<f64>,
+    cpu: Cell<f64>,
+}
+
+/// Where a span credited with [`RateClock::credit_span`] started.
+pub(crate) struct SpanStart {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl ShareMeter {
+    /// Converts the pending spans' busy seconds into seconds at the thread's
+    /// share of its core since the last reading: a span that ran a fraction
+    /// ρ = cpu/wall of its wall time, on a thread that got a share s of its core,
+    /// took ρ/s times its busy seconds at that share (never fewer: a span whose
+    /// wall time already holds the time slices of others has ρ ≈ s).
+    fn convert(&self) -> f64 {
+        let now = match self.tid.get() {
+            0 => None,
+            tid => SchedSample::of_thread(tid),
+        };
+        let share = match (now, self.last.get()) {
+            (Some(b), Some(a)) => b.share_since(&a),
+            _ => None,
+        };
+        if now.is_some() {
+            self.last.set(now);
+        }
+        at_share(self.clock.take(), self.wall.take(), self.cpu.take(), share)
+    }
+}
+
+/// `clock` busy seconds of spans that took `wall` real seconds and `cpu` CPU
+/// seconds, at a share `share` of the core: `clock · max(1, (cpu/wall)/share)`.
+fn at_share(clock: f64, wall: f64, cpu: f64, share: Option<f64>) -> f64 {
+    match share {
+        Some(s) if wall > 0.0 && cpu > 0.0 && s > 0.0 => clock * (cpu / wall / s).max(1.0),
+        _ => clock,
+    }
 }
 
 impl<'a, W: Comm> RateClock<'a, W> {
+    /// A clock of credited busy seconds, as measured.
     pub(crate) fn new(world: &'a W) -> Self {
         Self {
             comm: world,
             busy: Cell::new(0.0),
             work: Cell::new(0.0),
+            share: None,
+        }
+    }
+
+    /// A clock that converts the busy seconds of spans credited with
+    /// [`RateClock::credit_span`] into seconds at the share of its core the
+    /// crediting thread gets ([`lblib::sched`]): on a core shared by time slices
+    /// a product shorter than a slice runs at full speed, and only the scheduler
+    /// statistics show the share. Where they cannot be read the seconds stay
+    /// as measured.
+    pub(crate) fn with_core_share(world: &'a W) -> Self {
+        Self {
+            share: Some(ShareMeter::default()),
+            ..Self::new(world)
         }
     }
 
@@ -156,6 +234,39 @@ impl<'a, W: Comm> RateClock<'a, W> {
             self.busy.set(self.busy.get() + seconds);
             self.work.set(self.work.get() + work);
         }
+    }
+
+    /// Starts a span for [`RateClock::credit_span`] (`None` without the core
+    /// share: nothing to read).
+    pub(crate) fn span_start(&self) -> Option<SpanStart> {
+        let meter = self.share.as_ref()?;
+        if meter.tid.get() == 0 {
+            meter.tid.set(sched::thread_id());
+            meter.last.set(SchedSample::of_thread(meter.tid.get()));
+        }
+        Some(SpanStart {
+            wall: Instant::now(),
+            cpu: sched::thread_cpu_seconds()?,
+        })
+    }
+
+    /// Credits `seconds` of busy time (of the clock) for `work` nonzeros, done in
+    /// the span begun by `start` on the calling thread; the seconds are
+    /// converted to the thread's core share at the next reading of the clock.
+    pub(crate) fn credit_span(&self, seconds: f64, start: Option<SpanStart>, work: f64) {
+        let (Some(meter), Some(start)) = (&self.share, start) else {
+            return self.credit(seconds, work);
+        };
+        if !(seconds.is_finite() && seconds > 0.0 && work.is_finite() && work > 0.0) {
+            return;
+        }
+        let cpu = sched::thread_cpu_seconds().map_or(0.0, |c| (c - start.cpu).max(0.0));
+        meter.clock.set(meter.clock.get() + seconds);
+        meter
+            .wall
+            .set(meter.wall.get() + start.wall.elapsed().as_secs_f64());
+        meter.cpu.set(meter.cpu.get() + cpu);
+        self.work.set(self.work.get() + work);
     }
 
     /// The work credited so far.
@@ -175,11 +286,18 @@ impl<W: Comm> Comm for RateClock<'_, W> {
     fn size(&self) -> usize {
         self.comm.size()
     }
-    /// Busy seconds of the correction phases credited so far.
+    /// Busy seconds of the correction phases credited so far (at the core's
+    /// share with [`RateClock::with_core_share`]).
     fn wtime(&self) -> f64 {
+        if let Some(meter) = &self.share {
+            self.busy.set(self.busy.get() + meter.convert());
+        }
         self.busy.get()
     }
     lblib::forward_collectives!(via);
+    fn real_clock(&self) -> bool {
+        self.comm.real_clock()
+    }
     /// Not used: [`Monitor`] never splits its clock.
     fn split(&self, _color: usize, _key: usize) -> Self {
         unimplemented!("RateClock is not split")
@@ -239,6 +357,9 @@ impl<G: Comm> Comm for WaitTimer<G> {
     }
     fn charge(&self, seconds: f64) {
         self.inner.charge(seconds)
+    }
+    fn real_clock(&self) -> bool {
+        self.inner.real_clock()
     }
     fn split(&self, color: usize, key: usize) -> Self {
         Self::new(self.timed(|c| c.split(color, key)))
@@ -595,6 +716,20 @@ mod tests {
                 })
             ));
         }
+    }
+
+    /// Busy seconds at the core's share: short spans at full speed on a sixth of
+    /// a core take 6 times as long; spans whose wall time already holds the
+    /// others' time slices, or that slept (an emulated slowdown), stay as they are.
+    #[test]
+    fn busy_seconds_at_the_core_share() {
+        assert_eq!(at_share(2.0, 1.0, 1.0, Some(1.0 / 6.0)), 12.0);
+        assert_eq!(at_share(2.0, 3.0, 1.0, Some(1.0 / 3.0)), 2.0);
+        assert_eq!(at_share(2.0, 4.0, 1.0, Some(1.0)), 2.0);
+        assert_eq!(at_share(2.0, 1.0, 1.0, None), 2.0);
+        assert_eq!(at_share(2.0, 0.0, 0.0, Some(0.5)), 2.0);
+        // half the wall time on the CPU, a quarter of the core: twice as long
+        assert_eq!(at_share(1.0, 2.0, 1.0, Some(0.25)), 2.0);
     }
 
     /// On the thread backend's manual clock: the wait timer counts the time

@@ -57,6 +57,9 @@ impl<C: Comm> Comm for SlowAfter<C> {
     fn set_slowdown(&self, factor: f64) -> bool {
         self.inner.set_slowdown(factor)
     }
+    fn real_clock(&self) -> bool {
+        self.inner.real_clock()
+    }
     fn split(&self, color: usize, key: usize) -> Self {
         SlowAfter {
             inner: self.inner.split(color, key),

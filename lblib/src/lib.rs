@@ -10,6 +10,7 @@
 //! | McCombs et al. §4 %imbalance | [`Traced`], [`ImbalanceReport`] |
 //! | McCombs et al. §4–5 and ref. \[24\] memory balancing | [`memory`] |
 //! | McCombs et al. §2 a non-eigensolver flexible phase | [`demo`] (simulated annealing) |
+//! | a thread's share of a time-sliced core (Linux scheduler statistics) | [`sched`] |
 //!
 //! The communicators ([`Comm`], [`SelfComm`], [`ThreadComm`], `MpiComm` with the
 //! feature `mpi`, the [`Slowed`] and [`Delayed`] wrappers) live in `lbcomm` and are
@@ -24,6 +25,7 @@ pub mod demo;
 pub mod error;
 pub mod lbs;
 pub mod memory;
+pub mod sched;
 pub mod tracer;
 
 pub use error::LbError;

@@ -416,6 +416,9 @@ impl<C: Comm> Comm for Traced<C> {
     fn charge(&self, seconds: f64) {
         self.inner().charge(seconds)
     }
+    fn real_clock(&self) -> bool {
+        self.inner().real_clock()
+    }
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self.trace(SPLIT, |c| c.split(color, key));
         Traced::new(sub)

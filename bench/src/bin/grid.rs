@@ -506,6 +506,10 @@ impl Ctx {
             "optimal_steps": counts(mg.map(|m| m.optimal_steps.iter().map(|&x| x as f64).collect())),
             "startup_rates": floats(mg.map(|m| &m.startup_rates)),
             "fine_rows": counts(mg.map(|m| m.fine_rows.iter().map(|&x| x as f64).collect())),
+            // every re-partition: rows before and after (fine-rank order), the rates
+            // and imbalances it acted on
+            "repartitions": mg.map(|m| json!(m.repartition.events)).unwrap_or(Value::Null),
+            "repartition_checks": mg.map(|m| json!(m.repartition.measured_imbalance)).unwrap_or(Value::Null),
             "eigenvalues": ev,
             "stderr_tail": tail,
         })
@@ -1535,6 +1539,20 @@ fn contention(ctx: &mut Ctx) -> Outcome {
                 "off",
             ]),
         ),
+        // re-partitioning rates as busy seconds, not at the core's share
+        mk(
+            &format!("multigrain {groups}, balance fastest, core share off"),
+            sv(&[
+                "--block",
+                &block,
+                "--groups",
+                "equal",
+                "--balance",
+                "fastest",
+                "--core-share",
+                "off",
+            ]),
+        ),
     ];
     let mut runs = Vec::new();
     for rep in 0..ctx.args.repeat {
@@ -1559,12 +1577,76 @@ fn contention(ctx: &mut Ctx) -> Outcome {
             "time balanced / unbalanced multigrain",
         ),
     ];
+    let mut notes = notes;
+    // the fine rows are in fine-rank order (hierarchical: member m of group j is
+    // fine rank m·k + j), the CPUs in MPI rank order
+    let shares = {
+        let by_rank = cpu_shares(&pin, busy, "1");
+        let groups = jdmg::parse_groups(&groups, np, 2).unwrap_or_default();
+        let keys = jdmg::fine_rank_keys(&groups, true);
+        let mut s = by_rank.clone();
+        for (rank, &key) in keys.iter().enumerate() {
+            if let (Some(d), Some(&v)) = (s.get_mut(key), by_rank.get(rank)) {
+                *d = v;
+            }
+        }
+        s
+    };
+    for label in [&jobs[2].label, &jobs[4].label] {
+        notes.push(rows_against_shares(&runs, label, &shares));
+    }
     let names = group_names(
         &groups,
         "CPU 0".into(),
         format!("CPU 1 with {busy} busy loops"),
     );
     (runs, notes, names)
+}
+
+/// Each rank's share of its CPU when every process on it wants to run: ranks
+/// pinned to CPU `pin[r]`, `busy` loops of the same priority on CPU `loaded`.
+fn cpu_shares(pin: &[String], busy: usize, loaded: &str) -> Vec<f64> {
+    pin.iter()
+        .map(|c| {
+            let ranks = pin.iter().filter(|d| *d == c).count();
+            let loops = if c == loaded { busy } else { 0 };
+            1.0 / (ranks + loops) as f64
+        })
+        .collect()
+}
+
+/// The fine rows each fine rank ends with (medians over the converged runs of
+/// `label`) against the rows proportional to its CPU share (`shares`, in fine-rank
+/// order): each fine rank's ratio and
+/// whether all are within 10 % (issue 39, class 7).
+fn rows_against_shares(runs: &[Value], label: &str, shares: &[f64]) -> String {
+    let ok: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["label"].as_str() == Some(label) && r["converged"].as_bool() == Some(true))
+        .collect();
+    let rows: Vec<f64> = (0..shares.len())
+        .map(|i| {
+            median(
+                ok.iter()
+                    .filter_map(|r| vecf(r, "fine_rows").get(i).copied()),
+            )
+        })
+        .collect();
+    let (total, stotal) = (rows.iter().sum::<f64>(), shares.iter().sum::<f64>());
+    let ratios: Vec<f64> = rows
+        .iter()
+        .zip(shares)
+        .map(|(r, s)| (r / total) / (s / stotal))
+        .collect();
+    let within = ratios.iter().all(|q| (q - 1.0).abs() <= 0.10);
+    format!(
+        "Fine rows of \"{label}\" (medians of {} runs) {:?} against rows in proportion to the CPU shares {:?}: ratios {} (within 10 %: {}).",
+        ok.len(),
+        rows.iter().map(|r| r.round() as i64).collect::<Vec<_>>(),
+        shares.iter().map(|s| (total * s / stotal).round() as i64).collect::<Vec<_>>(),
+        ratios.iter().map(|q| format!("{q:.2}")).collect::<Vec<_>>().join(" / "),
+        if within { "PASS" } else { "FAIL" },
+    )
 }
 
 /// A slow link between solve groups (Tables 2–3 analogue): `jdmg --link-latency L`

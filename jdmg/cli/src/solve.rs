@@ -219,6 +219,18 @@ pub struct SolveArgs {
         default_value = "on"
     )]
     pub repartition: OnOff,
+    /// Re-partitioning rates at each rank's share of its core (Linux scheduler
+    /// statistics: time on a CPU against time waiting for one), so that a rank
+    /// time-sliced with other processes gets rows for its share, not for the full
+    /// speed its short products run at between slices. `off`: busy seconds as
+    /// measured.
+    #[arg(
+        help_heading = "Solve groups and load balancing",
+        long,
+        value_enum,
+        default_value = "on"
+    )]
+    pub core_share: OnOff,
     /// Memory (anti-thrashing) balancing of the correction phase (McCombs et al. §5):
     /// a group leader taking more than 20 major faults/s while using under half
     /// a CPU (two 20 ms samples in a row) leaves the phase early.
@@ -1405,6 +1417,7 @@ fn run_distributed<B: Comm>(
                 memory_balance: a.memory_balance.then(jdmg::multigrain::memory_params),
                 repartition: jdmg::RepartitionParams {
                     enabled: matches!(a.repartition, OnOff::On),
+                    core_share: matches!(a.core_share, OnOff::On),
                     ..jdmg::RepartitionParams::default()
                 },
                 ..jdmg::MultigrainParams::default()

@@ -494,8 +494,8 @@ impl<W: Comm, G: Comm> Backend<'_, W, G> {
 }
 
 /// A solve group's operator (times the solver's scale) that credits every product to the rates of
-/// re-partitioning ([`RateClock::credit`]): its busy seconds (wall time minus the
-/// waits of its halo exchange) for the nonzeros of this rank's group rows times
+/// re-partitioning ([`RateClock::credit_span`]): its busy seconds (wall time minus the
+/// waits of its halo exchange, at the core's share) for the nonzeros of this rank's group rows times
 /// the vectors. The time per nonzero of a rank's own products does not change when
 /// its fine rows move, nor with the work of the rest of the inner step.
 pub(super) struct Metered<'a, 'g, O, G, W> {
@@ -514,9 +514,10 @@ impl<O: precond::Operator, G: Comm, W: Comm> precond::Operator for Metered<'_, '
 
     fn apply_block(&self, x: &[f64], y: &mut [f64], k: usize) {
         let (t0, w0) = (self.group.wtime(), self.group.waited());
+        let span = self.rates.span_start();
         self.op.apply_block(x, y, k);
         let busy = (self.group.wtime() - t0) - (self.group.waited() - w0);
-        self.rates.credit(busy, self.nnz * k as f64);
+        self.rates.credit_span(busy, span, self.nnz * k as f64);
         if self.scale != 1.0 {
             y.iter_mut().for_each(|v| *v *= self.scale);
         }

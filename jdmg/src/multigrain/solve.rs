@@ -170,7 +170,11 @@ pub(crate) fn run<W: Comm, B: Comm>(
         },
     };
     // the correction phases' rates, for re-partitioning
-    let clock = RateClock::new(world);
+    let clock = if mg.repartition.core_share && world.real_clock() {
+        RateClock::with_core_share(world)
+    } else {
+        RateClock::new(world)
+    };
     let mut fine = FineRows::new(&side, fine)?;
     let monitor = repartition_monitor(a, &clock, &topo, &fine.part, mg, np)?;
     let gpart = &group_layouts[my_group];

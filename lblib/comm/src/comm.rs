@@ -84,6 +84,13 @@ pub trait Comm {
     /// measuring clocks (the default; [`crate::ThreadComm`] implements it, the
     /// wrappers forward).
     fn charge(&self, _seconds: f64) {}
+    /// Whether [`Comm::wtime`] is the real wall clock, in which a process
+    /// time-sliced with others sees the time it waited for its core: true by
+    /// default; false for [`crate::ThreadComm`]'s virtual and manual clocks,
+    /// whose seconds belong to an emulated machine. The wrappers forward.
+    fn real_clock(&self) -> bool {
+        true
+    }
     /// Gathers variable-length pieces on `root` only (`MPI_Gatherv`): rank r
     /// contributes its `send` of `counts[r]` values, stored consecutively in
     /// rank order in `recv` of `root` (at least Σ counts long); the other

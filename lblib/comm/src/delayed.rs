@@ -83,6 +83,9 @@ impl<C: Comm> Comm for Delayed<C> {
     fn charge(&self, seconds: f64) {
         self.inner.charge(seconds)
     }
+    fn real_clock(&self) -> bool {
+        self.inner.real_clock()
+    }
     /// Sub-communicators stay behind the link.
     fn split(&self, color: usize, key: usize) -> Self {
         self.wait();

@@ -144,6 +144,9 @@ impl<C: Comm> Comm for Slowed<C> {
     fn charge(&self, seconds: f64) {
         self.inner.charge(seconds)
     }
+    fn real_clock(&self) -> bool {
+        self.inner.real_clock()
+    }
     /// The sub-communicator shares this process's slowdown and pending CPU time.
     fn split(&self, color: usize, key: usize) -> Self {
         let sub = self.collective(|c| c.split(color, key));

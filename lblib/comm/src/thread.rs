@@ -599,6 +599,9 @@ impl Comm for ThreadComm {
     /// Accounts the computation so far at the old factor, then sets the new one
     /// (shared with the sub-communicators of this rank). Non-finite or
     /// non-positive factors are ignored (returns `false`).
+    fn real_clock(&self) -> bool {
+        self.group.run.mode == ClockMode::Real
+    }
     fn set_slowdown(&self, factor: f64) -> bool {
         if !(factor.is_finite() && factor > 0.0) {
             return false;
