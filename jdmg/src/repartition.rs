@@ -159,6 +159,8 @@ struct ShareMeter {
     /// Kernel id of the thread that ran the products (0: none yet).
     tid: Cell<i32>,
     last: Cell<Option<SchedSample>>,
+    /// The reading at the start of the stretch of [`RateClock::stretch_share`].
+    stretch: Cell<Option<SchedSample>>,
     /// Busy seconds of the clock, real wall seconds and CPU seconds of the
     /// spans not yet converted.
     clock: Cell<f64>,
@@ -243,6 +245,7 @@ impl<'a, W: Comm> RateClock<'a, W> {
         if meter.tid.get() == 0 {
             meter.tid.set(sched::thread_id());
             meter.last.set(SchedSample::of_thread(meter.tid.get()));
+            meter.stretch.set(meter.last.get());
         }
         Some(SpanStart {
             wall: Instant::now(),
@@ -267,6 +270,20 @@ impl<'a, W: Comm> RateClock<'a, W> {
             .set(meter.wall.get() + start.wall.elapsed().as_secs_f64());
         meter.cpu.set(meter.cpu.get() + cpu);
         self.work.set(self.work.get() + work);
+    }
+
+    /// The share of its core the crediting thread got since the last call (or
+    /// its first span): `None` without the core share or a reading.
+    pub(crate) fn stretch_share(&self) -> Option<f64> {
+        let meter = self.share.as_ref()?;
+        let now = SchedSample::of_thread(meter.tid.get())?;
+        let earlier = meter.stretch.replace(Some(now))?;
+        now.share_since(&earlier)
+    }
+
+    /// Whether busy seconds are converted to the core's share.
+    pub(crate) fn has_core_share(&self) -> bool {
+        self.share.is_some()
     }
 
     /// The work credited so far.
@@ -510,20 +527,24 @@ impl<'c, W: Comm, L> Monitor<'c, W, L> {
             Ok(_) => {}
         }
         // every rank calls decide, even after a local failure (it reports it)
-        let res = self
-            .lbs
-            .decide_with(1.0, Method::Fastest, self.kind)
-            .and_then(|_| {
-                let (r, i) = (
-                    self.lbs.rates_with(self.kind)?,
-                    self.lbs.index_with(self.kind)?,
-                );
-                let mut rates = vec![0.0; r.len()];
-                for (&rank, &v) in i.iter().zip(r) {
-                    rates[rank] = v;
-                }
-                Ok(rates)
-            });
+        let decided = self.lbs.decide_with(1.0, Method::Fastest, self.kind);
+        if self.clock.has_core_share() {
+            let mine = [self.clock.stretch_share().unwrap_or(f64::NAN)];
+            let mut all = vec![0.0; self.clock.size()];
+            self.clock.all_gather(&mine, &mut all);
+            self.stats.core_shares.push(all);
+        }
+        let res = decided.and_then(|_| {
+            let (r, i) = (
+                self.lbs.rates_with(self.kind)?,
+                self.lbs.index_with(self.kind)?,
+            );
+            let mut rates = vec![0.0; r.len()];
+            for (&rank, &v) in i.iter().zip(r) {
+                rates[rank] = v;
+            }
+            Ok(rates)
+        });
         match res {
             Ok(r) if r.iter().all(|v| v.is_finite() && *v > 0.0) => Some(r),
             Ok(r) => {
@@ -730,6 +751,52 @@ mod tests {
         assert_eq!(at_share(2.0, 0.0, 0.0, Some(0.5)), 2.0);
         // half the wall time on the CPU, a quarter of the core: twice as long
         assert_eq!(at_share(1.0, 2.0, 1.0, Some(0.25)), 2.0);
+    }
+
+    /// On real clocks with the core share: every check records each rank's
+    /// share of its core, a fraction in (0, 1], and the rates stay positive.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn checks_record_the_core_shares() {
+        use lblib::{ClockMode, ThreadComm, ThreadConfig};
+        let cfg = ThreadConfig::with_slowdowns(&[1.0, 1.0], ClockMode::Real);
+        let out = ThreadComm::run_with(cfg, |comm| {
+            assert!(comm.real_clock());
+            let clock = RateClock::with_core_share(&comm);
+            let mut m = Monitor::new(
+                &clock,
+                RepartitionParams::default(),
+                RateKind::Average,
+                0.05,
+                vec![1000; 2],
+                Box::new(plan),
+            )
+            .unwrap();
+            let stats = Stats::default();
+            for _ in 0..12 {
+                let _ = m.poll(&stats);
+                // a "product": 2 ms of this thread's CPU time
+                let t0 = comm.wtime();
+                let span = clock.span_start();
+                let c0 = sched::thread_cpu_seconds().unwrap();
+                let mut x = 0u64;
+                while sched::thread_cpu_seconds().unwrap() - c0 < 2e-3 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                clock.credit_span(comm.wtime() - t0, span, 1e6);
+                comm.barrier();
+            }
+            m.stats.clone()
+        });
+        for st in out {
+            assert_eq!(st.checks, 2, "{st:?}");
+            assert_eq!(st.core_shares.len(), st.checks, "{st:?}");
+            for row in &st.core_shares {
+                assert_eq!(row.len(), 2);
+                assert!(row.iter().all(|s| *s > 0.0 && *s <= 1.0), "{st:?}");
+            }
+            assert!(st.errors.is_empty(), "{st:?}");
+        }
     }
 
     /// On the thread backend's manual clock: the wait timer counts the time

@@ -510,6 +510,8 @@ impl Ctx {
             // and imbalances it acted on
             "repartitions": mg.map(|m| json!(m.repartition.events)).unwrap_or(Value::Null),
             "repartition_checks": mg.map(|m| json!(m.repartition.measured_imbalance)).unwrap_or(Value::Null),
+            // every fine rank's share of its core before each check
+            "core_shares": mg.map(|m| json!(m.repartition.core_shares)).unwrap_or(Value::Null),
             "eigenvalues": ev,
             "stderr_tail": tail,
         })
@@ -1580,20 +1582,23 @@ fn contention(ctx: &mut Ctx) -> Outcome {
     let mut notes = notes;
     // the fine rows are in fine-rank order (hierarchical: member m of group j is
     // fine rank m·k + j), the CPUs in MPI rank order
-    let shares = {
+    // the fine rows are in fine-rank order (hierarchical: member m of group j is
+    // fine rank m·k + j), the CPUs in MPI rank order
+    let (shares, cpus) = {
         let by_rank = cpu_shares(&pin, busy, "1");
         let groups = jdmg::parse_groups(&groups, np, 2).unwrap_or_default();
         let keys = jdmg::fine_rank_keys(&groups, true);
-        let mut s = by_rank.clone();
+        let (mut s, mut c) = (by_rank.clone(), pin.clone());
         for (rank, &key) in keys.iter().enumerate() {
             if let (Some(d), Some(&v)) = (s.get_mut(key), by_rank.get(rank)) {
                 *d = v;
+                c[key] = pin[rank].clone();
             }
         }
-        s
+        (s, c)
     };
     for label in [&jobs[2].label, &jobs[4].label] {
-        notes.push(rows_against_shares(&runs, label, &shares));
+        notes.push(rows_against_shares(&runs, label, &shares, &cpus));
     }
     let names = group_names(
         &groups,
@@ -1619,7 +1624,7 @@ fn cpu_shares(pin: &[String], busy: usize, loaded: &str) -> Vec<f64> {
 /// `label`) against the rows proportional to its CPU share (`shares`, in fine-rank
 /// order): each fine rank's ratio and
 /// whether all are within 10 % (issue 39, class 7).
-fn rows_against_shares(runs: &[Value], label: &str, shares: &[f64]) -> String {
+fn rows_against_shares(runs: &[Value], label: &str, shares: &[f64], cpus: &[String]) -> String {
     let ok: Vec<&Value> = runs
         .iter()
         .filter(|r| r["label"].as_str() == Some(label) && r["converged"].as_bool() == Some(true))
@@ -1639,13 +1644,29 @@ fn rows_against_shares(runs: &[Value], label: &str, shares: &[f64]) -> String {
         .map(|(r, s)| (r / total) / (s / stotal))
         .collect();
     let within = ratios.iter().all(|q| (q - 1.0).abs() <= 0.10);
+    // per CPU: the fine-grain phase waits for the CPU whose ranks' rows take longest
+    let mut per_cpu: Vec<(String, f64, f64)> = Vec::new();
+    for ((r, sh), c) in rows.iter().zip(shares).zip(cpus) {
+        match per_cpu.iter_mut().find(|e| &e.0 == c) {
+            Some(e) => {
+                e.1 += r;
+                e.2 += sh;
+            }
+            None => per_cpu.push((c.clone(), *r, *sh)),
+        }
+    }
+    let cpu_text: Vec<String> = per_cpu
+        .iter()
+        .map(|(c, r, sh)| format!("CPU {c} {:.2}", (r / total) / (sh / stotal)))
+        .collect();
     format!(
-        "Fine rows of \"{label}\" (medians of {} runs) {:?} against rows in proportion to the CPU shares {:?}: ratios {} (within 10 %: {}).",
+        "Fine rows of \"{label}\" (medians of {} runs) {:?} against rows in proportion to the CPU shares {:?}: ratios {} (within 10 %: {}); rows per CPU against its ranks' shares: {}.",
         ok.len(),
         rows.iter().map(|r| r.round() as i64).collect::<Vec<_>>(),
         shares.iter().map(|s| (total * s / stotal).round() as i64).collect::<Vec<_>>(),
         ratios.iter().map(|q| format!("{q:.2}")).collect::<Vec<_>>().join(" / "),
         if within { "PASS" } else { "FAIL" },
+        cpu_text.join(", "),
     )
 }
 

@@ -1874,6 +1874,9 @@ fn notes(out: &mut String, rep: &SolveReport) {
                 rp.values_sent_total,
                 json(&mg.fine_rows)
             );
+            if let Some(last) = rp.core_shares.last() {
+                let _ = writeln!(out, "core shares at the last check {}", json(last));
+            }
         }
     }
 }

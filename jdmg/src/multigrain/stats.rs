@@ -139,6 +139,10 @@ pub struct RepartitionStats {
     pub checks: usize,
     /// Imbalance measured at every check.
     pub measured_imbalance: Vec<f64>,
+    /// Each fine rank's share of its core over the stretch before every check
+    /// (one row per check; NaN where it could not be read), with
+    /// `RepartitionParams::core_share`; empty without.
+    pub core_shares: Vec<Vec<f64>>,
     /// Re-partitions done.
     pub count: usize,
     /// Seconds spent in them on this rank (measure, move, rebuild).
