@@ -1510,6 +1510,19 @@ fn contention(ctx: &mut Ctx) -> Outcome {
     let pin = pins(a, |r| if r < np / 2 { "0".into() } else { "1".into() });
     let (nice, tmax) = (a.nice, a.timeout);
     let mk = |label: &str, extra: Vec<String>| Job::new(label, extra, &pin);
+    // multigrain over the two halves, balanced by the fastest rule, and `more`
+    let balanced = |more: &[&str]| {
+        let mut v = sv(&[
+            "--block",
+            &block,
+            "--groups",
+            "equal",
+            "--balance",
+            "fastest",
+        ]);
+        v.extend(sv(more));
+        v
+    };
     let jobs = vec![
         mk("fine grain", sv(&["--block", &block])),
         mk(
@@ -1518,42 +1531,17 @@ fn contention(ctx: &mut Ctx) -> Outcome {
         ),
         mk(
             &format!("multigrain {groups}, balance fastest"),
-            sv(&[
-                "--block",
-                &block,
-                "--groups",
-                "equal",
-                "--balance",
-                "fastest",
-            ]),
+            balanced(&[]),
         ),
         // semi-static re-partitioning (on by default with balancing) switched off
         mk(
             &format!("multigrain {groups}, balance fastest, repartition off"),
-            sv(&[
-                "--block",
-                &block,
-                "--groups",
-                "equal",
-                "--balance",
-                "fastest",
-                "--repartition",
-                "off",
-            ]),
+            balanced(&["--repartition", "off"]),
         ),
         // re-partitioning rates as busy seconds, not at the core's share
         mk(
             &format!("multigrain {groups}, balance fastest, core share off"),
-            sv(&[
-                "--block",
-                &block,
-                "--groups",
-                "equal",
-                "--balance",
-                "fastest",
-                "--core-share",
-                "off",
-            ]),
+            balanced(&["--core-share", "off"]),
         ),
     ];
     let mut runs = Vec::new();
