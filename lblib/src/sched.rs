@@ -97,17 +97,23 @@ mod tests {
         assert_eq!(SchedSample::parse("17"), None);
     }
 
+    /// Keeps the calling thread busy for `seconds` of its own CPU time.
+    #[cfg(target_os = "linux")]
+    fn spin(seconds: f64) {
+        let c0 = thread_cpu_seconds().unwrap();
+        let mut x = 0u64;
+        while thread_cpu_seconds().unwrap() - c0 < seconds {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn reads_the_calling_thread() {
         let tid = thread_id();
         let a = SchedSample::of_thread(tid).unwrap();
-        let c0 = thread_cpu_seconds().unwrap();
         // some work, so that the thread's CPU time moves
-        let mut x = 0u64;
-        while thread_cpu_seconds().unwrap() - c0 < 0.01 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-        }
+        spin(0.01);
         let b = SchedSample::of_thread(tid).unwrap();
         assert!(b.on_cpu - a.on_cpu >= 0.009, "{a:?} {b:?}");
         let s = b.share_since(&a).unwrap();
@@ -138,11 +144,7 @@ mod tests {
                 barrier.wait();
                 let tid = thread_id();
                 let a = SchedSample::of_thread(tid).unwrap();
-                let c0 = thread_cpu_seconds().unwrap();
-                let mut x = 0u64;
-                while thread_cpu_seconds().unwrap() - c0 < 0.2 {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
+                spin(0.2);
                 // both stay runnable until both have had their 0.2 s
                 barrier.wait();
                 let b = SchedSample::of_thread(tid).unwrap();
