@@ -105,44 +105,56 @@ impl<'m> Csr<'m> {
     }
 }
 
+/// Stored entries (12 bytes each) from which the single-vector kernels (SpMV, the ILU
+/// substitutions) prefetch: below, the arrays stay in the outer caches between
+/// applications and the prefetch bookkeeping only lengthens the loop (lap3d:40, 0.44 M
+/// entries: SpMV 0.36 ms a product without, 0.37–0.41 ms with; ILU 0.29 against 0.34
+/// ms). Above, in whole solves with nev = 1 on stencil27:48: ILU 2.2 ms a
+/// substitution with the prefetch, 3.3 ms without. The blocked ILU sweeps use the
+/// same threshold.
+pub(crate) const STREAM_ENTRIES: usize = 1 << 20;
+
 /// How many stored entries ahead of the current row the matrix stream is prefetched.
 const PREFETCH_AHEAD: usize = 256;
 
 /// Row blocks per thread of a threaded [`Engine`] (balanced by nonzeros).
 const BLOCKS_PER_THREAD: usize = 8;
 
-/// Prefetches the values and column indices of entries `p..p + 32` with the
-/// non-temporal hint: the matrix is streamed once, and keeping it out of the outer
-/// caches leaves them to the reused `x` entries (measured: block SpMV with k = 4 on the
-/// 64³ 27-point stencil from 10.5 to 8.0 ms). Single vectors do without it: neutral on
-/// the Zen 4 where it was tuned, but on an Intel Xeon (KVM) the six prefetches a row
-/// (for 7 entries on lap3d) stalled the loop, a quarter of its samples on the first
-/// one: lap3d:64 one product 4.4–4.7 → 2.7–4.3 ms, whole solves with nev = 1
-/// 0.90–0.97× (issue 20, session 19).
+/// Prefetches the values and column indices of entries `p..p + 32` into all cache
+/// levels. Not with the non-temporal hint: on Intel it keeps the lines out of the
+/// last-level cache, so a matrix that would stay there between products (the
+/// 260 MiB L3 of our Xeon holds the matrix, the ILU factors and the basis of
+/// stencil27:48) is read from memory every time. Measured in whole solves there
+/// (stencil27:48, nev = 4, medians of 3): wall 1.23 s with the non-temporal hint,
+/// 0.91 s with this one, block SpMV 1.73 → 0.97 ms per vector. Single vectors
+/// prefetch only from [`STREAM_ENTRIES`] entries on, 32 entries at a time rather than
+/// six prefetches a row (which stalled the loop on lap3d:64: one product 4.4–4.7 ms
+/// with them, 2.7–4.3 ms without); whole solves with nev = 1, medians of 4, SpMV
+/// per product: stencil27:48 2.4 → 2.0 ms, lap3d:64 1.59 → 1.51 ms.
 #[inline(always)]
 fn prefetch_matrix(a: Csr<'_>, p: usize) {
     prefetch_stream(a.indices, a.data, p);
 }
 
-/// Prefetches entries `p..p + 32` of a stream of column indices and values with the
-/// non-temporal hint (see [`prefetch_matrix`]); also used by the ILU substitutions.
+/// Prefetches entries `p..p + 32` of a stream of column indices and values into all
+/// cache levels (see [`prefetch_matrix`]); also used by the ILU substitutions.
 #[inline(always)]
 pub(crate) fn prefetch_stream(indices: &[u32], data: &[f64], p: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_NTA};
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let d = data.as_ptr();
         let i = indices.as_ptr();
         // SAFETY: `_mm_prefetch` is only a hint: it never faults and reads nothing
         // observable, even for addresses outside any allocation; `wrapping_add` keeps
         // the pointer arithmetic itself defined. SSE is part of the x86_64 baseline.
         unsafe {
-            _mm_prefetch::<_MM_HINT_NTA>(d.wrapping_add(p) as *const i8);
-            _mm_prefetch::<_MM_HINT_NTA>(d.wrapping_add(p + 8) as *const i8);
-            _mm_prefetch::<_MM_HINT_NTA>(d.wrapping_add(p + 16) as *const i8);
-            _mm_prefetch::<_MM_HINT_NTA>(d.wrapping_add(p + 24) as *const i8);
-            _mm_prefetch::<_MM_HINT_NTA>(i.wrapping_add(p) as *const i8);
-            _mm_prefetch::<_MM_HINT_NTA>(i.wrapping_add(p + 16) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(d.wrapping_add(p) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(d.wrapping_add(p + 8) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(d.wrapping_add(p + 16) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(d.wrapping_add(p + 24) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(i.wrapping_add(p) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(i.wrapping_add(p + 16) as *const i8);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -194,9 +206,18 @@ fn rows_kernel_body<const K: usize, const CHECKED: bool>(
     if K == 1 {
         let x0 = x[0];
         let y0: &mut [f64] = y[0];
+        // Prefetched 32 entries at a time from `pf` on, so that short rows (7 entries
+        // on lap3d) do not issue a prefetch each.
+        let stream = a.data.len() >= STREAM_ENTRIES;
+        let mut pf = ip[0];
         for (r, yi) in y0.iter_mut().enumerate() {
             let (lo, hi) = (ip[r], ip[r + 1]);
-            // No software prefetch for one vector (see `prefetch_matrix`).
+            if stream {
+                while pf <= lo + PREFETCH_AHEAD {
+                    prefetch_matrix(a, pf);
+                    pf += 32;
+                }
+            }
             let cols = &a.indices[lo..hi];
             let vals = &a.data[lo..hi];
             let mut s = [0.0f64; 4];

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::operator::Preconditioner;
 use crate::pages::{huge_page_capacity, huge_page_vec};
-use crate::spmv::prefetch_stream;
+use crate::spmv::{prefetch_stream, STREAM_ENTRIES};
 
 /// Incomplete factors `L U ≈ A − σI`, stored once, in the layout of the substitutions.
 ///
@@ -331,13 +331,6 @@ impl ColumnGroup for LuGroup<'_> {
 
 /// How many factor entries ahead of the current row the substitutions prefetch.
 const PREFETCH_AHEAD: usize = 256;
-
-/// Off-diagonal factor entries (12 bytes each) from which the substitutions prefetch: below, the factors stay in the outer caches between applications and the
-/// prefetch bookkeeping only lengthens the latency-bound loop (measured on lap3d:40,
-/// 0.38 M entries: 0.29 ms without against 0.34 ms with; on stencil27:48, 2.9 M
-/// entries: 1.8 ms without against 1.4 ms with). The same threshold for the blocked
-/// sweeps.
-const STREAM_ENTRIES: usize = 1 << 20;
 
 /// Prefetches the factor stream `PREFETCH_AHEAD` entries ahead of `lo`, 32 entries at a
 /// time: `next` is the first entry not yet prefetched, so short rows (7-point stencils:
