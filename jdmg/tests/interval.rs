@@ -81,7 +81,7 @@ fn lap3d_interval_returns_the_exact_set_whatever_the_slicing() {
             1e-9,
             &format!("per_slice {per}, {method:?}"),
         );
-        common::assert_pairs(&a, &sol, bound);
+        common::assert_sliced_pairs(&a, &sol, bound);
         let iv = sol.stats.interval.expect("the interval report");
         assert_eq!(iv.count, 17);
         assert!(iv.slices >= 17usize.div_ceil(per).min(5), "{iv:?}");
@@ -200,7 +200,7 @@ fn thread_ranks_return_the_serial_set() {
                 1e-9,
                 &format!("{ranks} ranks, rank {r}"),
             );
-            common::assert_pairs(&a, sol, 1e-10 * common::norm1(&a));
+            common::assert_sliced_pairs(&a, sol, 1e-10 * common::norm1(&a));
         }
     }
 }
@@ -227,7 +227,7 @@ fn index_ranges_return_the_eigenvalues_of_those_indices() {
             1e-9,
             &format!("{first}..={last}"),
         );
-        common::assert_pairs(&a, &sol, bound);
+        common::assert_sliced_pairs(&a, &sol, bound);
         let iv = sol.stats.interval.unwrap();
         assert_eq!((iv.first_index, iv.count), (Some(first), last + 1 - first));
     }
@@ -280,7 +280,7 @@ fn many_pairs_at_one_end_are_solved_by_slicing_over_their_indices() {
             _ => all.iter().rev().take(20).copied().collect(),
         };
         assert_set(&sol.eigenvalues, &want, 1e-9, &format!("{target:?}"));
-        common::assert_pairs(&a, &sol, bound);
+        common::assert_sliced_pairs(&a, &sol, bound);
         let iv = sol.stats.interval.expect("slicing's report");
         assert_eq!(iv.count, 20);
     }
@@ -341,7 +341,7 @@ fn solve_groups_share_the_slices_and_return_the_serial_set() {
             for (r, sol) in out.iter().enumerate() {
                 let what = format!("{ranks} ranks, {ngroups} groups, {split:?}, rank {r}");
                 assert_set(&sol.eigenvalues, &want, 1e-9, &what);
-                common::assert_pairs(&a, sol, 1e-10 * common::norm1(&a));
+                common::assert_sliced_pairs(&a, sol, 1e-10 * common::norm1(&a));
                 let iv = sol.stats.interval.unwrap();
                 assert_eq!((iv.groups, iv.count), (ngroups, want.len()), "{what}");
             }

@@ -56,6 +56,47 @@ pub fn assert_pairs(a: &CsrMatrix, sol: &Solution, bound: f64) {
     assert!(o <= 1e-10, "‖XᵀX − I‖ = {o:e}");
 }
 
+/// [`assert_pairs`] for the pairs of an interval solve, whose slices are solved
+/// apart: eigenvectors of one eigenvalue orthonormal to 1e-10, those of distinct
+/// eigenvalues to 1e-10 + (rᵢ + rⱼ)/|λᵢ − λⱼ| (true residuals), the bound of
+/// separate solves, which is what slices further apart than neighbours are held
+/// to (`jdmg::slicing`). Three copies of one vector still fail: copies share
+/// their eigenvalue.
+pub fn assert_sliced_pairs(a: &CsrMatrix, sol: &Solution, bound: f64) {
+    let r = true_residuals(a, sol);
+    for (j, rj) in r.iter().enumerate() {
+        assert!(
+            *rj <= bound,
+            "pair {j}: true residual ‖Ax − λx‖ = {rj:e} > {bound:e} (reported {:e})",
+            sol.residual_norms[j]
+        );
+    }
+    let lam = &sol.eigenvalues;
+    for i in 0..lam.len() {
+        for j in 0..=i {
+            let d: f64 = sol
+                .eigenvector(i)
+                .iter()
+                .zip(sol.eigenvector(j))
+                .map(|(a, b)| a * b)
+                .sum();
+            let gap = (lam[i] - lam[j]).abs();
+            let allowed = if i == j || gap == 0.0 {
+                1e-10
+            } else {
+                1e-10 + (r[i] + r[j]) / gap
+            };
+            let err = (d - if i == j { 1.0 } else { 0.0 }).abs();
+            assert!(
+                err <= allowed,
+                "x{i}ᵀx{j} off by {err:e} > {allowed:e} (λ {} and {})",
+                lam[i],
+                lam[j]
+            );
+        }
+    }
+}
+
 /// A = Q diag(values·scale) Qᵀ (row-major, n = values.len()) with Q the product of
 /// the Givens rotations `(i, j, angle)`, made exactly symmetric: a matrix with a
 /// planted spectrum (multiplicities and clusters as the values say).
