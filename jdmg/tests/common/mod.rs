@@ -24,19 +24,24 @@ pub fn true_residuals(a: &CsrMatrix, sol: &Solution) -> Vec<f64> {
         .collect()
 }
 
+/// |xᵢᵀxⱼ − δᵢⱼ| for the returned eigenvectors i and j.
+fn gram_error(sol: &Solution, i: usize, j: usize) -> f64 {
+    let d: f64 = sol
+        .eigenvector(i)
+        .iter()
+        .zip(sol.eigenvector(j))
+        .map(|(a, b)| a * b)
+        .sum();
+    (d - if i == j { 1.0 } else { 0.0 }).abs()
+}
+
 /// max |XᵀX − I| over the returned eigenvectors.
 pub fn orthonormality_error(sol: &Solution) -> f64 {
     let p = sol.eigenvalues.len();
     let mut worst = 0.0f64;
     for i in 0..p {
         for j in 0..=i {
-            let d: f64 = sol
-                .eigenvector(i)
-                .iter()
-                .zip(sol.eigenvector(j))
-                .map(|(a, b)| a * b)
-                .sum();
-            worst = worst.max((d - if i == j { 1.0 } else { 0.0 }).abs());
+            worst = worst.max(gram_error(sol, i, j));
         }
     }
     worst
@@ -74,19 +79,13 @@ pub fn assert_sliced_pairs(a: &CsrMatrix, sol: &Solution, bound: f64) {
     let lam = &sol.eigenvalues;
     for i in 0..lam.len() {
         for j in 0..=i {
-            let d: f64 = sol
-                .eigenvector(i)
-                .iter()
-                .zip(sol.eigenvector(j))
-                .map(|(a, b)| a * b)
-                .sum();
             let gap = (lam[i] - lam[j]).abs();
             let allowed = if i == j || gap == 0.0 {
                 1e-10
             } else {
                 1e-10 + (r[i] + r[j]) / gap
             };
-            let err = (d - if i == j { 1.0 } else { 0.0 }).abs();
+            let err = gram_error(sol, i, j);
             assert!(
                 err <= allowed,
                 "x{i}ᵀx{j} off by {err:e} > {allowed:e} (λ {} and {})",
