@@ -107,9 +107,10 @@ impl<'m> Csr<'m> {
 
 /// Stored entries (12 bytes each) from which the single-vector kernels (SpMV, the ILU
 /// substitutions) prefetch: below, the arrays stay in the outer caches between
-/// applications and the prefetch bookkeeping only lengthens the loop (lap3d:40, 0.44 M
-/// entries: SpMV 0.36 ms a product without, 0.37–0.41 ms with; ILU 0.29 against 0.34
-/// ms). Above, in whole solves with nev = 1 on stencil27:48: ILU 2.2 ms a
+/// applications and the prefetch bookkeeping only lengthens the loop (lap3d:40: SpMV,
+/// 0.44 M entries, 0.36 ms a product without, 0.37–0.41 ms with; ILU factors, 0.38 M
+/// entries, 0.29 against 0.34 ms). Above, in whole solves with nev = 1 on
+/// stencil27:48: ILU 2.2 ms a
 /// substitution with the prefetch, 3.3 ms without. The blocked ILU sweeps use the
 /// same threshold.
 pub(crate) const STREAM_ENTRIES: usize = 1 << 20;
