@@ -110,9 +110,8 @@ impl<'m> Csr<'m> {
 /// applications and the prefetch bookkeeping only lengthens the loop (lap3d:40: SpMV,
 /// 0.44 M entries, 0.36 ms a product without, 0.37–0.41 ms with; ILU factors, 0.38 M
 /// entries, 0.29 against 0.34 ms). Above, in whole solves with nev = 1 on
-/// stencil27:48: ILU 2.2 ms a
-/// substitution with the prefetch, 3.3 ms without. The blocked ILU sweeps use the
-/// same threshold.
+/// stencil27:48: ILU 2.2 ms a substitution with the prefetch, 3.3 ms without. The
+/// blocked ILU sweeps use the same threshold.
 pub(crate) const STREAM_ENTRIES: usize = 1 << 20;
 
 /// How many stored entries ahead of the current row the matrix stream is prefetched.
