@@ -29,6 +29,26 @@ struct Outcome {
     group_steps: Vec<u64>,
 }
 
+/// The matrix of a run, its exact smallest eigenvalues (ascending) and its name
+/// in the rows.
+struct Problem {
+    a: matrices::CsrMatrix,
+    exact: Vec<f64>,
+    name: String,
+}
+
+impl Problem {
+    /// A generated problem with a known spectrum (`lap3d:N`).
+    fn generated(spec: &str) -> Result<Self, String> {
+        let gs: GenSpec = spec.parse().map_err(err)?;
+        Ok(Problem {
+            a: generate(&gs).map_err(err)?,
+            exact: exact_eigenvalues(&gs).ok_or("no exact spectrum")?,
+            name: spec.to_string(),
+        })
+    }
+}
+
 fn problem(size: Size) -> &'static str {
     match size {
         Size::Tiny => "lap3d:8",
@@ -65,15 +85,13 @@ fn params(block: usize) -> JdParams {
 /// A solve on thread ranks with manual clocks: fine grain (`groups` None) or
 /// multigrain in the given groups.
 fn solve(
-    spec: &str,
+    prob: &Problem,
     slowdowns: &[f64],
     groups: Option<&str>,
     balance: Balance,
     params: &JdParams,
 ) -> Result<Outcome, String> {
-    let gs: GenSpec = spec.parse().map_err(err)?;
-    let a = generate(&gs).map_err(err)?;
-    let exact = exact_eigenvalues(&gs).ok_or("no exact spectrum")?;
+    let (a, exact) = (&prob.a, &prob.exact);
     let p = slowdowns.len();
     let groups = match groups {
         Some(s) => Some(parse_groups(s, p, params.basis.block).map_err(err)?),
@@ -91,9 +109,9 @@ fn solve(
                     rate_weighted_rows: balance != Balance::None,
                     ..MultigrainParams::default()
                 };
-                solve_multigrain(&a, &world, &comm, params, &mg).map_err(err)?
+                solve_multigrain(a, &world, &comm, params, &mg).map_err(err)?
             }
-            None => jdmg::Solver::new(&a, params)
+            None => jdmg::Solver::new(a, params)
                 .comm(&world)
                 .run()
                 .map_err(err)?,
@@ -106,7 +124,7 @@ fn solve(
         let error = sol
             .eigenvalues
             .iter()
-            .zip(&exact)
+            .zip(exact)
             .map(|(x, y)| (x - y).abs())
             .fold(0.0, f64::max);
         Ok(Outcome {
@@ -179,7 +197,7 @@ type Table3Case = (
 /// Table 3: fine grain and multigrain with and without balancing, 4 ranks in two
 /// groups; a heterogeneous pair of groups (slowdowns 1,1,4,4, as A with D) and a
 /// homogeneous one (1,1,1,1, as A with C₃₂).
-fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
+fn table3(ctx: &Ctx, prob: &Problem, rows: &mut Vec<Row>) -> Result<(), String> {
     let prm = params(2);
     let mut lines = Vec::new();
     let mut plot_labels = Vec::new();
@@ -219,9 +237,9 @@ fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
         ),
     ];
     for (sd, name, pu, pb, piu, pib, pmv) in cases {
-        let fine = solve(spec, sd, None, Balance::None, &prm)?;
-        let un = solve(spec, sd, Some("equal"), Balance::None, &prm)?;
-        let bal = solve(spec, sd, Some("equal"), Balance::Fastest, &prm)?;
+        let fine = solve(prob, sd, None, Balance::None, &prm)?;
+        let un = solve(prob, sd, Some("equal"), Balance::None, &prm)?;
+        let bal = solve(prob, sd, Some("equal"), Balance::Fastest, &prm)?;
         let tag = joined(sd, ",");
         lines.push(csv_line("fine grain", sd, &fine));
         lines.push(csv_line("multigrain", sd, &un));
@@ -232,8 +250,10 @@ fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
             i_series.push(o.imbalance);
         }
         let err_max = fine.error.max(un.error).max(bal.error);
-        let item =
-            format!("Table 3, {name} analogue (2 groups of 2 ranks, slowdowns {tag}, {spec})");
+        let item = format!(
+            "Table 3, {name} analogue (2 groups of 2 ranks, slowdowns {tag}, {})",
+            prob.name
+        );
         rows.push(Row::num(
             format!("{item}: %imbalance without balancing"),
             un.imbalance,
@@ -273,7 +293,8 @@ fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
     plot::grouped_bars(
         &ctx.path("table3.svg"),
         &format!(
-            "003 Table 3 analogue ({spec}, manual clocks): time / fine grain and %imbalance / 100"
+            "003 Table 3 analogue ({}, manual clocks): time / fine grain and %imbalance / 100",
+            prob.name
         ),
         "ratio",
         &plot_labels,
@@ -288,9 +309,243 @@ fn table3(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
     Ok(())
 }
 
+/// Fine-grain times alone of SciClone's subclusters in Table 2, seconds: A (and B,
+/// the same machines), AB, C₃₂, C, D and D₈. A₁₆ and C₁₆, not in Table 2, at
+/// twice A's and C₃₂'s.
+mod sciclone {
+    pub const A: f64 = 2912.0;
+    pub const AB: f64 = 1784.0;
+    pub const C32: f64 = 2597.0;
+    pub const C: f64 = 2087.0;
+    pub const D: f64 = 6560.0;
+    pub const D8: f64 = 11424.0;
+    pub const A16: f64 = 2.0 * A;
+    pub const C16: f64 = 2.0 * C32;
+}
+
+/// One row of the paper's Table 3: its nodes, each solve group's fine-grain time
+/// alone, and time, matvecs and %imbalance without and with balancing.
+struct PaperTable3 {
+    nodes: &'static str,
+    group_times: &'static [f64],
+    without: (f64, u64, f64),
+    with: (f64, u64, f64),
+}
+
+/// The thirteen rows of Table 3 (McCombs, Mills and Stathopoulos §7).
+fn paper_table3() -> Vec<PaperTable3> {
+    use sciclone::{A, A16, AB, C, C16, C32, D, D8};
+    let row = |nodes, group_times, without, with| PaperTable3 {
+        nodes,
+        group_times,
+        without,
+        with,
+    };
+    vec![
+        row("AD", &[A, D], (3265.0, 13058, 36.17), (1746.0, 10515, 4.47)),
+        row(
+            "A₁₆A₁₆D₈D₈",
+            &[A16, A16, D8, D8],
+            (4022.0, 16910, 38.96),
+            (1692.0, 11208, 5.14),
+        ),
+        row(
+            "C₃₂D",
+            &[C32, D],
+            (3282.0, 13058, 39.57),
+            (1631.0, 10478, 5.01),
+        ),
+        row(
+            "A₁₆A₁₆C₁₆C₁₆",
+            &[A16, A16, C16, C16],
+            (1405.0, 12424, 11.02),
+            (1546.0, 14698, 5.24),
+        ),
+        row(
+            "C₁₆C₁₆D₈D₈",
+            &[C16, C16, D8, D8],
+            (4037.0, 16910, 41.71),
+            (1544.0, 10711, 6.22),
+        ),
+        row(
+            "AC₃₂",
+            &[A, C32],
+            (1585.0, 12730, 9.46),
+            (1450.0, 12833, 2.05),
+        ),
+        row("CD", &[C, D], (3495.0, 13996, 52.37), (1381.0, 9608, 7.68)),
+        row(
+            "C₃₂C₃₂D₈D₈",
+            &[C32, C32, D8, D8],
+            (3132.0, 13124, 58.32),
+            (1284.0, 11202, 9.94),
+        ),
+        row(
+            "(AB)C",
+            &[AB, C],
+            (1198.0, 12656, 11.97),
+            (1214.0, 13653, 5.98),
+        ),
+        row(
+            "(AB)D",
+            &[AB, D],
+            (3500.0, 13996, 55.42),
+            (1126.0, 8870, 8.97),
+        ),
+        row(
+            "ABC₃₂C₃₂",
+            &[A, A, C32, C32],
+            (981.0, 12240, 21.00),
+            (991.0, 14167, 8.99),
+        ),
+        row(
+            "ABD₈D₈",
+            &[A, A, D8, D8],
+            (3152.0, 13124, 61.58),
+            (941.0, 8680, 11.78),
+        ),
+        row(
+            "(AB)C₃₂C₃₂D",
+            &[AB, C32, C32, D],
+            (1870.0, 14534, 52.64),
+            (724.0, 9481, 15.05),
+        ),
+    ]
+}
+
+/// The finite-element stiffness matrix standing in for the paper's 3-D
+/// finite-element matrix (268,515 rows): Boeing's msc04515 from
+/// `../shared/matrices` (or `$JDMG_MATRICES`), and its smallest eigenvalue from
+/// the collection's published smallest singular value (7 digits).
+fn fe_problem() -> Result<Problem, String> {
+    let dir = matrices::shared::default_dir();
+    let path = dir.join(format!("{FE_MATRIX}.mtx"));
+    let a = matrices::mm::read_matrix_market(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .matrix;
+    let meta = std::fs::read_to_string(dir.join("reference/suitesparse_meta.tsv"))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let lmin = meta
+        .lines()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|f| {
+            f.first()
+                .is_some_and(|n| n.ends_with(&format!("/{FE_MATRIX}")))
+        })
+        .and_then(|f| f.get(5)?.parse::<f64>().ok())
+        .ok_or_else(|| {
+            format!("{FE_MATRIX}: no smallest singular value in suitesparse_meta.tsv")
+        })?;
+    Ok(Problem {
+        a,
+        exact: vec![lmin],
+        name: FE_MATRIX.to_string(),
+    })
+}
+
+/// The real matrix of the Table 3 runs.
+const FE_MATRIX: &str = "msc04515";
+
+/// Table 3's thirteen configurations on a real finite-element stiffness matrix
+/// with a sparse approximate inverse (SPAI, the paper's ParaSails), block 4, the
+/// smallest eigenvalue: one thread rank per solve group, slowed down by the
+/// group's fine-grain time alone in Table 2 over the fastest group's, without
+/// and with balancing.
+fn table3_fe(ctx: &Ctx, rows: &mut Vec<Row>) -> Result<(), String> {
+    let prob = match fe_problem() {
+        Ok(p) => p,
+        Err(why) => {
+            rows.push(Row::missing(
+                "Table 3, the thirteen configurations on a finite-element stiffness matrix",
+                "13 configurations",
+                format!("the real matrix is not here ({why}); set JDMG_MATRICES"),
+            ));
+            return Ok(());
+        }
+    };
+    let mut prm = params(4);
+    prm.problem.nev = 1;
+    prm.preconditioner.kind = jdmg::PrecondChoice::Spai;
+    let cases = paper_table3();
+    let cases: Vec<&PaperTable3> = match ctx.size {
+        Size::Tiny => cases.iter().take(1).collect(),
+        Size::Quick => cases.iter().take(2).collect(),
+        Size::Normal | Size::Full => cases.iter().collect(),
+    };
+    let mut lines = Vec::new();
+    let (mut labels, mut ours_ratio, mut paper_ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_faster, mut paper_faster, mut ours_tolerable, mut paper_tolerable) = (0, 0, 0, 0);
+    let mut worst_error = 0.0f64;
+    for c in &cases {
+        let fastest = c.group_times.iter().copied().fold(f64::INFINITY, f64::min);
+        let sd: Vec<f64> = c.group_times.iter().map(|t| t / fastest).collect();
+        let groups = sd.len().to_string();
+        let un = solve(&prob, &sd, Some(&groups), Balance::None, &prm)?;
+        let bal = solve(&prob, &sd, Some(&groups), Balance::Fastest, &prm)?;
+        worst_error = worst_error.max(un.error.max(bal.error) / prob.exact[0]);
+        lines.push(csv_line(&format!("{} unbalanced", c.nodes), &sd, &un));
+        lines.push(csv_line(&format!("{} balanced", c.nodes), &sd, &bal));
+        let (ours, paper) = (bal.time / un.time, c.with.0 / c.without.0);
+        ours_faster += usize::from(ours < 1.0);
+        paper_faster += usize::from(paper < 1.0);
+        ours_tolerable += usize::from(bal.imbalance <= 10.0);
+        paper_tolerable += usize::from(c.with.2 <= 10.0);
+        labels.push(c.nodes.to_string());
+        ours_ratio.push(ours);
+        paper_ratio.push(paper);
+        let mut row = Row::num(
+            format!(
+                "Table 3, {} on {} ({} solve groups of one rank, slowdowns {}, SPAI): time balanced / unbalanced (%imbalance without → with)",
+                c.nodes,
+                prob.name,
+                sd.len(),
+                sd.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(",")
+            ),
+            ours,
+            Some(paper),
+            |x| format!("{x:.2}"),
+            setting::MANUAL,
+            format!(
+                "{}; with balancing {} the paper's tolerable 10 %; matvecs {} → {} (paper {} → {})",
+                super::rel_verdict(ours, paper),
+                if bal.imbalance <= 10.0 { "below" } else { "above" },
+                un.matvecs,
+                bal.matvecs,
+                c.without.1,
+                c.with.1
+            ),
+        );
+        row.ours = format!("{ours:.2} ({:.1} % → {:.1} %)", un.imbalance, bal.imbalance);
+        row.paper = format!("{paper:.2} ({} % → {} %)", c.without.2, c.with.2);
+        rows.push(row);
+    }
+    let n = cases.len();
+    rows.push(Row::text(
+        format!("Table 3 on {}, all {n} configurations: balanced faster than unbalanced; %imbalance with balancing ≤ 10 %", prob.name),
+        format!("{ours_faster} of {n}; {ours_tolerable} of {n}"),
+        format!("{paper_faster} of {n}; {paper_tolerable} of {n}"),
+        setting::MANUAL,
+        format!(
+            "λ₁ within {worst_error:.0e} (relative) of the collection's 7-digit λmin in every run; one rank per solve group on manual clocks \
+             (products charged by their nonzeros; the preconditioner and the paper's network are not charged); A₁₆ and C₁₆ taken at twice A's and C₃₂'s time"
+        ),
+    ));
+    ctx.csv("table3_fe.csv", HEADER, &lines)?;
+    plot::grouped_bars(
+        &ctx.path("table3_fe.svg"),
+        &format!(
+            "003 Table 3 on {} (manual clocks): time balanced / unbalanced",
+            prob.name
+        ),
+        "ratio",
+        &labels,
+        &[("ours", ours_ratio), ("paper", paper_ratio)],
+    )
+}
+
 /// Table 1: three 4-rank JDcg jobs (one rank per solve group), the paper's node
 /// sharing as slowdowns (node 3 runs two jobs, node 4 three).
-fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
+fn table1(ctx: &Ctx, prob: &Problem, rows: &mut Vec<Row>) -> Result<(), String> {
     let prm = params(4);
     let jobs: [[f64; 4]; 3] = [
         [1.0, 1.0, 2.0, 3.0],
@@ -307,8 +562,8 @@ fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
     let (mut labels, mut un_i, mut bal_i, mut ratio) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (j, (sd, (pu, piu, pb, pib))) in jobs.iter().zip(paper).enumerate() {
-        let un = solve(spec, sd, Some("equal"), Balance::None, &prm)?;
-        let bal = solve(spec, sd, Some("equal"), Balance::Fastest, &prm)?;
+        let un = solve(prob, sd, Some("equal"), Balance::None, &prm)?;
+        let bal = solve(prob, sd, Some("equal"), Balance::Fastest, &prm)?;
         lines.push(csv_line(&format!("job {} unbalanced", j + 1), sd, &un));
         lines.push(csv_line(&format!("job {} balanced", j + 1), sd, &bal));
         labels.push(format!("job {}", j + 1));
@@ -317,8 +572,9 @@ fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
         ratio.push(100.0 * bal.time / un.time);
         let tag = joined(sd, ",");
         let item = format!(
-            "Table 1, job {} (JDcg, 4 ranks, slowdowns {tag}, {spec})",
-            j + 1
+            "Table 1, job {} (JDcg, 4 ranks, slowdowns {tag}, {})",
+            j + 1,
+            prob.name
         );
         rows.push(Row::num(
             format!("{item}: %imbalance without → with balancing"),
@@ -343,7 +599,7 @@ fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
     ctx.csv("table1.csv", HEADER, &lines)?;
     plot::grouped_bars(
         &ctx.path("table1.svg"),
-        &format!("003 Table 1 analogue ({spec}, manual clocks)"),
+        &format!("003 Table 1 analogue ({}, manual clocks)", prob.name),
         "percent",
         &labels,
         &[
@@ -359,23 +615,24 @@ fn table1(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
 /// ranks whose slowdown is its fine-grain time alone in Table 2 over C₃₂'s (A 2912,
 /// C₃₂ 2597, D 6560 s); a combination runs fine grain on the 4 ranks, rows split
 /// evenly, over a fast link. Times are relative to C₃₂ alone.
-fn table2(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
+fn table2(ctx: &Ctx, prob: &Problem, rows: &mut Vec<Row>) -> Result<(), String> {
     let prm = params(2);
     let (a, c, d) = (2912.0 / 2597.0, 1.0, 6560.0 / 2597.0);
-    let c32 = solve(spec, &[c, c], None, Balance::None, &prm)?;
+    let c32 = solve(prob, &[c, c], None, Balance::None, &prm)?;
     let mut lines = vec![csv_line("C32 alone", &[c, c], &c32)];
     for (name, sd, paper) in [
         ("AC₃₂", [a, a, c, c], 1489.0),
         ("AD", [a, a, d, d], 3378.0),
         ("C₃₂D", [c, c, d, d], 2679.0),
     ] {
-        let o = solve(spec, &sd, None, Balance::None, &prm)?;
+        let o = solve(prob, &sd, None, Balance::None, &prm)?;
         lines.push(csv_line(name, &sd, &o));
         let ours = o.time / c32.time;
         rows.push(Row::num(
             format!(
-                "Table 2, {name} (fine grain on 4 ranks, slowdowns {}, {spec}): time / C₃₂ alone",
-                sd.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(",")
+                "Table 2, {name} (fine grain on 4 ranks, slowdowns {}, {}): time / C₃₂ alone",
+                sd.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(","),
+                prob.name
             ),
             ours,
             Some(paper / 2597.0),
@@ -395,16 +652,12 @@ fn table2(ctx: &Ctx, spec: &str, rows: &mut Vec<Row>) -> Result<(), String> {
 
 /// The items of 003.
 pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    let spec = problem(ctx.size);
+    let prob = Problem::generated(problem(ctx.size))?;
     let mut rows = Vec::new();
-    table1(ctx, spec, &mut rows)?;
-    table3(ctx, spec, &mut rows)?;
-    table2(ctx, spec, &mut rows)?;
-    rows.push(Row::missing(
-        "Table 3, other configurations and the paper's matrix (NASASRB-like FE stiffness, SPAI/ILUT)",
-        "13 configurations",
-        "only the AD and AC₃₂ analogues on lap3d run here; a real FE matrix with SPAI/ILU is issue 40 item 2",
-    ));
+    table1(ctx, &prob, &mut rows)?;
+    table3(ctx, &prob, &mut rows)?;
+    table2(ctx, &prob, &mut rows)?;
+    table3_fe(ctx, &mut rows)?;
     rows.extend(super::kept::rows_003(&ctx.results));
     rows.push(Row::missing(
         "Tables 1 and 3 under mpirun, re-run by this command",
