@@ -308,6 +308,68 @@ fn simulator_bounds() {
     assert!((m.makespan_ratio - m.max_load_ratio).abs() < 1e-9);
 }
 
+/// ℭ(M): free links give 𝔇(M); a two-processor LU of 2×2 tiles worked by hand;
+/// links only delay, and wider rows and columns (larger α) send more.
+#[test]
+fn links_delay_the_schedule_and_wider_lines_send_more() {
+    let c = KernelCosts::default();
+    let n = 8;
+    let d = blr_densities(&BlrParams {
+        n,
+        seed: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let free = Links {
+        latency: 0.0,
+        full_tile: 0.0,
+    };
+    let slow = Links {
+        latency: 0.5,
+        full_tile: 2.0,
+    };
+    let m = block_cyclic(n, 6).unwrap();
+    for op in [Op::Lu, Op::Mm] {
+        let dag = TileDag::of(op, n);
+        let tw = dag.task_weights(&d, &c);
+        let plain = simulate(&dag, |t| m.owner[t], 6, &tw, |t, _| tw[t], true);
+        let (s, traffic) = makespan_with_links(&m, op, &d, &ones(6), &c, &free);
+        assert!(
+            (s.makespan - plain.makespan).abs() < 1e-9 * plain.makespan,
+            "{op:?}"
+        );
+        assert!(traffic.messages > 0 && traffic.max_link_busy == 0.0);
+        let (s, _) = makespan_with_links(&m, op, &d, &ones(6), &c, &slow);
+        assert!(s.makespan > plain.makespan, "{op:?}");
+    }
+    // LU of 2×2 full tiles, tile (0,1) on processor 1, the rest on 0: GETRF(0,0)
+    // [0,1]; its tile reaches 1 at 1 + 2 + 0.5; TRSM(1,0) [1,4] on 0; TRSM(0,1)
+    // [3.5,6.5] on 1, whose tile reaches 0 at 9; GEMM(1,1) [9,15]; GETRF(1,1) [15,16].
+    let two = Mapping {
+        n: 2,
+        p: 2,
+        owner: vec![0, 1, 0, 0],
+        grid: None,
+    };
+    let (s, traffic) = makespan_with_links(&two, Op::Lu, &[1.0; 4], &ones(2), &c, &slow);
+    assert!((s.makespan - 16.0).abs() < 1e-12, "{}", s.makespan);
+    assert_eq!(traffic.messages, 2);
+    assert!((traffic.volume - 2.0).abs() < 1e-12);
+    // More processors per row and column (α = 3 against block cyclic) send more.
+    let n = 30;
+    let d = blr_densities(&BlrParams {
+        n,
+        ..Default::default()
+    })
+    .unwrap();
+    let bc = block_cyclic(n, 12).unwrap();
+    let w = tile_weights(&d, n, Op::Mm, &c);
+    let rs = random_subsets(&w, n, &ones(12), 3.0, &RsParams::default()).unwrap();
+    let (_, t_bc) = makespan_with_links(&bc, Op::Mm, &d, &ones(12), &c, &slow);
+    let (_, t_rs) = makespan_with_links(&rs, Op::Mm, &d, &ones(12), &c, &slow);
+    assert!(t_rs.volume > t_bc.volume, "{t_rs:?} vs {t_bc:?}");
+}
+
 // ------------------------------------------------- Figures 4–8, trends
 
 /// Figures 4 (MM) and 5 (LU), P = c(c−1) = 12 and 30, N = 30 and 60, δ = 8,

@@ -975,18 +975,191 @@ pub fn simulate(
     duration: impl Fn(usize, usize) -> f64,
     preempt: bool,
 ) -> SimResult {
+    run_schedule(dag, owner_of, nprocs, prio_time, duration, preempt, None).0
+}
+
+/// The network of ℭ(M) (`004` §3.5, the makespan with communications): a tile
+/// read by a task on another processor is sent once to that processor, each
+/// processor sends one tile at a time (its link serializes its sends, in the
+/// order the tiles are produced, the most urgent receiver first), and a tile of
+/// density d takes `latency + d · full_tile` to arrive. Times are in the units of
+/// [`KernelCosts`] (C_GETRF = 1 by default) on a processor of speed 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Links {
+    /// Seconds from the end of a send to the arrival.
+    pub latency: f64,
+    /// Time the link is busy sending a full-rank tile.
+    pub full_tile: f64,
+}
+
+/// What a run of [`simulate_with_links`] sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Tiles sent.
+    pub messages: usize,
+    /// Their volume in full-rank tiles (Σ d).
+    pub volume: f64,
+    /// The busiest link's sending time.
+    pub max_link_busy: f64,
+}
+
+/// ℭ(M) (`004` §3.5): the simulation of [`simulate`] where a task also waits
+/// for the tiles it reads from other processors, sent over [`Links`]. LU reads
+/// the tiles its predecessors wrote; the matrix product C = A·Aᵀ of §3.2 reads
+/// A_{i,k} and A_{k,j} (held by the owners of those tiles from the start), sent
+/// at time 0 in the order of the stages that read them. `density[i·N + j]` is
+/// the tile's d (its volume relative to a full-rank tile).
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_with_links(
+    dag: &TileDag,
+    op: Op,
+    owner_of: impl Fn(usize) -> usize,
+    nprocs: usize,
+    prio_time: &[f64],
+    duration: impl Fn(usize, usize) -> f64,
+    density: &[f64],
+    links: &Links,
+) -> (SimResult, Traffic) {
+    let (sim, traffic) = run_schedule(
+        dag,
+        owner_of,
+        nprocs,
+        prio_time,
+        duration,
+        true,
+        Some(Network {
+            op,
+            density,
+            links: *links,
+        }),
+    );
+    (sim, traffic.unwrap_or_default())
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        Traffic {
+            messages: 0,
+            volume: 0.0,
+            max_link_busy: 0.0,
+        }
+    }
+}
+
+/// The communication side of [`run_schedule`].
+struct Network<'a> {
+    op: Op,
+    density: &'a [f64],
+    links: Links,
+}
+
+/// A tile arriving at a processor: the output of a task, or an input tile of
+/// the matrix product.
+#[derive(Clone, Copy)]
+enum Delivery {
+    Output(u32),
+    Input(usize),
+}
+
+/// An arrival in time order (earliest first).
+struct Arrival(f64, usize, Delivery);
+impl PartialEq for Arrival {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0 && self.1 == o.1
+    }
+}
+impl Eq for Arrival {}
+impl PartialOrd for Arrival {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Arrival {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
+}
+
+/// Each processor's outgoing link: when it is free, and its traffic.
+struct LinkState {
+    free: Vec<f64>,
+    busy: Vec<f64>,
+    messages: usize,
+    volume: f64,
+    links: Links,
+}
+
+impl LinkState {
+    /// Sends a tile of density `d` from `from` at time `now`; its arrival time.
+    fn send(&mut self, from: usize, now: f64, d: f64) -> f64 {
+        let start = self.free[from].max(now);
+        let t = d * self.links.full_tile;
+        self.free[from] = start + t;
+        self.busy[from] += t;
+        self.messages += 1;
+        self.volume += d;
+        start + t + self.links.latency
+    }
+}
+
+/// The event-driven schedule of [`simulate`] and [`simulate_with_links`].
+fn run_schedule(
+    dag: &TileDag,
+    owner_of: impl Fn(usize) -> usize,
+    nprocs: usize,
+    prio_time: &[f64],
+    duration: impl Fn(usize, usize) -> f64,
+    preempt: bool,
+    net: Option<Network<'_>>,
+) -> (SimResult, Option<Traffic>) {
     let nt = dag.tasks.len();
+    let n = dag.n;
     let prio = dag.bottom_levels(prio_time);
-    let proc_of: Vec<usize> = dag
-        .tasks
-        .iter()
-        .map(|t| owner_of(t.i * dag.n + t.j))
-        .collect();
+    let proc_of: Vec<usize> = dag.tasks.iter().map(|t| owner_of(t.i * n + t.j)).collect();
     let mut remaining: Vec<f64> = (0..nt).map(|t| duration(t, proc_of[t])).collect();
-    let mut npred: Vec<usize> = dag.preds.iter().map(|p| p.len()).collect();
+    // A task is ready when its predecessors are done (their tiles here) and its
+    // remote input tiles have arrived.
+    let mut waiting: Vec<usize> = dag.preds.iter().map(|p| p.len()).collect();
+    let mut arrivals: BinaryHeap<Arrival> = BinaryHeap::new();
+    let mut link = net.as_ref().map(|net| LinkState {
+        free: vec![0.0; nprocs],
+        busy: vec![0.0; nprocs],
+        messages: 0,
+        volume: 0.0,
+        links: net.links,
+    });
+    // Matrix product: who waits for which input tile where.
+    let mut input_waiters: std::collections::HashMap<(usize, usize), Vec<u32>> =
+        std::collections::HashMap::new();
+    if let (Some(net), Some(link)) = (&net, link.as_mut()) {
+        if net.op == Op::Mm {
+            let mut first_need: Vec<(usize, usize, usize)> = Vec::new();
+            for (t, task) in dag.tasks.iter().enumerate() {
+                for tile in [task.i * n + task.k, task.k * n + task.j] {
+                    let dest = proc_of[t];
+                    if owner_of(tile) == dest {
+                        continue;
+                    }
+                    let w = input_waiters.entry((tile, dest)).or_default();
+                    if w.is_empty() {
+                        first_need.push((task.k, tile, dest));
+                    }
+                    if w.last() != Some(&(t as u32)) {
+                        w.push(t as u32);
+                        waiting[t] += 1;
+                    }
+                }
+            }
+            first_need.sort_unstable();
+            for (_, tile, dest) in first_need {
+                let at = link.send(owner_of(tile), 0.0, net.density[tile]);
+                arrivals.push(Arrival(at, dest, Delivery::Input(tile)));
+            }
+        }
+    }
     let mut queues: Vec<BinaryHeap<Ready>> = (0..nprocs).map(|_| BinaryHeap::new()).collect();
     for t in 0..nt {
-        if npred[t] == 0 {
+        if waiting[t] == 0 {
             queues[proc_of[t]].push(Ready(prio[t], t as u32));
         }
     }
@@ -995,7 +1168,33 @@ pub fn simulate(
     let mut segments = Vec::new();
     let mut now = 0.0;
     let mut done = 0;
+    let ready = |s: usize, waiting: &mut [usize], queues: &mut [BinaryHeap<Ready>]| {
+        waiting[s] -= 1;
+        if waiting[s] == 0 {
+            queues[proc_of[s]].push(Ready(prio[s], s as u32));
+        }
+    };
     while done < nt {
+        // Tiles that have arrived.
+        while arrivals.peek().is_some_and(|a| a.0 <= now * (1.0 + 1e-12)) {
+            let Some(Arrival(_, dest, what)) = arrivals.pop() else {
+                break;
+            };
+            match what {
+                Delivery::Output(t) => {
+                    for &s in &dag.succs[t as usize] {
+                        if proc_of[s as usize] == dest {
+                            ready(s as usize, &mut waiting, &mut queues);
+                        }
+                    }
+                }
+                Delivery::Input(tile) => {
+                    for s in input_waiters.remove(&(tile, dest)).unwrap_or_default() {
+                        ready(s as usize, &mut waiting, &mut queues);
+                    }
+                }
+            }
+        }
         // Choose what runs on each processor.
         for q in 0..nprocs {
             let top = queues[q].peek().map(|r| r.1);
@@ -1027,10 +1226,13 @@ pub fn simulate(
                 Some(_) => {}
             }
         }
-        // Next completion.
+        // Next completion or arrival.
         let mut dt = f64::INFINITY;
         for r in running.iter().flatten() {
             dt = dt.min(remaining[r.0 as usize]);
+        }
+        if let Some(a) = arrivals.peek() {
+            dt = dt.min((a.0 - now).max(0.0));
         }
         assert!(
             dt.is_finite(),
@@ -1051,22 +1253,69 @@ pub fn simulate(
                     });
                     running[q] = None;
                     done += 1;
+                    let mut remote: Vec<(f64, usize)> = Vec::new();
                     for &s in &dag.succs[t] {
                         let s = s as usize;
-                        npred[s] -= 1;
-                        if npred[s] == 0 {
-                            queues[proc_of[s]].push(Ready(prio[s], s as u32));
+                        if link.is_none() || proc_of[s] == q {
+                            ready(s, &mut waiting, &mut queues);
+                        } else {
+                            remote.push((prio[s], proc_of[s]));
+                        }
+                    }
+                    if let (Some(link), Some(net)) = (link.as_mut(), &net) {
+                        // one send per receiving processor, the most urgent first
+                        remote.sort_by(|a, b| b.0.total_cmp(&a.0));
+                        let mut sent: Vec<usize> = Vec::new();
+                        let task = &dag.tasks[t];
+                        for (_, dest) in remote {
+                            if !sent.contains(&dest) {
+                                sent.push(dest);
+                                let at = link.send(q, now, net.density[task.i * n + task.j]);
+                                arrivals.push(Arrival(at, dest, Delivery::Output(t as u32)));
+                            }
                         }
                     }
                 }
             }
         }
     }
-    SimResult {
-        makespan: now,
-        busy,
-        segments,
-    }
+    let traffic = link.map(|l| Traffic {
+        messages: l.messages,
+        volume: l.volume,
+        max_link_busy: l.busy.iter().copied().fold(0.0, f64::max),
+    });
+    (
+        SimResult {
+            makespan: now,
+            busy,
+            segments,
+        },
+        traffic,
+    )
+}
+
+/// ℭ(M) of an allocation: [`simulate_with_links`] on processors of the given
+/// speeds, the paper's priorities and tile weights (`004` §3.5).
+pub fn makespan_with_links(
+    m: &Mapping,
+    op: Op,
+    d: &[f64],
+    speeds: &[f64],
+    costs: &KernelCosts,
+    links: &Links,
+) -> (SimResult, Traffic) {
+    let dag = TileDag::of(op, m.n);
+    let tw = dag.task_weights(d, costs);
+    simulate_with_links(
+        &dag,
+        op,
+        |t| m.owner[t],
+        speeds.len(),
+        &tw,
+        |t, q| tw[t] / speeds[q],
+        d,
+        links,
+    )
 }
 
 /// Which allocation (`004` §4).
