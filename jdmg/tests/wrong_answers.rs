@@ -517,11 +517,12 @@ fn interior_target_with_block_one_returns_every_copy_of_a_sixfold_eigenvalue() {
 /// The locking floor of issue 39: block size 1, harmonic extraction, σ = 1.09
 /// next to the six-fold 1.0888 of lap3d:10. A Ritz vector x ⟂ X (the locked
 /// vectors) has Xᵀ(Ax − θx) = R_Xᵀx, the locked pairs' own residuals, which
-/// the correction equation cannot reduce: with several copies locked near the
-/// tolerance, ‖Xᵀr‖ alone exceeded it and the verification pass stagnated at
-/// ‖r‖ = 1.147e-7 > 8.15e-8 until the matvec budget was spent. The solve must
-/// converge to the nine nearest eigenvalues with true residuals below the
-/// tolerance.
+/// the correction equation cannot reduce: with locked residuals near the
+/// tolerance along x (a copy of 1.0888), ‖Xᵀr‖ alone exceeded it and the
+/// verification pass stagnated at ‖r‖ = 1.147e-7 > 8.15e-8 until the matvec
+/// budget was spent (`Outcome::BudgetSpent`, 100 001 products). The solve
+/// must converge to the nine nearest eigenvalues with true residuals below
+/// the tolerance.
 #[test]
 fn interior_target_with_block_one_gets_past_the_locking_floor() {
     use jdmg::{Extraction, InnerSolver, Outcome, Solver, Target};
