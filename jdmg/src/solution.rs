@@ -69,6 +69,9 @@ pub struct Stats {
     pub verification_passes: usize,
     /// Missed copies those passes found (and locked).
     pub missed_copies: usize,
+    /// Clusters of locked pairs refined again because their residuals made a
+    /// floor under a later pair's (see the locking floor in `jd`).
+    pub floor_refinements: usize,
     /// None: no verification was needed (`Verify::Auto`) or asked; Some(true): the
     /// wanted set was verified; Some(false): a pass was cut short by the budget.
     pub verified: Option<bool>,

@@ -513,3 +513,67 @@ fn interior_target_with_block_one_returns_every_copy_of_a_sixfold_eigenvalue() {
         assert_pairs(&a, &sol, 1e-8 * sol.stats.anorm_estimate.max(8.0) * 1.5);
     }
 }
+
+/// The locking floor of issue 39: block size 1, harmonic extraction, σ = 1.09
+/// next to the six-fold 1.0888 of lap3d:10. A Ritz vector x ⟂ X (the locked
+/// vectors) has Xᵀ(Ax − θx) = R_Xᵀx, the locked pairs' own residuals, which
+/// the correction equation cannot reduce: with locked residuals near the
+/// tolerance along x (a copy of 1.0888), ‖Xᵀr‖ alone exceeded it and the
+/// verification pass stagnated at ‖r‖ = 1.147e-7 > 8.15e-8 until the matvec
+/// budget was spent (seed 15: `Outcome::BudgetSpent`, 100 001 products;
+/// seed 5 with BiCGSTAB got past after 11 000). The solve must converge to
+/// the nine nearest eigenvalues with true residuals below the tolerance.
+#[test]
+fn interior_target_with_block_one_gets_past_the_locking_floor() {
+    use jdmg::{Extraction, InnerSolver, Outcome, Solver, Target};
+    let a = matrices::generate::generate(&"lap3d:10".parse().unwrap()).unwrap();
+    let sigma = 1.09;
+    let mut all = common::lap3d_spectrum(10);
+    all.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
+    for (seed, solver) in [(15, InnerSolver::Auto), (5, InnerSolver::Bicgstab)] {
+        let p = JdParams {
+            problem: ProblemSettings {
+                nev: 9,
+                target: Target::Closest(sigma),
+                ..Default::default()
+            },
+            basis: BasisSettings {
+                block: 1,
+                seed,
+                extraction: Extraction::Harmonic,
+                ..Default::default()
+            },
+            correction: CorrectionSettings {
+                solver,
+                ..Default::default()
+            },
+            ..JdParams::default()
+        };
+        let sol = Solver::new(&a, &p).run().unwrap();
+        assert_eq!(
+            sol.outcome,
+            Outcome::Converged,
+            "seed {seed}: {:?}",
+            sol.stats
+        );
+        assert!(sol.converged.iter().all(|&c| c), "seed {seed}");
+        // Before the fix: 100 001 products (budget spent) for seed 15, 12 335
+        // for seed 5 (stuck for 11 000 before it got past); after, 1 398 and 1 158.
+        assert!(sol.stats.floor_refinements >= 1, "seed {seed}");
+        assert!(
+            sol.stats.matvecs <= 3000,
+            "seed {seed}: {}",
+            sol.stats.matvecs
+        );
+        let mut got = sol.eigenvalues.clone();
+        got.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
+        assert_eq!(got.len(), 9);
+        for (j, (g, w)) in got.iter().zip(&all).enumerate() {
+            assert!(
+                (g - w).abs() < 1e-9,
+                "seed {seed} #{j}: {g} vs {w} (all {got:?})"
+            );
+        }
+        assert_pairs(&a, &sol, 1e-8 * sol.stats.anorm_estimate * 1.0001);
+    }
+}

@@ -1759,6 +1759,13 @@ fn notes(out: &mut String, rep: &SolveReport) {
             }
         );
     }
+    if s.floor_refinements > 0 {
+        let _ = writeln!(
+            out,
+            "locking floor: {} cluster(s) of locked pairs refined again (their residuals held a later pair above the tolerance)",
+            s.floor_refinements
+        );
+    }
     if let Some(c) = &s.certificate {
         let _ = writeln!(
             out,

@@ -77,7 +77,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
             .filter(|&j| {
                 let (_, th, rn) = lock[j];
                 let floor = f64::EPSILON.sqrt() * self.res_scale(th);
-                rn <= self.tol_for(th) || (full_ok && rn <= floor)
+                rn <= self.lock_tol(th) || (full_ok && rn <= floor)
             })
             .collect();
         if accepted.len() < lock.len() {

@@ -27,6 +27,7 @@
 mod checks;
 mod convergence;
 mod correct;
+mod floor;
 mod harmonic;
 mod locking;
 mod mass;
@@ -247,6 +248,10 @@ struct State<'p, 'a, 'b, A: ?Sized, C: ?Sized> {
     mass: Option<MassState<'a>>,
     /// Harmonic Ritz extraction's state (G = WᵀW); None: Rayleigh-Ritz.
     harm: Option<harmonic::Harmonic>,
+    /// Refined clusters, locking below the tolerance (see `floor`).
+    tight: Vec<floor::Tight>,
+    /// The head pair's residual norm at the previous iteration (see `floor`).
+    floor_prev: f64,
 }
 
 /// The p×p identity, column-major.
@@ -489,6 +494,8 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
             ninit: 0,
             mass: pb.mass.map(|m| MassState::new(m.op, n, mb, sz.k)),
             harm: None,
+            tight: Vec::new(),
+            floor_prev: f64::INFINITY,
         }
     }
 
@@ -616,6 +623,14 @@ impl<'p, 'a, 'b, A: Operator + ?Sized, C: Comm + ?Sized> State<'p, 'a, 'b, A, C>
                 // Nothing left to add: every Ritz pair is exact.
                 self.stats.projection_seconds += tp.elapsed().as_secs_f64();
                 return Ok(Exit::Solved(self.finish(&[])));
+            }
+            if !lock.is_empty() {
+                self.floor_prev = f64::INFINITY;
+            } else if self.refine_floor(&work, &sel, &y_cur, m_cur) {
+                // the cluster joined the basis: Rayleigh-Ritz again
+                self.stats.projection_seconds += tp.elapsed().as_secs_f64();
+                b = 0;
+                continue;
             }
             self.restart_or_keep(&y_cur, m_cur, sel.len().max(1));
             self.stats.projection_seconds += tp.elapsed().as_secs_f64();

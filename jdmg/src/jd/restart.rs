@@ -39,7 +39,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
     }
 
     /// [`State::basis_cap`] with `locked` pairs locked.
-    fn basis_cap_with(&self, locked: usize) -> usize {
+    pub(super) fn basis_cap_with(&self, locked: usize) -> usize {
         let mb = self.sz.max_basis;
         if self.prm.basis.max_basis != 0 || self.correction.by_solve_groups() {
             return mb;

@@ -154,7 +154,7 @@ impl<A: Operator + ?Sized, C: Comm + ?Sized> State<'_, '_, '_, A, C> {
                 }
                 ritz_seen.push((th, rn));
                 let wanted = p < remaining;
-                let conv = rn <= self.tol_for(th) || basis_full;
+                let conv = rn <= self.lock_tol(th) || basis_full;
                 // Lock in target order only: a converged pair behind an unconverged
                 // one waits (without being corrected), so that a missed copy of a
                 // clustered or multiple eigenvalue cannot be overtaken.
