@@ -10,17 +10,6 @@ use hetdense::sched::tiles::{
 
 use super::{err, plot, setting, Ctx, Row, Size};
 
-fn eval(
-    alg: AllocKind,
-    op: Op,
-    n: usize,
-    p: usize,
-    alpha: f64,
-    grid: BceGrid,
-) -> Result<TileMetrics, String> {
-    eval_mapping(alg, op, n, p, alpha, grid).map(|x| x.1)
-}
-
 /// The allocation, its metrics and the densities of the synthetic BLR matrix
 /// (δ = 8, seed 1) on `p` processors of speed 1.
 fn eval_mapping(
@@ -307,11 +296,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let mut l8 = Vec::new();
     for op in [Op::Mm, Op::Lu] {
         for &n in n8 {
-            let a = eval(AllocKind::Bce, op, n, 34, 2.0, BceGrid::Fixed(12, 11))?;
-            let b = eval(AllocKind::Bce, op, n, 34, 2.0, BceGrid::Fixed(12, 12))?;
-            let c = eval(AllocKind::Bce, op, n, 34, 2.0, BceGrid::Fixed(10, 12))?;
-            let bc = eval(AllocKind::Bc, op, n, 34, 2.0, BceGrid::Best)?;
-            let rs = eval(AllocKind::Rs, op, n, 34, 2.0, BceGrid::Best)?;
+            let a = eval_mapping(AllocKind::Bce, op, n, 34, 2.0, BceGrid::Fixed(12, 11))?.1;
+            let b = eval_mapping(AllocKind::Bce, op, n, 34, 2.0, BceGrid::Fixed(12, 12))?.1;
+            let c = eval_mapping(AllocKind::Bce, op, n, 34, 2.0, BceGrid::Fixed(10, 12))?.1;
+            let bc = eval_mapping(AllocKind::Bc, op, n, 34, 2.0, BceGrid::Best)?.1;
+            let rs = eval_mapping(AllocKind::Rs, op, n, 34, 2.0, BceGrid::Best)?.1;
             for m in [&bc, &c, &a, &b, &rs] {
                 l8.push(line("8", m));
             }

@@ -1061,25 +1061,6 @@ enum Delivery {
     Input(usize),
 }
 
-/// An arrival in time order (earliest first).
-struct Arrival(f64, usize, Delivery);
-impl PartialEq for Arrival {
-    fn eq(&self, o: &Self) -> bool {
-        self.0 == o.0 && self.1 == o.1
-    }
-}
-impl Eq for Arrival {}
-impl PartialOrd for Arrival {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Arrival {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
-    }
-}
-
 /// Each processor's outgoing link: when it is free, and its traffic.
 struct LinkState {
     free: Vec<f64>,
@@ -1120,7 +1101,9 @@ fn run_schedule(
     // A task is ready when its predecessors are done (their tiles here) and its
     // remote input tiles have arrived.
     let mut waiting: Vec<usize> = dag.preds.iter().map(|p| p.len()).collect();
-    let mut arrivals: BinaryHeap<Arrival> = BinaryHeap::new();
+    // arrivals as (−time, index into `deliveries`): the earliest first
+    let mut arrivals: BinaryHeap<Ready> = BinaryHeap::new();
+    let mut deliveries: Vec<(usize, Delivery)> = Vec::new();
     let mut link = net.as_ref().map(|net| LinkState {
         free: vec![0.0; nprocs],
         busy: vec![0.0; nprocs],
@@ -1153,7 +1136,8 @@ fn run_schedule(
             first_need.sort_unstable();
             for (_, tile, dest) in first_need {
                 let at = link.send(owner_of(tile), 0.0, net.density[tile]);
-                arrivals.push(Arrival(at, dest, Delivery::Input(tile)));
+                arrivals.push(Ready(-at, deliveries.len() as u32));
+                deliveries.push((dest, Delivery::Input(tile)));
             }
         }
     }
@@ -1176,10 +1160,11 @@ fn run_schedule(
     };
     while done < nt {
         // Tiles that have arrived.
-        while arrivals.peek().is_some_and(|a| a.0 <= now * (1.0 + 1e-12)) {
-            let Some(Arrival(_, dest, what)) = arrivals.pop() else {
+        while arrivals.peek().is_some_and(|a| -a.0 <= now * (1.0 + 1e-12)) {
+            let Some(Ready(_, id)) = arrivals.pop() else {
                 break;
             };
+            let (dest, what) = deliveries[id as usize];
             match what {
                 Delivery::Output(t) => {
                     for &s in &dag.succs[t as usize] {
@@ -1232,7 +1217,7 @@ fn run_schedule(
             dt = dt.min(remaining[r.0 as usize]);
         }
         if let Some(a) = arrivals.peek() {
-            dt = dt.min((a.0 - now).max(0.0));
+            dt = dt.min((-a.0 - now).max(0.0));
         }
         assert!(
             dt.is_finite(),
@@ -1271,7 +1256,8 @@ fn run_schedule(
                             if !sent.contains(&dest) {
                                 sent.push(dest);
                                 let at = link.send(q, now, net.density[task.i * n + task.j]);
-                                arrivals.push(Arrival(at, dest, Delivery::Output(t as u32)));
+                                arrivals.push(Ready(-at, deliveries.len() as u32));
+                                deliveries.push((dest, Delivery::Output(t as u32)));
                             }
                         }
                     }
