@@ -465,6 +465,34 @@ fn bcsstk15_defaults_find_the_eigenvalue_of_its_isolated_rows() {
     assert_pairs(&a, &sol, 1e-8 * sol.stats.anorm_estimate * 1.0001);
 }
 
+/// The nine eigenpairs nearest `sigma`, block 1, with the given seed,
+/// extraction and inner solver (the sixfold-eigenvalue cases of lap3d:10).
+fn nine_nearest_block_one(
+    sigma: f64,
+    seed: u64,
+    extraction: jdmg::Extraction,
+    solver: jdmg::InnerSolver,
+) -> JdParams {
+    JdParams {
+        problem: ProblemSettings {
+            nev: 9,
+            target: jdmg::Target::Closest(sigma),
+            ..Default::default()
+        },
+        basis: BasisSettings {
+            block: 1,
+            seed,
+            extraction,
+            ..Default::default()
+        },
+        correction: CorrectionSettings {
+            solver,
+            ..Default::default()
+        },
+        ..JdParams::default()
+    }
+}
+
 /// Block size 1 around an interior target next to a six-fold eigenvalue
 /// (lap3d:10, σ = 1.09, the six copies of 1.0888 nearest): a Jacobi
 /// preconditioner on a constant diagonal makes the search space a Krylov
@@ -474,30 +502,13 @@ fn bcsstk15_defaults_find_the_eigenvalue_of_its_isolated_rows() {
 /// the nine nearest.
 #[test]
 fn interior_target_with_block_one_returns_every_copy_of_a_sixfold_eigenvalue() {
-    use jdmg::{Extraction, InnerSolver, Solver, Target};
+    use jdmg::{Extraction, InnerSolver, Solver};
     let a = matrices::generate::generate(&"lap3d:10".parse().unwrap()).unwrap();
     let sigma = 1.09;
     let mut all = common::lap3d_spectrum(10);
     all.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     for extraction in [Extraction::Harmonic, Extraction::Ritz] {
-        let p = JdParams {
-            problem: ProblemSettings {
-                nev: 9,
-                target: Target::Closest(sigma),
-                ..Default::default()
-            },
-            basis: BasisSettings {
-                block: 1,
-                seed: 2,
-                extraction,
-                ..Default::default()
-            },
-            correction: CorrectionSettings {
-                solver: InnerSolver::Bicgstab,
-                ..Default::default()
-            },
-            ..JdParams::default()
-        };
+        let p = nine_nearest_block_one(sigma, 2, extraction, InnerSolver::Bicgstab);
         let sol = Solver::new(&a, &p).run().unwrap();
         let mut got = sol.eigenvalues.clone();
         got.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
@@ -525,30 +536,13 @@ fn interior_target_with_block_one_returns_every_copy_of_a_sixfold_eigenvalue() {
 /// the nine nearest eigenvalues with true residuals below the tolerance.
 #[test]
 fn interior_target_with_block_one_gets_past_the_locking_floor() {
-    use jdmg::{Extraction, InnerSolver, Outcome, Solver, Target};
+    use jdmg::{Extraction, InnerSolver, Outcome, Solver};
     let a = matrices::generate::generate(&"lap3d:10".parse().unwrap()).unwrap();
     let sigma = 1.09;
     let mut all = common::lap3d_spectrum(10);
     all.sort_by(|x, y| (x - sigma).abs().total_cmp(&(y - sigma).abs()));
     for (seed, solver) in [(15, InnerSolver::Auto), (5, InnerSolver::Bicgstab)] {
-        let p = JdParams {
-            problem: ProblemSettings {
-                nev: 9,
-                target: Target::Closest(sigma),
-                ..Default::default()
-            },
-            basis: BasisSettings {
-                block: 1,
-                seed,
-                extraction: Extraction::Harmonic,
-                ..Default::default()
-            },
-            correction: CorrectionSettings {
-                solver,
-                ..Default::default()
-            },
-            ..JdParams::default()
-        };
+        let p = nine_nearest_block_one(sigma, seed, Extraction::Harmonic, solver);
         let sol = Solver::new(&a, &p).run().unwrap();
         assert_eq!(
             sol.outcome,
