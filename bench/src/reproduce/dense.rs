@@ -5,7 +5,9 @@
 
 use faer::Par;
 use hetdense::check;
-use hetdense::factor::{factor_distributed_with, gather_factors, Factorization, Replan};
+use hetdense::factor::{
+    factor_distributed_with, gather_factors, Factorization, LocalColumns, Replan,
+};
 use hetdense::{run_dense, ColumnLayout, DenseParams, DenseReport, Source};
 use lblib::{ClockMode, Comm, ThreadComm, ThreadConfig};
 
@@ -78,10 +80,11 @@ pub fn lu_on_layout(
     let out = ThreadComm::run_with(cfg, |comm| {
         comm.barrier();
         let t0 = comm.wtime();
+        let local = LocalColumns::new(layout, comm.rank(), &src)?;
         let f = factor_distributed_with(
             &comm,
             Factorization::Lu,
-            &src,
+            local,
             layout,
             &Replan::default(),
             None,

@@ -170,16 +170,26 @@ pub struct DistFactors {
     pub stats: FactorStats,
 }
 
-/// Local column storage: blocks ascending, columns contiguous.
-struct Local {
+/// The columns one process stores of a 1-D column-block layout: its blocks in
+/// ascending order, each column contiguous (column-major, all `n` rows).
+///
+/// Built from a [`Source`] by [`LocalColumns::new`] (the distribution of the
+/// matrix, which `jdmg dense` times apart from the factorization, as ScaLAPACK's
+/// drivers time `pdgetrf` alone) and consumed by [`factor_distributed_with`].
+pub struct LocalColumns {
     blocks: Vec<usize>,
     /// Column offset of each local block, plus the total at the end.
     offs: Vec<usize>,
     data: Vec<f64>,
 }
 
-impl Local {
-    fn new(layout: &ColumnLayout, rank: usize, src: &Source) -> Self {
+impl LocalColumns {
+    /// The columns process `rank` stores of `layout`, filled from `src`.
+    ///
+    /// # Errors
+    /// [`DenseError::BadMatrix`] if `src` does not hold `layout.n²` entries.
+    pub fn new(layout: &ColumnLayout, rank: usize, src: &Source) -> Result<Self, DenseError> {
+        src.validate(layout.n)?;
         let n = layout.n;
         let blocks = layout.blocks_of(rank);
         let mut offs = vec![0];
@@ -198,7 +208,7 @@ impl Local {
                 }
             }
         }
-        Self { blocks, offs, data }
+        Ok(Self { blocks, offs, data })
     }
 
     fn ncols(&self) -> usize {
@@ -287,7 +297,7 @@ enum PanelSource<'a> {
 }
 
 impl<'a> PanelSource<'a> {
-    fn new(loc: &'a Local, k: usize, home: bool, pending: &mut Option<Pending>) -> Self {
+    fn new(loc: &'a LocalColumns, k: usize, home: bool, pending: &mut Option<Pending>) -> Self {
         if home {
             let b = loc.index_of(k).expect("home stores its block");
             Self::Home {
@@ -390,7 +400,7 @@ struct Step<'a> {
 
 impl Step<'_> {
     /// Swaps (LU) and updates rows `c0..n` of local block `b` alone.
-    fn update_block(&self, loc: &mut Local, b: usize, mem: &mut MemBuffer) {
+    fn update_block(&self, loc: &mut LocalColumns, b: usize, mem: &mut MemBuffer) {
         let n = self.n;
         let r = loc.cols(b);
         if self.kind == Factorization::Lu {
@@ -421,17 +431,30 @@ impl Step<'_> {
 /// Applies the transpositions `ipiv[c0 + i] = c0 + ...` of one panel (rows
 /// `c0..`, `w` of them) to the columns of `data` (leading dimension `ld`, first
 /// row of `data` is global row `row0`).
+///
+/// Row by row over groups of [`SWAP_COLUMNS`] columns, as LAPACK's `dlaswp`:
+/// the swaps of one row pair in different columns are independent loads, where
+/// a column at a time waits for each scattered pivot row in turn.
 fn apply_swaps(data: &mut [f64], ld: usize, ncols: usize, row0: usize, c0: usize, piv: &[usize]) {
-    for c in 0..ncols {
-        let col = &mut data[c * ld..(c + 1) * ld];
+    let data = &mut data[..ncols * ld];
+    for group in data.chunks_mut(SWAP_COLUMNS * ld) {
         for (i, &p) in piv.iter().enumerate() {
             let (a, b) = (c0 + i - row0, p - row0);
             if a != b {
-                col.swap(a, b);
+                for col in group.chunks_exact_mut(ld) {
+                    col.swap(a, b);
+                }
             }
         }
     }
 }
+
+/// Columns swapped together by [`apply_swaps`] (LAPACK's `dlaswp` uses 32).
+const SWAP_COLUMNS: usize = 32;
+
+/// Trailing columns of an LU step swapped and then updated together: at
+/// `n = 4000` a group is 4 MB, which the update finds in cache.
+const UPDATE_COLUMNS: usize = 512;
 
 /// Converts faer's row permutation of an `m × w` panel (`perm[i]` = original
 /// row of row `i`) into `w` LAPACK transpositions (0-based, relative to the panel).
@@ -515,7 +538,7 @@ pub fn factor_distributed<C: Comm + ?Sized>(
     factor_distributed_with(
         comm,
         kind,
-        src,
+        LocalColumns::new(layout, comm.rank(), src)?,
         layout,
         replan,
         meter,
@@ -553,19 +576,21 @@ pub(crate) fn check_replan_thresholds(
     Ok(())
 }
 
-/// [`factor_distributed`] with the look-ahead switchable (`lookahead`; off in
-/// [`factor_distributed`]) and calling `on_panel(k)` once on every process before
-/// panel `k` is factored: the hook of the experiments whose
+/// [`factor_distributed`] on columns already distributed (`local`, this
+/// process's columns of `layout`), with the look-ahead switchable (`lookahead`;
+/// off in [`factor_distributed`]) and calling `on_panel(k)` once on every
+/// process before panel `k` is factored: the hook of the experiments whose
 /// load changes during the run (`000` §2.1, §4.5), e.g. a
 /// [`Comm::set_slowdown`] after a given panel.
 ///
 /// # Errors
-/// As [`factor_distributed`].
+/// As [`factor_distributed`], and [`DenseError::BadParam`] if `local` holds
+/// other blocks than `layout` gives this process.
 #[allow(clippy::too_many_arguments)]
 pub fn factor_distributed_with<C: Comm + ?Sized>(
     comm: &C,
     kind: Factorization,
-    src: &Source,
+    local: LocalColumns,
     layout: &ColumnLayout,
     replan: &Replan,
     mut meter: Option<&mut RateMeter<'_, C>>,
@@ -602,12 +627,22 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         replan.min_seconds,
         ["replan min_gain", "replan min_seconds"],
     )?;
-    src.validate(layout.n)?;
+    if local.blocks != layout.blocks_of(me) || local.data.len() != layout.n * local.ncols() {
+        return Err(DenseError::BadParam {
+            what: "local columns",
+            value: format!(
+                "{} blocks, {} entries",
+                local.blocks.len(),
+                local.data.len()
+            ),
+            reason: "were not distributed for this layout and process",
+        });
+    }
     let n = layout.n;
     let nb = layout.n_blocks();
     let bw = layout.block;
     let mut layout = layout.clone();
-    let mut loc = Local::new(&layout, me, src);
+    let mut loc = local;
     let mut ipiv = vec![0usize; if kind == Factorization::Lu { n } else { 0 }];
     let mut t_factors = vec![0.0; if kind == Factorization::Qr { bw * n } else { 0 }];
     let mut stats = FactorStats::default();
@@ -782,9 +817,10 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         }
         let t_update = clock();
         if kind == Factorization::Lu {
-            // Swaps on every local column but the panel, the lent block and the
-            // blocks updated above.
-            for b in 0..loc.blocks.len() {
+            // Swaps on every local column but the panel, the lent block, the
+            // blocks updated above and the trailing ones (swapped just before
+            // their update, below).
+            for b in 0..ta {
                 let j = loc.blocks[b];
                 if j == k || (t0..ta).contains(&b) || (lent && j == k + 1 && me == next_home) {
                     continue;
@@ -803,10 +839,24 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         let tcols = loc.ncols() - loc.offs[ta];
         if tcols > 0 {
             let (ncols, off) = (loc.ncols(), loc.offs[ta]);
-            let all = MatMut::from_column_major_slice_mut(&mut loc.data, n, ncols);
-            let trailing = all.submatrix_mut(c0, off, n - c0, tcols);
-            let stack = MemStack::new(&mut mem);
-            update_columns(kind, trailing, pref, tref, w, par, stack);
+            // LU: each group of columns swapped right before its update, while
+            // its rows are still in cache.
+            let group = if kind == Factorization::Lu {
+                UPDATE_COLUMNS
+            } else {
+                tcols
+            };
+            for c in (0..tcols).step_by(group) {
+                let cw = group.min(tcols - c);
+                if kind == Factorization::Lu {
+                    let cols = &mut loc.data[(off + c) * n..(off + c + cw) * n];
+                    apply_swaps(cols, n, cw, 0, c0, &piv);
+                }
+                let all = MatMut::from_column_major_slice_mut(&mut loc.data, n, ncols);
+                let trailing = all.submatrix_mut(c0, off + c, n - c0, cw);
+                let stack = MemStack::new(&mut mem);
+                update_columns(kind, trailing, pref, tref, w, par, stack);
+            }
             comm.charge(CHARGE_PER_FLOP * kind.update_flops(n - c0, w, tcols));
         }
         if let Some(pd) = pending.as_mut() {
@@ -970,7 +1020,7 @@ fn pays(
 fn borrow_block<C: Comm + ?Sized>(
     comm: &C,
     layout: &ColumnLayout,
-    loc: &Local,
+    loc: &LocalColumns,
     j: usize,
     row0: usize,
     pending: &mut Option<Pending>,
@@ -1019,7 +1069,7 @@ fn move_blocks<C: Comm + ?Sized>(
     comm: &C,
     layout: &ColumnLayout,
     new_home: &[usize],
-    loc: &mut Local,
+    loc: &mut LocalColumns,
 ) -> u64 {
     let n = layout.n;
     let p = comm.size();
@@ -1085,7 +1135,7 @@ fn move_blocks<C: Comm + ?Sized>(
             dst.copy_from_slice(&loc.data[r.start * n..r.end * n]);
         }
     }
-    *loc = Local { blocks, offs, data };
+    *loc = LocalColumns { blocks, offs, data };
     total
 }
 

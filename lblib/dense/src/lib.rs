@@ -40,7 +40,7 @@ pub mod rates;
 pub mod run;
 pub mod sched;
 
-pub use factor::{factor_distributed, DistFactors, FactorStats, Replan, ReplanRates};
+pub use factor::{factor_distributed, DistFactors, FactorStats, LocalColumns, Replan, ReplanRates};
 pub use layout::{ColumnLayout, LayoutKind};
 pub use rates::{measure_cycle_times, RateParams, RateSample};
 pub use run::{run_dense, DenseOp, DenseParams, DenseReport, LoadChange};

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::check;
 use super::factor::{
-    check_replan_thresholds, factor_distributed_with, gather_factors, Factorization, Replan,
+    check_replan_thresholds, factor_distributed_with, gather_factors, Factorization, LocalColumns,
+    Replan,
 };
 use super::gemm::{gather_slabs, gemm_slab, GemmLayout};
 use super::grid::{gather_grid, grid_gemm, grid_lu, grid_qr, GridAlloc, GridLayout};
@@ -258,8 +259,15 @@ pub struct DenseReport {
     /// faer threads per process.
     pub threads: usize,
     /// Time of the operation (communicator clock: virtual on the thread backend
-    /// with slowdowns), barrier to barrier, including re-planning.
+    /// with slowdowns), barrier to barrier, including re-planning. The 1-D LU
+    /// and QR start from their columns in place, as the 1-D GEMM from its
+    /// slabs ([`DenseReport::distribute_seconds`] is the time of putting them
+    /// there); the 2-D grid operations include their distribution.
     pub wall_seconds: f64,
+    /// Time of filling each process's columns from the source before a 1-D LU
+    /// or QR, barrier to barrier (`None` for the other operations).
+    #[serde(default)]
+    pub distribute_seconds: Option<f64>,
     /// `flops / wall_seconds / 1e9`.
     pub gflops: f64,
     /// `‖PA − LU‖_F/‖A‖_F`, `‖A − QR‖_F/‖A‖_F`, or `‖C − AB‖_F/(‖A‖_F‖B‖_F)`
@@ -337,6 +345,7 @@ pub fn run_dense<C: Comm>(
         nprocs: comm.size(),
         threads: params.threads,
         wall_seconds: 0.0,
+        distribute_seconds: None,
         gflops: 0.0,
         backward_error: None,
         orthogonality: None,
@@ -491,13 +500,20 @@ pub fn run_dense<C: Comm>(
                 }
             }
         };
+        traced.barrier();
+        let t0 = traced.wtime();
+        let local = LocalColumns::new(&layout, comm.rank(), src)?;
+        traced.barrier();
+        let mut spread = [traced.wtime() - t0];
+        comm.all_reduce(&mut spread, ReduceOp::Max);
+        report.distribute_seconds = Some(spread[0]);
         traced.reset();
         traced.barrier();
         let t0 = traced.wtime();
         let f = factor_distributed_with(
             &traced,
             kind,
-            src,
+            local,
             &layout,
             &params.replan,
             Some(&mut meter),

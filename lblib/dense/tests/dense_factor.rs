@@ -4,7 +4,8 @@
 use hetdense::alloc::{optimal_chunks, simulate_lu};
 use hetdense::check::{self, serial_lu, serial_qr};
 use hetdense::factor::{
-    factor_distributed, factor_distributed_with, gather_factors, Factorization, Replan, ReplanRates,
+    factor_distributed, factor_distributed_with, gather_factors, Factorization, LocalColumns,
+    Replan, ReplanRates,
 };
 use hetdense::gemm::GemmLayout;
 use hetdense::rates::{RateMeter, RateParams};
@@ -135,10 +136,12 @@ fn lookahead_gives_the_factors_of_the_plain_order() {
                     ..Default::default()
                 };
                 let out = ThreadComm::run_with(cfg, |comm| {
+                    let local =
+                        LocalColumns::new(&lay, comm.rank(), &Source::Random { seed: 11 }).unwrap();
                     let f = factor_distributed_with(
                         &comm,
                         kind,
-                        &Source::Random { seed: 11 },
+                        local,
                         &lay,
                         &Replan::default(),
                         None::<&mut RateMeter<'_, ThreadComm>>,
@@ -193,6 +196,8 @@ fn run_dense_backward_errors_and_solves_at_rounding_level() {
             assert!(r.solve_residual.unwrap() <= bound, "{:?}", r.solve_residual);
             assert_eq!(r.columns_per_rank.iter().sum::<usize>(), params.n);
             assert_eq!(r.rates.len(), 3);
+            // the distribution is timed apart from the factorization
+            assert!(r.distribute_seconds.is_some_and(|s| s >= 0.0));
         }
     }
 }
@@ -464,6 +469,27 @@ fn bad_parameters_are_typed_errors() {
         Err(DenseError::BadMatrix {
             got: 5,
             expected: 9,
+            ..
+        })
+    ));
+    // Columns distributed for another layout.
+    let src = Source::Random { seed: 0 };
+    let wide = ColumnLayout::build(LayoutKind::Cyclic, &[1.0], 10, 5, None).unwrap();
+    let narrow = ColumnLayout::build(LayoutKind::Cyclic, &[1.0], 10, 2, None).unwrap();
+    assert!(matches!(
+        factor_distributed_with(
+            &comm,
+            Factorization::Lu,
+            LocalColumns::new(&wide, 0, &src).unwrap(),
+            &narrow,
+            &Replan::default(),
+            None,
+            faer::Par::Seq,
+            false,
+            &mut |_| {},
+        ),
+        Err(DenseError::BadParam {
+            what: "local columns",
             ..
         })
     ));
