@@ -438,6 +438,12 @@ fn print_report(a: &DenseArgs, r: &DenseReport) -> Result<(), Fail> {
         "time {:.3} s  {:.2} GFLOP/s  imbalance {:.1}%",
         r.wall_seconds, r.gflops, r.imbalance_percent
     );
+    if let Some(d) = r.distribute_seconds {
+        let _ = writeln!(
+            out,
+            "distribution {d:.3} s (before the timed factorization)"
+        );
+    }
     if let Some(b) = r.backward_error {
         let _ = writeln!(out, "backward error {b:.3e}");
     }
