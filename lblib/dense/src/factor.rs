@@ -817,12 +817,12 @@ pub fn factor_distributed_with<C: Comm + ?Sized>(
         }
         let t_update = clock();
         if kind == Factorization::Lu {
-            // Swaps on every local column but the panel, the lent block, the
-            // blocks updated above and the trailing ones (swapped just before
-            // their update, below).
-            for b in 0..ta {
+            // Swaps on the local columns before the trailing ones but the panel
+            // and the lent block (blocks t0..ta had theirs in the look-ahead;
+            // the trailing ones get theirs just before their update, below).
+            for b in 0..t0 {
                 let j = loc.blocks[b];
-                if j == k || (t0..ta).contains(&b) || (lent && j == k + 1 && me == next_home) {
+                if j == k || (lent && j == k + 1 && me == next_home) {
                     continue;
                 }
                 let r = loc.cols(b);

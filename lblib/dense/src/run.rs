@@ -504,9 +504,9 @@ pub fn run_dense<C: Comm>(
         let t0 = traced.wtime();
         let local = LocalColumns::new(&layout, comm.rank(), src)?;
         traced.barrier();
-        let mut spread = [traced.wtime() - t0];
-        comm.all_reduce(&mut spread, ReduceOp::Max);
-        report.distribute_seconds = Some(spread[0]);
+        let mut distribute = [traced.wtime() - t0];
+        comm.all_reduce(&mut distribute, ReduceOp::Max);
+        report.distribute_seconds = Some(distribute[0]);
         traced.reset();
         traced.barrier();
         let t0 = traced.wtime();
